@@ -1,0 +1,37 @@
+# Thin wrapper around meson: the real build description is meson.build.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+MESON_TEST  = meson test --print-errorlogs --num-processes 2
+
+.PHONY: all deps run check check-asan clean
+
+all: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) --buildtype=debugoptimized
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+deps:
+	scripts/install-deps.sh
+
+# The best demo at this stage: build the pseries tree with one spapr-vlan,
+# write it out and decompile it.
+run: all
+	$(BUILD)/illan -M pseries,dumpdtb=$(BUILD)/pseries.dtb -nodefaults \
+	    -device spapr-vlan,mac=52:54:00:12:34:56
+	dtc -I dtb -O dts $(BUILD)/pseries.dtb
+
+check: deps
+	$(MAKE) all
+	cd $(BUILD) && $(MESON_TEST)
+
+check-asan: deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(MESON_TEST)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

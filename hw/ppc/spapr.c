@@ -1,0 +1,253 @@
+/*
+ * The pseries machine.  It has no CPU: whoever issues hcalls through
+ * spapr_hypercall() is the guest (a qtest client, later built-in models).
+ */
+#include "hw/ppc/spapr.h"
+#include "hw/ppc/spapr_iommu.h"
+#include "hw/ppc/spapr_vio.h"
+#include "qemu/module.h"
+#include "qemu/option.h"
+
+#include <libfdt.h>
+#include <string.h>
+
+#define SPAPR_MIN_RAM   (16ULL << 20)
+#define SPAPR_MAX_RAM   (1ULL << 40)
+#define SPAPR_RAM_ALIGN (1ULL << 20)
+#define FDT_MAX_SIZE    (1 << 20)
+
+typedef struct SpaprHcall {
+    SpaprHcallFn fn;
+    unsigned nout;
+} SpaprHcall;
+
+static SpaprHcall hcall_table[MAX_HCALL_OPCODE / 4 + 1];
+
+struct SpaprMachineState {
+    const MachineClass *mc;
+    char *dumpdtb;
+    GuestRam *ram;
+    SpaprTceRegistry *tce;
+    SpaprVioBus *vio;
+    IrqLine irq_inputs[SPAPR_IRQ_NR];
+    IrqHandler irq_intercept;
+    void *irq_intercept_opaque;
+};
+
+void spapr_register_hypercall(uint64_t opcode, SpaprHcallFn fn, unsigned nout)
+{
+    g_assert(opcode % 4 == 0 && opcode <= MAX_HCALL_OPCODE);
+    g_assert(nout < HCALL_NARGS);
+    g_assert(!hcall_table[opcode / 4].fn);
+    hcall_table[opcode / 4] = (SpaprHcall){ fn, nout };
+}
+
+int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
+                        uint64_t args[HCALL_NARGS], unsigned *nout)
+{
+    const SpaprHcall *h = NULL;
+
+    if (opcode % 4 == 0 && opcode <= MAX_HCALL_OPCODE) {
+        h = &hcall_table[opcode / 4];
+    }
+    if (!h || !h->fn) {
+        *nout = 0;
+        return H_FUNCTION;
+    }
+    *nout = h->nout;
+    return h->fn(spapr, opcode, args);
+}
+
+GuestRam *spapr_ram(SpaprMachineState *spapr)
+{
+    return spapr->ram;
+}
+
+SpaprVioBus *spapr_vio_bus(SpaprMachineState *spapr)
+{
+    return spapr->vio;
+}
+
+SpaprTceRegistry *spapr_tce_registry(SpaprMachineState *spapr)
+{
+    return spapr->tce;
+}
+
+IrqLine *spapr_irq_input(SpaprMachineState *spapr, uint32_t irq)
+{
+    if (irq < SPAPR_IRQ_BASE || irq >= SPAPR_IRQ_BASE + SPAPR_IRQ_NR) {
+        return NULL;
+    }
+    return &spapr->irq_inputs[irq - SPAPR_IRQ_BASE];
+}
+
+/* With no CPU to present interrupts to, a source only matters to whoever
+ * intercepts it. */
+static void spapr_irq_handler(void *opaque, int n, int level)
+{
+    SpaprMachineState *spapr = opaque;
+
+    if (spapr->irq_intercept) {
+        spapr->irq_intercept(spapr->irq_intercept_opaque, n, level);
+    }
+}
+
+void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,
+                         void *opaque)
+{
+    spapr->irq_intercept = handler;
+    spapr->irq_intercept_opaque = opaque;
+}
+
+static bool check_ram_size(uint64_t size, GError **errp)
+{
+    if (size < SPAPR_MIN_RAM || size > SPAPR_MAX_RAM ||
+        size % SPAPR_RAM_ALIGN) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "RAM size %" G_GUINT64_FORMAT " is not supported: use a "
+                    "multiple of 1M between 16M and 1T", size);
+        return false;
+    }
+    return true;
+}
+
+SpaprMachineState *spapr_machine_new(const MachineClass *mc,
+                                     const MachineOptions *opts,
+                                     GError **errp)
+{
+    SpaprMachineState *spapr;
+    GuestRam *ram;
+
+    if (!check_ram_size(opts->ram_size, errp) ||
+        !(ram = guest_ram_new(opts->ram_size, errp))) {
+        return NULL;
+    }
+    spapr = g_new0(SpaprMachineState, 1);
+    spapr->mc = mc;
+    spapr->ram = ram;
+    spapr->dumpdtb = g_strdup(opts->dumpdtb);
+    spapr->tce = spapr_tce_registry_new();
+    spapr->vio = spapr_vio_bus_new(spapr);
+    for (int i = 0; i < SPAPR_IRQ_NR; i++) {
+        spapr->irq_inputs[i] = (IrqLine){ spapr_irq_handler, spapr,
+                                          SPAPR_IRQ_BASE + i };
+    }
+    return spapr;
+}
+
+void spapr_machine_free(SpaprMachineState *spapr)
+{
+    if (!spapr) {
+        return;
+    }
+    spapr_vio_bus_free(spapr->vio);
+    spapr_tce_registry_free(spapr->tce);
+    guest_ram_free(spapr->ram);
+    g_free(spapr->dumpdtb);
+    g_free(spapr);
+}
+
+bool spapr_machine_plug(SpaprMachineState *spapr, void *opaque, GError **errp)
+{
+    DeviceState *dev = opaque;
+
+    if (!spapr_vio_is_vio_class(dev->klass)) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "Device '%s' can't go on the pseries machine's buses",
+                    dev->klass->name);
+        return false;
+    }
+    return spapr_vio_bus_plug(spapr->vio, opaque, errp);
+}
+
+void spapr_machine_reset(SpaprMachineState *spapr)
+{
+    spapr_vio_bus_reset(spapr->vio);
+}
+
+#define FDT_TRY(expr)                                                    \
+    do {                                                                 \
+        int fdt_ret_ = (expr);                                           \
+        if (fdt_ret_ < 0) {                                              \
+            g_set_error(errp, ILLAN_ERROR, 0, "device tree: %s: %s",     \
+                        #expr, fdt_strerror(fdt_ret_));                  \
+            goto fail;                                                   \
+        }                                                                \
+    } while (0)
+
+void *spapr_build_fdt(SpaprMachineState *spapr, GError **errp)
+{
+    void *fdt = g_malloc0(FDT_MAX_SIZE);
+    uint64_t size = guest_ram_size(spapr->ram);
+    uint32_t mem_reg[4] = { 0, 0, cpu_to_fdt32(size >> 32),
+                            cpu_to_fdt32((uint32_t)size) };
+    int node;
+
+    FDT_TRY(fdt_create_empty_tree(fdt, FDT_MAX_SIZE));
+    FDT_TRY(fdt_setprop_string(fdt, 0, "model",
+                               "IBM pSeries (emulated by illan)"));
+    FDT_TRY(fdt_setprop_string(fdt, 0, "compatible", "qemu,pseries"));
+    FDT_TRY(fdt_setprop_string(fdt, 0, "device_type", "chrp"));
+    FDT_TRY(fdt_setprop_cell(fdt, 0, "#address-cells", 2));
+    FDT_TRY(fdt_setprop_cell(fdt, 0, "#size-cells", 2));
+
+    /* libfdt puts a new node first among its siblings: add in reverse. */
+    if (!spapr_vio_bus_fdt(spapr->vio, fdt, errp)) {
+        goto fail;
+    }
+    FDT_TRY(node = fdt_add_subnode(fdt, 0, "chosen"));
+    FDT_TRY(node = fdt_add_subnode(fdt, 0, "memory@0"));
+    FDT_TRY(fdt_setprop_string(fdt, node, "device_type", "memory"));
+    FDT_TRY(fdt_setprop(fdt, node, "reg", mem_reg, sizeof(mem_reg)));
+    FDT_TRY(fdt_pack(fdt));
+    return fdt;
+fail:
+    g_free(fdt);
+    return NULL;
+}
+
+static bool write_dtb(SpaprMachineState *spapr, GError **errp)
+{
+    g_autofree void *fdt = spapr_build_fdt(spapr, errp);
+
+    if (!fdt) {
+        return false;
+    }
+    if (!g_file_set_contents(spapr->dumpdtb, fdt, fdt_totalsize(fdt), errp)) {
+        g_prefix_error(errp, "dumpdtb: ");
+        return false;
+    }
+    return true;
+}
+
+bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
+                        GError **errp)
+{
+    *exit_now = spapr->dumpdtb != NULL;
+    return !spapr->dumpdtb || write_dtb(spapr, errp);
+}
+
+static const char *const pseries_1_0_compat[] = {
+    "spapr-vlan.use-rx-buffer-pools=off",
+    NULL,
+};
+
+static const MachineClass pseries_2_0 = {
+    .name = "pseries-2.0",
+    .alias = "pseries",
+    .desc = "pSeries Logical Partition (PAPR compliant), RX buffer pools",
+    .is_default = true,
+};
+
+static const MachineClass pseries_1_0 = {
+    .name = "pseries-1.0",
+    .desc = "pSeries Logical Partition (PAPR compliant), legacy page-mode RX",
+    .compat_props = pseries_1_0_compat,
+};
+
+static void spapr_machine_register(void)
+{
+    machine_class_register(&pseries_2_0);
+    machine_class_register(&pseries_1_0);
+}
+illan_init(spapr_machine_register)

@@ -1,0 +1,281 @@
+/*
+ * TCE tables and the four TCE hcalls.  Translation happens on every access,
+ * never cached, because the guest may change or revoke a mapping between
+ * two DMAs and the device must honour that.
+ */
+#include "hw/ppc/spapr_iommu.h"
+#include "hw/ppc/spapr.h"
+#include "qemu/module.h"
+#include "qemu/option.h"
+
+#include <string.h>
+
+#define TCE_PERM_MASK           (TCE_READ | TCE_WRITE)
+/* H_PUT_TCE_INDIRECT takes one 4 KiB page of 8-byte entries at most. */
+#define TCE_INDIRECT_MAX        (SPAPR_TCE_PAGE_SIZE / sizeof(uint64_t))
+
+struct SpaprTceRegistry {
+    GHashTable *by_liobn;
+};
+
+struct SpaprTceTable {
+    SpaprTceRegistry *registry;
+    GuestRam *ram;
+    uint32_t liobn;
+    uint32_t nb_table;
+    uint64_t *table;
+};
+
+SpaprTceRegistry *spapr_tce_registry_new(void)
+{
+    SpaprTceRegistry *reg = g_new0(SpaprTceRegistry, 1);
+    reg->by_liobn = g_hash_table_new(g_direct_hash, g_direct_equal);
+    return reg;
+}
+
+void spapr_tce_registry_free(SpaprTceRegistry *reg)
+{
+    if (reg) {
+        g_hash_table_destroy(reg->by_liobn);
+        g_free(reg);
+    }
+}
+
+SpaprTceTable *spapr_tce_find_by_liobn(SpaprTceRegistry *reg, uint64_t liobn)
+{
+    if (liobn >> 32) {
+        return NULL;
+    }
+    return g_hash_table_lookup(reg->by_liobn, GUINT_TO_POINTER(liobn));
+}
+
+SpaprTceTable *spapr_tce_table_new(SpaprTceRegistry *reg, uint32_t liobn,
+                                   uint64_t window, GuestRam *ram,
+                                   GError **errp)
+{
+    SpaprTceTable *tcet;
+
+    if (spapr_tce_find_by_liobn(reg, liobn)) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "a TCE table with LIOBN 0x%x already exists", liobn);
+        return NULL;
+    }
+    tcet = g_new0(SpaprTceTable, 1);
+    tcet->registry = reg;
+    tcet->ram = ram;
+    tcet->liobn = liobn;
+    tcet->nb_table = window >> SPAPR_TCE_PAGE_SHIFT;
+    tcet->table = g_new0(uint64_t, tcet->nb_table);
+    g_hash_table_insert(reg->by_liobn, GUINT_TO_POINTER(liobn), tcet);
+    return tcet;
+}
+
+void spapr_tce_table_free(SpaprTceTable *tcet)
+{
+    if (tcet) {
+        g_hash_table_remove(tcet->registry->by_liobn,
+                            GUINT_TO_POINTER(tcet->liobn));
+        g_free(tcet->table);
+        g_free(tcet);
+    }
+}
+
+void spapr_tce_table_reset(SpaprTceTable *tcet)
+{
+    memset(tcet->table, 0, tcet->nb_table * sizeof(uint64_t));
+}
+
+uint32_t spapr_tce_table_liobn(const SpaprTceTable *tcet)
+{
+    return tcet->liobn;
+}
+
+uint32_t spapr_tce_table_entries(const SpaprTceTable *tcet)
+{
+    return tcet->nb_table;
+}
+
+static bool tce_index(const SpaprTceTable *tcet, uint64_t ioba, uint64_t *idx)
+{
+    *idx = ioba >> SPAPR_TCE_PAGE_SHIFT;
+    return *idx < tcet->nb_table;
+}
+
+bool spapr_tce_put(SpaprTceTable *tcet, uint64_t ioba, uint64_t tce)
+{
+    uint64_t idx;
+
+    if (!tce_index(tcet, ioba, &idx)) {
+        return false;
+    }
+    tcet->table[idx] = tce;
+    return true;
+}
+
+bool spapr_tce_get(const SpaprTceTable *tcet, uint64_t ioba, uint64_t *tce)
+{
+    uint64_t idx;
+
+    if (!tce_index(tcet, ioba, &idx)) {
+        return false;
+    }
+    *tce = tcet->table[idx];
+    return true;
+}
+
+bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
+                         DmaDirection dir, uint64_t *gpa, uint64_t *avail)
+{
+    uint64_t idx, tce, offset = ioba & ~SPAPR_TCE_PAGE_MASK;
+
+    if (!tce_index(tcet, ioba, &idx)) {
+        return false;
+    }
+    tce = tcet->table[idx];
+    if ((tce & TCE_PERM_MASK & dir) != (uint64_t)dir) {
+        return false;
+    }
+    *gpa = (tce & SPAPR_TCE_PAGE_MASK) | offset;
+    *avail = SPAPR_TCE_PAGE_SIZE - offset;
+    return guest_ram_range_ok(tcet->ram, *gpa, *avail);
+}
+
+/* Calls @fn on each contiguous real chunk of [ioba, ioba + len); the loop
+ * is bounded by the window size, not by anything the guest controls. */
+typedef void (*DmaChunkFn)(void *host, uint64_t done, uint64_t n, void *arg);
+
+static bool dma_walk(const SpaprTceTable *tcet, uint64_t ioba, uint64_t len,
+                     DmaDirection dir, DmaChunkFn fn, void *arg)
+{
+    uint64_t window = (uint64_t)tcet->nb_table << SPAPR_TCE_PAGE_SHIFT;
+    uint64_t done = 0;
+
+    if (ioba > window || len > window - ioba) {
+        return false;
+    }
+    while (done < len) {
+        uint64_t gpa, avail, n;
+
+        if (!spapr_tce_translate(tcet, ioba + done, dir, &gpa, &avail)) {
+            return false;
+        }
+        n = MIN(avail, len - done);
+        if (fn) {
+            fn(guest_ram_ptr(tcet->ram, gpa, n), done, n, arg);
+        }
+        done += n;
+    }
+    return true;
+}
+
+bool spapr_tce_dma_valid(const SpaprTceTable *tcet, uint64_t ioba,
+                         uint64_t len, DmaDirection dir)
+{
+    return dma_walk(tcet, ioba, len, dir, NULL, NULL);
+}
+
+static void copy_from_guest(void *host, uint64_t done, uint64_t n, void *arg)
+{
+    memcpy((uint8_t *)arg + done, host, n);
+}
+
+static void copy_to_guest(void *host, uint64_t done, uint64_t n, void *arg)
+{
+    memcpy(host, (const uint8_t *)arg + done, n);
+}
+
+bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
+                        uint64_t len)
+{
+    return dma_walk(tcet, ioba, len, DMA_DEVICE_READS, copy_from_guest, buf);
+}
+
+bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
+                         const void *buf, uint64_t len)
+{
+    return spapr_tce_dma_valid(tcet, ioba, len, DMA_DEVICE_WRITES) &&
+           dma_walk(tcet, ioba, len, DMA_DEVICE_WRITES, copy_to_guest,
+                    (void *)buf);
+}
+
+/* The hcalls.  Argument checks follow PAPR as QEMU applies them. */
+
+static SpaprTceTable *hcall_table(SpaprMachineState *spapr, uint64_t liobn)
+{
+    return spapr_tce_find_by_liobn(spapr_tce_registry(spapr), liobn);
+}
+
+static int64_t h_put_tce(SpaprMachineState *spapr, uint64_t opcode,
+                         uint64_t *args)
+{
+    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+
+    (void)opcode;
+    if (!tcet || !spapr_tce_put(tcet, args[1] & SPAPR_TCE_PAGE_MASK, args[2])) {
+        return H_PARAMETER;
+    }
+    return H_SUCCESS;
+}
+
+static int64_t h_get_tce(SpaprMachineState *spapr, uint64_t opcode,
+                         uint64_t *args)
+{
+    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+    uint64_t tce;
+
+    (void)opcode;
+    if (!tcet || !spapr_tce_get(tcet, args[1] & SPAPR_TCE_PAGE_MASK, &tce)) {
+        return H_PARAMETER;
+    }
+    args[0] = tce;
+    return H_SUCCESS;
+}
+
+static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
+                           uint64_t *args)
+{
+    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+    uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, npages = args[3];
+
+    (void)opcode;
+    if (!tcet || npages > tcet->nb_table) {
+        return H_PARAMETER;
+    }
+    for (uint64_t i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
+        if (!spapr_tce_put(tcet, ioba, args[2])) {
+            return H_PARAMETER;
+        }
+    }
+    return H_SUCCESS;
+}
+
+static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
+                                  uint64_t *args)
+{
+    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+    uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, list = args[2];
+    uint64_t npages = args[3];
+
+    (void)opcode;
+    if (!tcet || npages > TCE_INDIRECT_MAX || (list & ~SPAPR_TCE_PAGE_MASK)) {
+        return H_PARAMETER;
+    }
+    for (uint64_t i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
+        uint64_t tce;
+
+        if (!guest_ram_ld_be(spapr_ram(spapr), list + i * 8, 8, &tce) ||
+            !spapr_tce_put(tcet, ioba, tce)) {
+            return H_PARAMETER;
+        }
+    }
+    return H_SUCCESS;
+}
+
+static void spapr_tce_register_hcalls(void)
+{
+    spapr_register_hypercall(H_PUT_TCE, h_put_tce, 0);
+    spapr_register_hypercall(H_GET_TCE, h_get_tce, 1);
+    spapr_register_hypercall(H_STUFF_TCE, h_stuff_tce, 0);
+    spapr_register_hypercall(H_PUT_TCE_INDIRECT, h_put_tce_indirect, 0);
+}
+illan_init(spapr_tce_register_hcalls)

@@ -1,0 +1,252 @@
+/*
+ * The VIO bus.  It owns what every VIO device has in common (unit address,
+ * interrupt, TCE window, signal state, device-tree node) so that device
+ * models only add what is theirs.
+ */
+#include "hw/ppc/spapr_vio.h"
+#include "qemu/module.h"
+#include "qemu/option.h"
+
+#include <libfdt.h>
+#include <string.h>
+
+struct SpaprVioBus {
+    SpaprMachineState *spapr;
+    GPtrArray *devices;     /* SpaprVioDevice *, in plug order */
+};
+
+bool spapr_vio_is_vio_class(const DeviceClass *dc)
+{
+    return !g_strcmp0(dc->bus_type, TYPE_SPAPR_VIO_BUS);
+}
+
+SpaprVioBus *spapr_vio_bus_new(SpaprMachineState *spapr)
+{
+    SpaprVioBus *bus = g_new0(SpaprVioBus, 1);
+
+    bus->spapr = spapr;
+    bus->devices = g_ptr_array_new();
+    return bus;
+}
+
+void spapr_vio_bus_free(SpaprVioBus *bus)
+{
+    if (!bus) {
+        return;
+    }
+    for (guint i = 0; i < bus->devices->len; i++) {
+        SpaprVioDevice *dev = g_ptr_array_index(bus->devices, i);
+        SpaprTceTable *tcet = dev->tcet;
+
+        device_free(&dev->qdev);
+        spapr_tce_table_free(tcet);
+    }
+    g_ptr_array_free(bus->devices, TRUE);
+    g_free(bus);
+}
+
+uint32_t spapr_vio_reg_to_irq(uint32_t reg)
+{
+    if (reg >= SPAPR_VIO_REG_BASE) {
+        return SPAPR_IRQ_VIO | (reg & 0xFF);
+    }
+    if (reg >= 0x30000000) {
+        return SPAPR_IRQ_VIO | 0xF0 | ((reg >> 12) & 0xF);
+    }
+    return SPAPR_IRQ_VIO | ((reg >> 12) & 0xFF);
+}
+
+SpaprVioDevice *spapr_vio_find_by_reg(SpaprVioBus *bus, uint64_t reg)
+{
+    for (guint i = 0; i < bus->devices->len; i++) {
+        SpaprVioDevice *dev = g_ptr_array_index(bus->devices, i);
+        if (dev->reg == reg) {
+            return dev;
+        }
+    }
+    return NULL;
+}
+
+SpaprVioDevice *spapr_vio_find_by_path(SpaprVioBus *bus, const char *path)
+{
+    const char *id = path;
+
+    if (g_str_has_prefix(path, "/machine/peripheral/")) {
+        id = path + strlen("/machine/peripheral/");
+    }
+    for (guint i = 0; i < bus->devices->len; i++) {
+        SpaprVioDevice *dev = g_ptr_array_index(bus->devices, i);
+        if (!g_strcmp0(dev->qdev.id, id)) {
+            return dev;
+        }
+    }
+    return NULL;
+}
+
+static SpaprVioDevice *find_by_irq(SpaprVioBus *bus, uint32_t irq)
+{
+    for (guint i = 0; i < bus->devices->len; i++) {
+        SpaprVioDevice *dev = g_ptr_array_index(bus->devices, i);
+        if (dev->irq == irq) {
+            return dev;
+        }
+    }
+    return NULL;
+}
+
+/* The lowest free unit address from the base up; the loop ends because
+ * each device occupies one address. */
+static uint32_t next_free_reg(SpaprVioBus *bus)
+{
+    uint32_t reg = SPAPR_VIO_REG_BASE;
+
+    while (spapr_vio_find_by_reg(bus, reg)) {
+        reg++;
+    }
+    return reg;
+}
+
+bool spapr_vio_bus_plug(SpaprVioBus *bus, SpaprVioDevice *dev, GError **errp)
+{
+    const SpaprVioDeviceClass *vc = SPAPR_VIO_CLASS(dev);
+    SpaprVioDevice *other;
+    IrqLine *input;
+
+    if (dev->reg == SPAPR_VIO_REG_AUTO) {
+        dev->reg = next_free_reg(bus);
+    } else if ((other = spapr_vio_find_by_reg(bus, dev->reg))) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "reg=0x%x is already used by %s; choose another reg or "
+                    "leave it out to have one assigned", dev->reg,
+                    other->qdev.id);
+        return false;
+    }
+    dev->irq = spapr_vio_reg_to_irq(dev->reg);
+    if ((other = find_by_irq(bus, dev->irq))) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "reg=0x%x maps to interrupt 0x%x, already used by %s; "
+                    "choose a reg that differs in its low byte",
+                    dev->reg, dev->irq, other->qdev.id);
+        return false;
+    }
+    if (!dev->qdev.id) {
+        dev->qdev.id = g_strdup_printf("%s@%x", vc->dt_name, dev->reg);
+    }
+    if (spapr_vio_find_by_path(bus, dev->qdev.id)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Duplicate device ID '%s'",
+                    dev->qdev.id);
+        return false;
+    }
+    input = spapr_irq_input(bus->spapr, dev->irq);
+    g_assert(input);
+    dev->irq_out = *input;
+    dev->tcet = spapr_tce_table_new(spapr_tce_registry(bus->spapr), dev->reg,
+                                    SPAPR_VIO_DMA_WINDOW,
+                                    spapr_ram(bus->spapr), errp);
+    if (!dev->tcet) {
+        return false;
+    }
+    if (!device_realize(&dev->qdev, errp)) {
+        spapr_tce_table_free(dev->tcet);
+        dev->tcet = NULL;
+        return false;
+    }
+    g_ptr_array_add(bus->devices, dev);
+    return true;
+}
+
+void spapr_vio_bus_reset(SpaprVioBus *bus)
+{
+    for (guint i = 0; i < bus->devices->len; i++) {
+        SpaprVioDevice *dev = g_ptr_array_index(bus->devices, i);
+
+        dev->signal_state = 0;
+        spapr_tce_table_reset(dev->tcet);
+        device_reset(&dev->qdev);
+    }
+}
+
+#define FDT_TRY(expr)                                                    \
+    do {                                                                 \
+        int fdt_ret_ = (expr);                                           \
+        if (fdt_ret_ < 0) {                                              \
+            g_set_error(errp, ILLAN_ERROR, 0, "device tree: %s: %s",     \
+                        #expr, fdt_strerror(fdt_ret_));                  \
+            return false;                                                \
+        }                                                                \
+    } while (0)
+
+static bool vio_make_devnode(SpaprVioDevice *dev, void *fdt, int vdevice,
+                             GError **errp)
+{
+    const SpaprVioDeviceClass *vc = SPAPR_VIO_CLASS(dev);
+    g_autofree char *name = g_strdup_printf("%s@%x", vc->dt_name, dev->reg);
+    uint32_t interrupts[2] = { cpu_to_fdt32(dev->irq), 0 };
+    uint32_t window[5] = {
+        cpu_to_fdt32(spapr_tce_table_liobn(dev->tcet)), 0, 0,
+        0, cpu_to_fdt32((uint32_t)SPAPR_VIO_DMA_WINDOW),
+    };
+    int node = fdt_add_subnode(fdt, vdevice, name);
+
+    FDT_TRY(node);
+    FDT_TRY(fdt_setprop_cell(fdt, node, "reg", dev->reg));
+    FDT_TRY(fdt_setprop_string(fdt, node, "device_type", vc->dt_type));
+    FDT_TRY(fdt_setprop_string(fdt, node, "compatible", vc->dt_compatible));
+    /* The second cell 0 marks the interrupt edge-triggered. */
+    FDT_TRY(fdt_setprop(fdt, node, "interrupts", interrupts,
+                        sizeof(interrupts)));
+    FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,#dma-address-cells", 2));
+    FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,#dma-size-cells", 2));
+    FDT_TRY(fdt_setprop(fdt, node, "ibm,my-dma-window", window,
+                        sizeof(window)));
+    return !vc->devnode || vc->devnode(dev, fdt, node, errp);
+}
+
+static gint compare_reg(gconstpointer a, gconstpointer b)
+{
+    const SpaprVioDevice *x = *(const SpaprVioDevice *const *)a;
+    const SpaprVioDevice *y = *(const SpaprVioDevice *const *)b;
+    return x->reg < y->reg ? -1 : x->reg > y->reg;
+}
+
+bool spapr_vio_bus_fdt(SpaprVioBus *bus, void *fdt, GError **errp)
+{
+    g_autoptr(GPtrArray) sorted = g_ptr_array_copy(bus->devices, NULL, NULL);
+    int node = fdt_add_subnode(fdt, 0, "vdevice");
+
+    FDT_TRY(node);
+    FDT_TRY(fdt_setprop_string(fdt, node, "device_type", "vdevice"));
+    FDT_TRY(fdt_setprop_string(fdt, node, "compatible", "IBM,vdevice"));
+    FDT_TRY(fdt_setprop_cell(fdt, node, "#address-cells", 1));
+    FDT_TRY(fdt_setprop_cell(fdt, node, "#size-cells", 0));
+    FDT_TRY(fdt_setprop_cell(fdt, node, "#interrupt-cells", 2));
+    FDT_TRY(fdt_setprop(fdt, node, "interrupt-controller", NULL, 0));
+    /* Nodes are added in front of their siblings; adding in descending
+     * order leaves the tree in ascending unit-address order. */
+    g_ptr_array_sort(sorted, compare_reg);
+    for (guint i = sorted->len; i-- > 0;) {
+        if (!vio_make_devnode(g_ptr_array_index(sorted, i), fdt, node, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int64_t h_vio_signal(SpaprMachineState *spapr, uint64_t opcode,
+                            uint64_t *args)
+{
+    SpaprVioDevice *dev = spapr_vio_find_by_reg(spapr_vio_bus(spapr), args[0]);
+
+    (void)opcode;
+    if (!dev || (args[1] & ~SPAPR_VIO_CLASS(dev)->signal_mask)) {
+        return H_PARAMETER;
+    }
+    dev->signal_state = args[1];
+    return H_SUCCESS;
+}
+
+static void spapr_vio_register_hcalls(void)
+{
+    spapr_register_hypercall(H_VIO_SIGNAL, h_vio_signal, 0);
+}
+illan_init(spapr_vio_register_hcalls)

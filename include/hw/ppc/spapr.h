@@ -1,0 +1,93 @@
+/*
+ * The pseries machine: guest RAM, the VIO bus, the hcall table, interrupt
+ * sources and the device tree.  Hcall numbers and return codes are PAPR's.
+ */
+#ifndef HW_PPC_SPAPR_H
+#define HW_PPC_SPAPR_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/boards.h"
+#include "hw/irq.h"
+#include "system/guest-ram.h"
+
+typedef struct SpaprMachineState SpaprMachineState;
+typedef struct SpaprVioBus SpaprVioBus;
+typedef struct SpaprTceRegistry SpaprTceRegistry;
+
+/* Return codes, as the guest sees them in r3 (64-bit two's complement). */
+#define H_SUCCESS        0
+#define H_BUSY           1
+#define H_CONSTRAINED    4
+#define H_HARDWARE      -1
+#define H_FUNCTION      -2
+#define H_PRIVILEGE     -3
+#define H_PARAMETER     -4
+#define H_NOT_FOUND     -7
+#define H_DROPPED      -12
+#define H_DEST_PARM    -14
+#define H_RESOURCE     -16
+
+/* Opcodes. */
+#define H_GET_TCE                  0x1C
+#define H_PUT_TCE                  0x20
+#define H_VIO_SIGNAL               0x104
+#define H_REGISTER_LOGICAL_LAN     0x114
+#define H_FREE_LOGICAL_LAN         0x118
+#define H_ADD_LOGICAL_LAN_BUFFER   0x11C
+#define H_SEND_LOGICAL_LAN         0x120
+#define H_MULTICAST_CTRL           0x130
+#define H_STUFF_TCE                0x138
+#define H_PUT_TCE_INDIRECT         0x13C
+#define H_CHANGE_LOGICAL_LAN_MAC   0x14C
+#define H_FREE_LOGICAL_LAN_BUFFER  0x1D4
+#define H_ILLAN_ATTRIBUTES         0x244
+#define H_ADD_LOGICAL_LAN_BUFFERS  0x248
+#define MAX_HCALL_OPCODE           H_ADD_LOGICAL_LAN_BUFFERS
+
+/* r4..r12: the arguments in, and the outputs (r4 onward) back out. */
+#define HCALL_NARGS 9
+
+typedef int64_t (*SpaprHcallFn)(SpaprMachineState *spapr, uint64_t opcode,
+                                uint64_t *args);
+
+/* @nout: how many output registers (r4..) the hcall defines. */
+void spapr_register_hypercall(uint64_t opcode, SpaprHcallFn fn,
+                              unsigned nout);
+/* The single entry point for every guest (qtest, built-in models).
+ * Unknown or misaligned opcodes return H_FUNCTION with no outputs. */
+int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
+                        uint64_t args[HCALL_NARGS], unsigned *nout);
+
+/* XICS numbering: interrupt sources start at this base. */
+#define SPAPR_IRQ_BASE      0x1000
+#define SPAPR_IRQ_VIO       0x1100
+#define SPAPR_IRQ_NR        0x200
+
+/* Builds the machine; dumps the tree and returns when asked to. */
+SpaprMachineState *spapr_machine_new(const MachineClass *mc,
+                                     const MachineOptions *opts,
+                                     GError **errp);
+void spapr_machine_free(SpaprMachineState *spapr);
+/* Plugs and realizes a device created by -device. */
+bool spapr_machine_plug(SpaprMachineState *spapr, void *dev, GError **errp);
+/* Finishes machine init: default devices, then the dumpdtb request. */
+bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
+                        GError **errp);
+void spapr_machine_reset(SpaprMachineState *spapr);
+
+GuestRam *spapr_ram(SpaprMachineState *spapr);
+SpaprVioBus *spapr_vio_bus(SpaprMachineState *spapr);
+SpaprTceRegistry *spapr_tce_registry(SpaprMachineState *spapr);
+/* The interrupt controller's input for source @irq, or NULL. */
+IrqLine *spapr_irq_input(SpaprMachineState *spapr, uint32_t irq);
+/* Reroute every interrupt source to @handler (qtest's irq_intercept_in). */
+void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,
+                         void *opaque);
+
+/* The device tree as a blob (caller frees), built from the current state. */
+void *spapr_build_fdt(SpaprMachineState *spapr, GError **errp);
+
+#endif

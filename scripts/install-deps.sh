@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages illan builds and tests with, and only those
+# that are missing, so that `make check` works on a fresh machine.
+set -euo pipefail
+
+packages=(meson ninja-build pkg-config gcc libglib2.0-dev libfdt-dev
+          device-tree-compiler libjson-glib-dev libxdp-dev libbpf-dev xdp-tools
+          clang llvm iproute2 ethtool)
+
+missing=()
+for p in "${packages[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$status" = installed ] || missing+=("$p")
+done
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages; as root run: apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# An install from a stale or empty package list fails; refresh once and retry.
+apt-get install -y --no-install-recommends "${missing[@]}" ||
+    { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; }

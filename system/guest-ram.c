@@ -1,0 +1,119 @@
+/*
+ * Guest RAM.  Shared anonymous memory so that later I/O threads and helper
+ * processes see the same pages; pages are only touched when the guest (or a
+ * test) writes them, so large -m values cost nothing up front.
+ */
+#include "system/guest-ram.h"
+#include "qemu/option.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct GuestRam {
+    uint8_t *base;
+    uint64_t size;
+};
+
+GuestRam *guest_ram_new(uint64_t size, GError **errp)
+{
+    GuestRam *ram;
+    void *base;
+
+    base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "cannot allocate %" G_GUINT64_FORMAT " bytes of guest RAM: %s",
+                    size, g_strerror(errno));
+        return NULL;
+    }
+    ram = g_new0(GuestRam, 1);
+    ram->base = base;
+    ram->size = size;
+    return ram;
+}
+
+void guest_ram_free(GuestRam *ram)
+{
+    if (ram) {
+        munmap(ram->base, ram->size);
+        g_free(ram);
+    }
+}
+
+uint64_t guest_ram_size(const GuestRam *ram)
+{
+    return ram->size;
+}
+
+bool guest_ram_range_ok(const GuestRam *ram, uint64_t gpa, uint64_t len)
+{
+    return gpa <= ram->size && len <= ram->size - gpa;
+}
+
+void *guest_ram_ptr(GuestRam *ram, uint64_t gpa, uint64_t len)
+{
+    return guest_ram_range_ok(ram, gpa, len) ? ram->base + gpa : NULL;
+}
+
+bool guest_ram_read(GuestRam *ram, uint64_t gpa, void *buf, uint64_t len)
+{
+    void *p = guest_ram_ptr(ram, gpa, len);
+
+    if (p) {
+        memcpy(buf, p, len);
+    }
+    return p != NULL;
+}
+
+bool guest_ram_write(GuestRam *ram, uint64_t gpa, const void *buf,
+                     uint64_t len)
+{
+    void *p = guest_ram_ptr(ram, gpa, len);
+
+    if (p) {
+        memcpy(p, buf, len);
+    }
+    return p != NULL;
+}
+
+bool guest_ram_fill(GuestRam *ram, uint64_t gpa, uint8_t byte, uint64_t len)
+{
+    void *p = guest_ram_ptr(ram, gpa, len);
+
+    if (p) {
+        memset(p, byte, len);
+    }
+    return p != NULL;
+}
+
+bool guest_ram_ld_be(GuestRam *ram, uint64_t gpa, unsigned size,
+                     uint64_t *val)
+{
+    const uint8_t *p = guest_ram_ptr(ram, gpa, size);
+
+    g_assert(size == 1 || size == 2 || size == 4 || size == 8);
+    if (!p) {
+        return false;
+    }
+    *val = 0;
+    for (unsigned i = 0; i < size; i++) {
+        *val = (*val << 8) | p[i];
+    }
+    return true;
+}
+
+bool guest_ram_st_be(GuestRam *ram, uint64_t gpa, unsigned size, uint64_t val)
+{
+    uint8_t *p = guest_ram_ptr(ram, gpa, size);
+
+    g_assert(size == 1 || size == 2 || size == 4 || size == 8);
+    if (!p) {
+        return false;
+    }
+    for (unsigned i = size; i-- > 0; val >>= 8) {
+        p[i] = val & 0xff;
+    }
+    return true;
+}

@@ -1,0 +1,740 @@
+/*
+ * The qtest server.  Every line gets exactly one OK/FAIL/ERR reply; input
+ * is parsed strictly and checked against guest RAM before use, so nothing
+ * a client sends can crash or wedge the process.
+ */
+#include "system/qtest.h"
+#include "hw/ppc/spapr_vio.h"
+#include "qemu/option.h"
+#include "qemu/timer.h"
+
+#include <errno.h>
+#include <glib-unix.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Bounds on what one request may move, so a request cannot make the
+ * process allocate without limit. */
+#define QTEST_MAX_TRANSFER  (16u << 20)
+#define QTEST_MAX_LINE      (4 * QTEST_MAX_TRANSFER)
+#define QTEST_READ_CHUNK    65536
+#define XICS_PATH           "xics"
+
+struct QTestServer {
+    SpaprMachineState *spapr;
+    int in_fd, out_fd;
+    bool owns_fd;
+    guint watch;
+    GString *inbuf;
+    bool discarding;            /* skipping the rest of an overlong line */
+    FILE *log;
+    int64_t start_us;
+    QTestClosedFn closed;
+    void *closed_opaque;
+    /* One interception per connection, as in QEMU. */
+    SpaprVioDevice *intercept_dev;
+    IrqLine intercept_orig;
+    bool intercept_xics;
+    GHashTable *irq_levels;     /* irq -> last level reported */
+};
+
+typedef struct QTestCmd {
+    const char *name;
+    int min_args, max_args;
+    void (*fn)(QTestServer *qs, char **argv, int argc, GString *reply);
+} QTestCmd;
+
+static double elapsed(QTestServer *qs)
+{
+    return (g_get_monotonic_time() - qs->start_us) / 1e6;
+}
+
+static void qtest_log(QTestServer *qs, char kind, const char *text)
+{
+    if (qs->log) {
+        fprintf(qs->log, "[%c +%f] %s\n", kind, elapsed(qs), text);
+        fflush(qs->log);
+    }
+}
+
+static void qtest_send(QTestServer *qs, const char *line)
+{
+    g_autofree char *out = g_strconcat(line, "\n", NULL);
+    size_t len = strlen(out), done = 0;
+
+    qtest_log(qs, 'S', line);
+    while (done < len && qs->out_fd >= 0) {
+        ssize_t n = write(qs->out_fd, out + done, len - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return;     /* the client is gone; the read side will see it */
+        }
+        done += n;
+    }
+}
+
+/* Level changes on an intercepted line, reported as QEMU does. */
+static void report_irq(QTestServer *qs, int n, int level)
+{
+    gpointer old = g_hash_table_lookup(qs->irq_levels, GINT_TO_POINTER(n));
+    g_autofree char *line = NULL;
+
+    level = !!level;
+    if (GPOINTER_TO_INT(old) == level + 1) {
+        return;
+    }
+    g_hash_table_insert(qs->irq_levels, GINT_TO_POINTER(n),
+                        GINT_TO_POINTER(level + 1));
+    line = g_strdup_printf("IRQ %s %d", level ? "raise" : "lower", n);
+    qtest_send(qs, line);
+}
+
+static void intercept_out_handler(void *opaque, int n, int level)
+{
+    QTestServer *qs = opaque;
+
+    irq_set_level(&qs->intercept_orig, level);
+    report_irq(qs, n, level);
+}
+
+static void intercept_in_handler(void *opaque, int n, int level)
+{
+    report_irq(opaque, n, level);
+}
+
+static bool parse_u64(const char *word, uint64_t *out)
+{
+    char *end;
+
+    if (!g_ascii_isdigit(word[0])) {
+        return false;
+    }
+    errno = 0;
+    *out = strtoull(word, &end, 0);
+    return !errno && !*end;
+}
+
+/* Hcall arguments are registers: a leading '-' gives two's complement. */
+static bool parse_reg(const char *word, uint64_t *out)
+{
+    if (word[0] == '-') {
+        if (!parse_u64(word + 1, out)) {
+            return false;
+        }
+        *out = -*out;
+        return true;
+    }
+    return parse_u64(word, out);
+}
+
+static bool parse_args(char **argv, int argc, uint64_t *vals, GString *reply)
+{
+    for (int i = 0; i < argc; i++) {
+        if (!parse_u64(argv[i], &vals[i])) {
+            g_string_printf(reply, "FAIL bad number '%s'", argv[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void *ram_range(QTestServer *qs, uint64_t addr, uint64_t size,
+                       GString *reply)
+{
+    void *p = guest_ram_ptr(spapr_ram(qs->spapr), addr, size);
+
+    if (!p) {
+        g_string_printf(reply, "FAIL 0x%" PRIx64 "+0x%" PRIx64
+                        " is outside guest RAM (0x0-0x%" PRIx64 ")", addr,
+                        size, guest_ram_size(spapr_ram(qs->spapr)));
+    }
+    return p;
+}
+
+static bool transfer_size_ok(uint64_t size, GString *reply)
+{
+    if (size == 0 || size > QTEST_MAX_TRANSFER) {
+        g_string_printf(reply, "FAIL size must be 1 to %u bytes",
+                        QTEST_MAX_TRANSFER);
+        return false;
+    }
+    return true;
+}
+
+static unsigned access_size(const char *name)
+{
+    switch (name[strlen(name) - 1]) {
+    case 'b': return 1;
+    case 'w': return 2;
+    case 'l': return 4;
+    default: return 8;
+    }
+}
+
+static void cmd_readx(QTestServer *qs, char **argv, int argc, GString *reply)
+{
+    unsigned size = access_size(argv[0]);
+    uint64_t addr, val;
+
+    (void)argc;
+    if (!parse_args(argv + 1, 1, &addr, reply) ||
+        !ram_range(qs, addr, size, reply)) {
+        return;
+    }
+    guest_ram_ld_be(spapr_ram(qs->spapr), addr, size, &val);
+    g_string_printf(reply, "OK 0x%016" PRIx64, val);
+}
+
+static void cmd_writex(QTestServer *qs, char **argv, int argc, GString *reply)
+{
+    unsigned size = access_size(argv[0]);
+    uint64_t v[2];
+
+    (void)argc;
+    if (!parse_args(argv + 1, 2, v, reply) ||
+        !ram_range(qs, v[0], size, reply)) {
+        return;
+    }
+    if (size < 8 && v[1] >> (size * 8)) {
+        g_string_printf(reply, "FAIL value 0x%" PRIx64 " does not fit in "
+                        "%u bytes", v[1], size);
+        return;
+    }
+    guest_ram_st_be(spapr_ram(qs->spapr), v[0], size, v[1]);
+    g_string_assign(reply, "OK");
+}
+
+static void cmd_read(QTestServer *qs, char **argv, int argc, GString *reply)
+{
+    uint64_t v[2];
+    const uint8_t *p;
+
+    (void)argc;
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply) ||
+        !(p = ram_range(qs, v[0], v[1], reply))) {
+        return;
+    }
+    g_string_assign(reply, "OK 0x");
+    for (uint64_t i = 0; i < v[1]; i++) {
+        g_string_append_printf(reply, "%02x", p[i]);
+    }
+}
+
+static void cmd_b64read(QTestServer *qs, char **argv, int argc, GString *reply)
+{
+    uint64_t v[2];
+    const uint8_t *p;
+    g_autofree char *enc = NULL;
+
+    (void)argc;
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply) ||
+        !(p = ram_range(qs, v[0], v[1], reply))) {
+        return;
+    }
+    enc = g_base64_encode(p, v[1]);
+    g_string_printf(reply, "OK %s", enc);
+}
+
+static int hex_digit(char c)
+{
+    return g_ascii_isxdigit(c) ? g_ascii_xdigit_value(c) : -1;
+}
+
+/* Missing trailing digits read as zero, as in QEMU. */
+static void cmd_write(QTestServer *qs, char **argv, int argc, GString *reply)
+{
+    const char *data = argv[3];
+    size_t len = strlen(data);
+    uint64_t v[2];
+    uint8_t *p;
+
+    (void)argc;
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
+        return;
+    }
+    if (len < 3) {
+        g_string_assign(reply, "ERR invalid argument size");
+        return;
+    }
+    if (data[0] != '0' || (data[1] != 'x' && data[1] != 'X')) {
+        g_string_assign(reply, "FAIL data must start with 0x");
+        return;
+    }
+    for (size_t i = 2; i < len; i++) {
+        if (hex_digit(data[i]) < 0) {
+            g_string_printf(reply, "FAIL bad hex digit '%c' in data",
+                            data[i]);
+            return;
+        }
+    }
+    if (!(p = ram_range(qs, v[0], v[1], reply))) {
+        return;
+    }
+    for (uint64_t i = 0; i < v[1]; i++) {
+        size_t j = 2 + 2 * i;
+        uint8_t hi = j < len ? hex_digit(data[j]) : 0;
+        uint8_t lo = j + 1 < len ? hex_digit(data[j + 1]) : 0;
+        p[i] = hi << 4 | lo;
+    }
+    g_string_assign(reply, "OK");
+}
+
+static bool is_base64(const char *s)
+{
+    for (; *s; s++) {
+        if (!g_ascii_isalnum(*s) && *s != '+' && *s != '/' && *s != '=') {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void cmd_b64write(QTestServer *qs, char **argv, int argc,
+                         GString *reply)
+{
+    const char *data = argv[3];
+    g_autofree guchar *bytes = NULL;
+    uint64_t v[2];
+    gsize n;
+    uint8_t *p;
+
+    (void)argc;
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
+        return;
+    }
+    if (strlen(data) < 3) {
+        g_string_assign(reply, "ERR invalid argument size");
+        return;
+    }
+    if (!is_base64(data)) {
+        g_string_assign(reply, "FAIL data is not base64");
+        return;
+    }
+    if (!(p = ram_range(qs, v[0], v[1], reply))) {
+        return;
+    }
+    bytes = g_base64_decode(data, &n);
+    if (n != v[1]) {
+        g_autofree char *note = g_strdup_printf(
+            "b64write: decoded %zu bytes, size %" PRIu64, (size_t)n, v[1]);
+        qtest_log(qs, 'I', note);
+    }
+    memset(p, 0, v[1]);
+    memcpy(p, bytes, MIN(n, v[1]));
+    g_string_assign(reply, "OK");
+}
+
+static void cmd_memset(QTestServer *qs, char **argv, int argc, GString *reply)
+{
+    uint64_t v[3];
+
+    (void)argc;
+    if (!parse_args(argv + 1, 3, v, reply)) {
+        return;
+    }
+    if (v[2] > 0xff) {
+        g_string_printf(reply, "FAIL byte 0x%" PRIx64 " is not 0..0xff",
+                        v[2]);
+        return;
+    }
+    if (v[1] && !ram_range(qs, v[0], v[1], reply)) {
+        return;
+    }
+    guest_ram_fill(spapr_ram(qs->spapr), v[0], v[2], v[1]);
+    g_string_assign(reply, "OK");
+}
+
+static void cmd_endianness(QTestServer *qs, char **argv, int argc,
+                           GString *reply)
+{
+    (void)qs, (void)argv, (void)argc;
+    g_string_assign(reply, "OK big");
+}
+
+static void cmd_clock_step(QTestServer *qs, char **argv, int argc,
+                           GString *reply)
+{
+    int64_t now = virtual_clock_ns(), target;
+    uint64_t ns;
+
+    (void)qs;
+    if (argc == 1) {
+        target = virtual_clock_deadline();
+        if (target < 0) {
+            g_string_assign(reply, "FAIL cannot advance clock to the next "
+                            "deadline because there is no pending deadline");
+            return;
+        }
+    } else {
+        if (!parse_args(argv + 1, 1, &ns, reply)) {
+            return;
+        }
+        if (ns > (uint64_t)(INT64_MAX - now)) {
+            g_string_assign(reply, "FAIL step would overflow the clock");
+            return;
+        }
+        target = now + (int64_t)ns;
+    }
+    virtual_clock_advance_to(target);
+    g_string_printf(reply, "OK %" PRId64, virtual_clock_ns());
+}
+
+static void cmd_clock_set(QTestServer *qs, char **argv, int argc,
+                          GString *reply)
+{
+    uint64_t ns;
+
+    (void)qs, (void)argc;
+    if (!parse_args(argv + 1, 1, &ns, reply)) {
+        return;
+    }
+    if (ns <= INT64_MAX) {
+        virtual_clock_advance_to((int64_t)ns);
+    }
+    g_string_printf(reply, "%s %" PRId64,
+                    virtual_clock_ns() == (int64_t)ns ? "OK" : "FAIL",
+                    virtual_clock_ns());
+}
+
+static bool is_xics(const char *path)
+{
+    return !strcmp(path, XICS_PATH) || !strcmp(path, "/machine/" XICS_PATH);
+}
+
+static bool intercept_taken(QTestServer *qs, SpaprVioDevice *dev, bool xics,
+                            GString *reply)
+{
+    if (!qs->intercept_dev && !qs->intercept_xics) {
+        return false;
+    }
+    if (qs->intercept_dev == dev && qs->intercept_xics == xics) {
+        g_string_assign(reply, "OK");
+    } else {
+        g_string_assign(reply, "FAIL IRQ intercept already enabled");
+    }
+    return true;
+}
+
+static void cmd_irq_intercept_out(QTestServer *qs, char **argv, int argc,
+                                  GString *reply)
+{
+    SpaprVioDevice *dev = spapr_vio_find_by_path(spapr_vio_bus(qs->spapr),
+                                                 argv[1]);
+
+    if (argc > 2) {
+        g_string_assign(reply, "FAIL Interception of named out-GPIOs is "
+                        "not supported: devices have one interrupt line");
+        return;
+    }
+    if (!dev) {
+        g_string_assign(reply, is_xics(argv[1]) ? "FAIL No intercepts "
+                        "installed" : "FAIL Unknown device");
+        return;
+    }
+    if (intercept_taken(qs, dev, false, reply)) {
+        return;
+    }
+    qs->intercept_dev = dev;
+    qs->intercept_orig = dev->irq_out;
+    dev->irq_out = (IrqLine){ intercept_out_handler, qs, dev->irq };
+    g_string_assign(reply, "OK");
+}
+
+static void cmd_irq_intercept_in(QTestServer *qs, char **argv, int argc,
+                                 GString *reply)
+{
+    (void)argc;
+    if (!is_xics(argv[1])) {
+        g_string_assign(reply, spapr_vio_find_by_path(
+                            spapr_vio_bus(qs->spapr), argv[1]) ?
+                        "FAIL No intercepts installed" : "FAIL Unknown device");
+        return;
+    }
+    if (intercept_taken(qs, NULL, true, reply)) {
+        return;
+    }
+    qs->intercept_xics = true;
+    spapr_irq_intercept(qs->spapr, intercept_in_handler, qs);
+    g_string_assign(reply, "OK");
+}
+
+static void cmd_set_irq_in(QTestServer *qs, char **argv, int argc,
+                           GString *reply)
+{
+    uint64_t num;
+    int64_t level;
+    IrqLine *line;
+
+    (void)argc;
+    if (!is_xics(argv[1])) {
+        g_string_assign(reply, "FAIL Unknown device");
+        return;
+    }
+    if (strcmp(argv[2], "unnamed-gpio-in")) {
+        g_string_printf(reply, "FAIL Unknown input '%s'", argv[2]);
+        return;
+    }
+    if (!parse_args(argv + 3, 1, &num, reply)) {
+        return;
+    }
+    if (!qemu_parse_int64("level", argv[4], &level, NULL)) {
+        g_string_printf(reply, "FAIL bad level '%s'", argv[4]);
+        return;
+    }
+    line = num <= UINT32_MAX ? spapr_irq_input(qs->spapr, num) : NULL;
+    if (!line) {
+        g_string_printf(reply, "FAIL no interrupt source %s", argv[3]);
+        return;
+    }
+    irq_set_level(line, level != 0);
+    g_string_assign(reply, "OK");
+}
+
+static void cmd_hcall(QTestServer *qs, char **argv, int argc, GString *reply)
+{
+    uint64_t opcode, args[HCALL_NARGS] = { 0 };
+    unsigned nout;
+    int64_t ret;
+
+    if (!parse_args(argv + 1, 1, &opcode, reply)) {
+        return;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (!parse_reg(argv[i], &args[i - 2])) {
+            g_string_printf(reply, "FAIL bad number '%s'", argv[i]);
+            return;
+        }
+    }
+    ret = spapr_hypercall(qs->spapr, opcode, args, &nout);
+    g_string_printf(reply, "OK %" PRId64, ret);
+    for (unsigned i = 0; i < nout; i++) {
+        g_string_append_printf(reply, " 0x%" PRIx64, args[i]);
+    }
+}
+
+static const QTestCmd qtest_cmds[] = {
+    { "readb", 1, 1, cmd_readx },
+    { "readw", 1, 1, cmd_readx },
+    { "readl", 1, 1, cmd_readx },
+    { "readq", 1, 1, cmd_readx },
+    { "writeb", 2, 2, cmd_writex },
+    { "writew", 2, 2, cmd_writex },
+    { "writel", 2, 2, cmd_writex },
+    { "writeq", 2, 2, cmd_writex },
+    { "read", 2, 2, cmd_read },
+    { "write", 3, 3, cmd_write },
+    { "b64read", 2, 2, cmd_b64read },
+    { "b64write", 3, 3, cmd_b64write },
+    { "memset", 3, 3, cmd_memset },
+    { "endianness", 0, 0, cmd_endianness },
+    { "clock_step", 0, 1, cmd_clock_step },
+    { "clock_set", 1, 1, cmd_clock_set },
+    { "irq_intercept_out", 1, 2, cmd_irq_intercept_out },
+    { "irq_intercept_in", 1, 1, cmd_irq_intercept_in },
+    { "set_irq_in", 4, 4, cmd_set_irq_in },
+    { "hcall", 1, 1 + HCALL_NARGS, cmd_hcall },
+};
+
+static void process_line(QTestServer *qs, const char *line, GString *reply)
+{
+    g_auto(GStrv) argv = g_strsplit(line, " ", -1);
+    int argc = g_strv_length(argv);
+
+    for (int i = 0; i < argc; i++) {
+        if (!*argv[i]) {
+            g_string_assign(reply, "FAIL empty word: separate words with "
+                            "exactly one space");
+            return;
+        }
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(qtest_cmds); i++) {
+        const QTestCmd *cmd = &qtest_cmds[i];
+
+        if (strcmp(cmd->name, argv[0])) {
+            continue;
+        }
+        if (argc - 1 < cmd->min_args || argc - 1 > cmd->max_args) {
+            g_string_printf(reply, "FAIL %s takes %d to %d arguments, not %d",
+                            cmd->name, cmd->min_args, cmd->max_args, argc - 1);
+            return;
+        }
+        cmd->fn(qs, argv, argc, reply);
+        return;
+    }
+    g_string_printf(reply, "FAIL Unknown command '%s'", argv[0]);
+}
+
+static void handle_line(QTestServer *qs, char *line, size_t len)
+{
+    g_autoptr(GString) reply = g_string_new(NULL);
+
+    if (len && line[len - 1] == '\r') {
+        line[--len] = '\0';
+    }
+    if (len == 0) {
+        return;
+    }
+    if (memchr(line, '\0', len)) {
+        g_string_assign(reply, "FAIL line contains a NUL byte");
+    } else {
+        qtest_log(qs, 'R', line);
+        process_line(qs, line, reply);
+    }
+    qtest_send(qs, reply->str);
+}
+
+static void consume_input(QTestServer *qs)
+{
+    char *nl;
+
+    while ((nl = memchr(qs->inbuf->str, '\n', qs->inbuf->len))) {
+        size_t len = nl - qs->inbuf->str;
+
+        *nl = '\0';
+        if (qs->discarding) {
+            qs->discarding = false;
+        } else {
+            handle_line(qs, qs->inbuf->str, len);
+        }
+        g_string_erase(qs->inbuf, 0, len + 1);
+    }
+    if (qs->inbuf->len > QTEST_MAX_LINE) {
+        if (!qs->discarding) {
+            qtest_send(qs, "FAIL line too long");
+        }
+        qs->discarding = true;
+        g_string_truncate(qs->inbuf, 0);
+    }
+}
+
+static gboolean qtest_readable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    QTestServer *qs = opaque;
+    char buf[QTEST_READ_CHUNK];
+    ssize_t n;
+
+    (void)cond;
+    n = read(fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        return G_SOURCE_CONTINUE;
+    }
+    if (n <= 0) {
+        qtest_log(qs, 'I', "CLOSED");
+        qs->watch = 0;
+        qs->closed(qs->closed_opaque);
+        return G_SOURCE_REMOVE;
+    }
+    g_string_append_len(qs->inbuf, buf, n);
+    consume_input(qs);
+    return G_SOURCE_CONTINUE;
+}
+
+static int connect_unix(const char *path, GError **errp)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "socket path '%s' is too long",
+                    path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Failed to connect to '%s': %s",
+                    path, g_strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
+
+static bool open_log(QTestServer *qs, const char *log, GError **errp)
+{
+    if (!log) {
+        qs->log = stderr;
+    } else if (strcmp(log, "none")) {
+        qs->log = fopen(log, "w");
+        if (!qs->log) {
+            g_set_error(errp, ILLAN_ERROR, 0, "-qtest-log %s: %s", log,
+                        g_strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}
+
+QTestServer *qtest_server_start(const char *spec, const char *log,
+                                SpaprMachineState *spapr,
+                                QTestClosedFn closed, void *opaque,
+                                GError **errp)
+{
+    QTestServer *qs = g_new0(QTestServer, 1);
+
+    qs->spapr = spapr;
+    qs->closed = closed;
+    qs->closed_opaque = opaque;
+    qs->start_us = g_get_monotonic_time();
+    qs->inbuf = g_string_new(NULL);
+    qs->irq_levels = g_hash_table_new(g_direct_hash, g_direct_equal);
+    qs->in_fd = qs->out_fd = -1;
+    if (!open_log(qs, log, errp)) {
+        goto fail;
+    }
+    if (!strcmp(spec, "stdio")) {
+        qs->in_fd = STDIN_FILENO;
+        qs->out_fd = STDOUT_FILENO;
+    } else if (g_str_has_prefix(spec, "unix:")) {
+        qs->in_fd = qs->out_fd = connect_unix(spec + 5, errp);
+        qs->owns_fd = true;
+        if (qs->in_fd < 0) {
+            goto fail;
+        }
+    } else {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "'%s' is not a qtest channel: use unix:PATH or stdio",
+                    spec);
+        goto fail;
+    }
+    qtest_log(qs, 'I', "OPENED");
+    qs->watch = g_unix_fd_add(qs->in_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                              qtest_readable, qs);
+    return qs;
+fail:
+    qtest_server_free(qs);
+    return NULL;
+}
+
+void qtest_server_free(QTestServer *qs)
+{
+    if (!qs) {
+        return;
+    }
+    if (qs->watch) {
+        g_source_remove(qs->watch);
+    }
+    if (qs->intercept_dev) {
+        qs->intercept_dev->irq_out = qs->intercept_orig;
+    }
+    if (qs->intercept_xics) {
+        spapr_irq_intercept(qs->spapr, NULL, NULL);
+    }
+    if (qs->owns_fd && qs->in_fd >= 0) {
+        close(qs->in_fd);
+    }
+    if (qs->log && qs->log != stderr) {
+        fclose(qs->log);
+    }
+    g_hash_table_destroy(qs->irq_levels);
+    g_string_free(qs->inbuf, TRUE);
+    g_free(qs);
+}

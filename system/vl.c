@@ -1,0 +1,599 @@
+/*
+ * main(): the QEMU-style command line, machine construction and the main
+ * loop.  Every error is one line naming the option, then exit status 1;
+ * SIGTERM and SIGINT end the process cleanly with status 0.
+ */
+#include "hw/boards.h"
+#include "hw/ppc/spapr.h"
+#include "hw/qdev.h"
+#include "net/net.h"
+#include "qemu/option.h"
+#include "system/qtest.h"
+#include "system/runstate.h"
+
+#include <glib-unix.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#define ILLAN_VERSION "0.1.0"
+#define DEFAULT_RAM_SIZE (256ULL << 20)
+
+typedef struct CmdOption {
+    const char *name;
+    const char *arg;        /* NULL: takes no argument */
+    const char *help;
+} CmdOption;
+
+static const CmdOption cmd_options[] = {
+    { "machine", "TYPE[,dumpdtb=FILE]", "select the machine type (-M help lists them)" },
+    { "M", "TYPE[,dumpdtb=FILE]", "same as -machine" },
+    { "m", "SIZE", "guest RAM size (default 256M; a bare number means MiB)" },
+    { "device", "DRIVER[,prop=value...]", "add a device (-device help, -device DRIVER,help)" },
+    { "netdev", "TYPE,id=ID[,...]", "add a network backend (-netdev help)" },
+    { "qtest", "unix:PATH|stdio", "serve the qtest protocol on PATH (connecting to it) or stdio" },
+    { "qtest-log", "FILE|none", "log qtest traffic to FILE (default stderr)" },
+    { "chardev", "socket,id=ID,path=PATH", "define a socket character device" },
+    { "mon", "chardev=ID,mode=control", "attach a QMP monitor to a character device" },
+    { "display", "none", "no display (the only kind)" },
+    { "audio", "none", "no audio (the only kind)" },
+    { "accel", "qtest", "accelerator; repeat for a fallback list (only qtest exists)" },
+    { "nodefaults", NULL, "create no default devices" },
+    { "S", NULL, "do not start the machine (run state prelaunch)" },
+    { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process" },
+    { "version", NULL, "print the version and exit" },
+    { "h", NULL, "print this help and exit" },
+    { "help", NULL, "print this help and exit" },
+};
+
+typedef struct Config {
+    const char *machine;
+    const char *mem;
+    const char *qtest;
+    const char *qtest_log;
+    const char *name;
+    bool start_paused;
+    GPtrArray *devices;
+    GPtrArray *netdevs;
+    GPtrArray *chardevs;
+    GPtrArray *mons;
+    GPtrArray *accels;
+    GPtrArray *displays;
+    GPtrArray *audios;
+} Config;
+
+typedef struct Machine {
+    SpaprMachineState *spapr;
+    QTestServer *qtest;
+    GMainLoop *loop;
+} Machine;
+
+static void usage(void)
+{
+    printf("usage: illan [options]\n"
+           "Emulates a pseries partition with a PAPR logical LAN device.\n\n");
+    for (size_t i = 0; i < G_N_ELEMENTS(cmd_options); i++) {
+        const CmdOption *o = &cmd_options[i];
+        g_autofree char *lhs = g_strdup_printf("-%s%s%s", o->name,
+                                               o->arg ? " " : "",
+                                               o->arg ? o->arg : "");
+        printf("  %-36s %s\n", lhs, o->help);
+    }
+    printf("\nExample:\n  illan -M pseries -device spapr-vlan,netdev=n0,"
+           "use-rx-buffer-pools=on \\\n        -netdev TYPE,id=n0,...\n");
+}
+
+static const CmdOption *find_option(const char *word)
+{
+    const char *name = word + (word[1] == '-' ? 2 : 1);
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cmd_options); i++) {
+        if (!strcmp(cmd_options[i].name, name)) {
+            return &cmd_options[i];
+        }
+    }
+    return NULL;
+}
+
+static void config_free(Config *cfg)
+{
+    GPtrArray *lists[] = { cfg->devices, cfg->netdevs, cfg->chardevs,
+                           cfg->mons, cfg->accels, cfg->displays,
+                           cfg->audios };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(lists); i++) {
+        g_ptr_array_free(lists[i], TRUE);
+    }
+}
+
+/* Sorts argv into @cfg; returns false with *errp set on a bad option,
+ * or false with *errp NULL after printing -h or -version. */
+static bool parse_argv(Config *cfg, int argc, char **argv, GError **errp)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *word = argv[i];
+        const CmdOption *o = word[0] == '-' ? find_option(word) : NULL;
+        const char *arg = NULL;
+
+        if (!o) {
+            g_set_error(errp, ILLAN_ERROR, 0, "%s: %s", word,
+                        word[0] == '-' ? "invalid option (see -h)"
+                                       : "unexpected argument (see -h)");
+            return false;
+        }
+        if (o->arg) {
+            if (i + 1 >= argc) {
+                g_set_error(errp, ILLAN_ERROR, 0, "%s: requires an argument",
+                            word);
+                return false;
+            }
+            arg = argv[++i];
+        }
+        if (!strcmp(o->name, "machine") || !strcmp(o->name, "M")) {
+            cfg->machine = arg;
+        } else if (!strcmp(o->name, "m")) {
+            cfg->mem = arg;
+        } else if (!strcmp(o->name, "device")) {
+            g_ptr_array_add(cfg->devices, (gpointer)arg);
+        } else if (!strcmp(o->name, "netdev")) {
+            g_ptr_array_add(cfg->netdevs, (gpointer)arg);
+        } else if (!strcmp(o->name, "chardev")) {
+            g_ptr_array_add(cfg->chardevs, (gpointer)arg);
+        } else if (!strcmp(o->name, "mon")) {
+            g_ptr_array_add(cfg->mons, (gpointer)arg);
+        } else if (!strcmp(o->name, "accel")) {
+            g_ptr_array_add(cfg->accels, (gpointer)arg);
+        } else if (!strcmp(o->name, "display")) {
+            g_ptr_array_add(cfg->displays, (gpointer)arg);
+        } else if (!strcmp(o->name, "audio")) {
+            g_ptr_array_add(cfg->audios, (gpointer)arg);
+        } else if (!strcmp(o->name, "qtest")) {
+            cfg->qtest = arg;
+        } else if (!strcmp(o->name, "qtest-log")) {
+            cfg->qtest_log = arg;
+        } else if (!strcmp(o->name, "name")) {
+            cfg->name = arg;
+        } else if (!strcmp(o->name, "S")) {
+            cfg->start_paused = true;
+        } else if (!strcmp(o->name, "version")) {
+            printf("illan version " ILLAN_VERSION "\n");
+            return false;
+        } else if (!strcmp(o->name, "h") || !strcmp(o->name, "help")) {
+            usage();
+            return false;
+        }
+        /* -nodefaults: illan creates no default devices in any case. */
+    }
+    return true;
+}
+
+/* Parses @arg of option @opt; errors are prefixed "-opt arg: ". */
+static QemuOpts *parse_opt(const char *opt, const char *arg,
+                           const char *implied, const char *const *known,
+                           GError **errp)
+{
+    QemuOpts *opts = qemu_opts_parse(arg, implied, errp);
+
+    if (opts && known && !qemu_opts_wants_help(opts) &&
+        !qemu_opts_check_keys(opts, known, errp)) {
+        g_clear_pointer(&opts, qemu_opts_free);
+    }
+    if (!opts) {
+        g_prefix_error(errp, "-%s %s: ", opt, arg);
+    }
+    return opts;
+}
+
+static bool opt_error(GError **errp, const char *opt, const char *arg,
+                      const char *fmt, const char *detail)
+{
+    g_set_error(errp, ILLAN_ERROR, 0, fmt, detail);
+    g_prefix_error(errp, "-%s %s: ", opt, arg);
+    return false;
+}
+
+/* -M: the machine type and its options; *help set for -M help. */
+static const MachineClass *select_machine(const Config *cfg,
+                                          MachineOptions *mopts, bool *help,
+                                          GError **errp)
+{
+    static const char *const known[] = { "type", "dumpdtb", "accel", NULL };
+    g_autoptr(QemuOpts) opts = NULL;
+    const MachineClass *mc;
+    const char *type, *accel;
+
+    if (!cfg->machine) {
+        return machine_class_find(NULL);
+    }
+    opts = parse_opt("machine", cfg->machine, "type", known, errp);
+    if (!opts) {
+        return NULL;
+    }
+    type = qemu_opt_get(opts, "type");
+    if (qemu_opts_wants_help(opts)) {
+        *help = true;
+        return NULL;
+    }
+    mc = machine_class_find(type);
+    if (!mc) {
+        opt_error(errp, "machine", cfg->machine,
+                  "unsupported machine type '%s' (-M help lists them)",
+                  type ? type : "");
+        return NULL;
+    }
+    accel = qemu_opt_get(opts, "accel");
+    if (accel && strcmp(accel, "qtest")) {
+        opt_error(errp, "machine", cfg->machine,
+                  "accelerator '%s' is not available: illan has no vCPU; "
+                  "use accel=qtest", accel);
+        return NULL;
+    }
+    mopts->dumpdtb = g_strdup(qemu_opt_get(opts, "dumpdtb"));
+    return mc;
+}
+
+static bool parse_mem(const Config *cfg, MachineOptions *mopts, GError **errp)
+{
+    static const char *const known[] = { "size", NULL };
+    g_autoptr(QemuOpts) opts = NULL;
+    const char *size;
+
+    mopts->ram_size = DEFAULT_RAM_SIZE;
+    if (!cfg->mem) {
+        return true;
+    }
+    opts = parse_opt("m", cfg->mem, "size", known, errp);
+    if (!opts) {
+        return false;
+    }
+    size = qemu_opt_get(opts, "size");
+    if (!size || !qemu_parse_size("size", size, 'M', &mopts->ram_size, errp)) {
+        if (!size) {
+            g_set_error(errp, ILLAN_ERROR, 0, "Parameter 'size' is missing");
+        }
+        g_prefix_error(errp, "-m %s: ", cfg->mem);
+        return false;
+    }
+    return true;
+}
+
+/* Options that only accept "none", kept for QEMU command-line parity. */
+static bool check_none_only(GPtrArray *args, const char *opt, GError **errp)
+{
+    for (guint i = 0; i < args->len; i++) {
+        const char *arg = g_ptr_array_index(args, i);
+        g_autoptr(QemuOpts) opts = parse_opt(opt, arg, "type", NULL, errp);
+        const char *type;
+
+        if (!opts) {
+            return false;
+        }
+        type = qemu_opt_get(opts, "type");
+        if (!type) {
+            type = qemu_opt_get(opts, "driver");
+        }
+        if (qemu_opts_count(opts) != 1 || g_strcmp0(type, "none")) {
+            return opt_error(errp, opt, arg, "only '%s' is supported",
+                             "none");
+        }
+    }
+    return true;
+}
+
+/* -accel: a fallback list; illan has only the qtest accelerator. */
+static bool check_accels(GPtrArray *accels, GError **errp)
+{
+    static const char *const known[] = { "accel", NULL };
+
+    for (guint i = 0; i < accels->len; i++) {
+        const char *arg = g_ptr_array_index(accels, i);
+        g_autoptr(QemuOpts) opts = parse_opt("accel", arg, "accel", known,
+                                             errp);
+        if (!opts) {
+            return false;
+        }
+        if (!g_strcmp0(qemu_opt_get(opts, "accel"), "qtest")) {
+            return true;
+        }
+    }
+    if (accels->len) {
+        const char *last = g_ptr_array_index(accels, accels->len - 1);
+        return opt_error(errp, "accel", last,
+                         "no accelerator in the list is available: illan has "
+                         "no vCPU; add %s", "-accel qtest");
+    }
+    return true;
+}
+
+/* -chardev and -mon: checked and kept for the QMP monitor. */
+static bool check_chardevs(const Config *cfg, GError **errp)
+{
+    static const char *const ck[] = { "backend", "id", "path", "server",
+                                      "wait", NULL };
+    static const char *const mk[] = { "chardev", "mode", "pretty", NULL };
+    g_autoptr(GHashTable) ids = g_hash_table_new_full(g_str_hash, g_str_equal,
+                                                      g_free, NULL);
+
+    for (guint i = 0; i < cfg->chardevs->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->chardevs, i);
+        g_autoptr(QemuOpts) o = parse_opt("chardev", arg, "backend", ck, errp);
+        const char *id;
+
+        if (!o) {
+            return false;
+        }
+        if (g_strcmp0(qemu_opt_get(o, "backend"), "socket")) {
+            return opt_error(errp, "chardev", arg,
+                             "backend '%s' is not supported: use socket",
+                             qemu_opt_get(o, "backend"));
+        }
+        id = qemu_opt_get(o, "id");
+        if (!id || !qemu_opt_get(o, "path")) {
+            return opt_error(errp, "chardev", arg, "%s",
+                             "socket needs id=ID and path=PATH");
+        }
+        if (!g_hash_table_add(ids, g_strdup(id))) {
+            return opt_error(errp, "chardev", arg, "Duplicate ID '%s'", id);
+        }
+    }
+    for (guint i = 0; i < cfg->mons->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->mons, i);
+        g_autoptr(QemuOpts) o = parse_opt("mon", arg, "chardev", mk, errp);
+        const char *chardev, *mode;
+
+        if (!o) {
+            return false;
+        }
+        chardev = qemu_opt_get(o, "chardev");
+        mode = qemu_opt_get(o, "mode");
+        if (!chardev || !g_hash_table_contains(ids, chardev)) {
+            return opt_error(errp, "mon", arg,
+                             "chardev '%s' is not defined by -chardev",
+                             chardev ? chardev : "");
+        }
+        if (g_strcmp0(mode, "control")) {
+            return opt_error(errp, "mon", arg,
+                             "mode '%s' is not supported: use mode=control",
+                             mode ? mode : "readline");
+        }
+    }
+    return true;
+}
+
+/* -device X,help, -device help and -netdev help print and end the run. */
+static bool print_help_requests(const Config *cfg, bool *printed,
+                                GError **errp)
+{
+    for (guint i = 0; i < cfg->devices->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->devices, i);
+        g_autoptr(QemuOpts) opts = parse_opt("device", arg, "driver", NULL,
+                                             errp);
+        const char *driver;
+        const DeviceClass *dc;
+
+        if (!opts) {
+            return false;
+        }
+        if (!qemu_opts_wants_help(opts)) {
+            continue;
+        }
+        driver = qemu_opt_get(opts, "driver");
+        if (!strcmp(driver, "help") || !strcmp(driver, "?")) {
+            device_class_print_list();
+        } else if ((dc = device_class_find(driver))) {
+            device_class_print_props(dc);
+        } else {
+            return opt_error(errp, "device", arg,
+                             "'%s' is not a valid device model name "
+                             "(-device help lists them)", driver);
+        }
+        *printed = true;
+    }
+    for (guint i = 0; i < cfg->netdevs->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->netdevs, i);
+
+        if (!strcmp(arg, "help") || !strcmp(arg, "?")) {
+            net_print_netdev_types();
+            *printed = true;
+        }
+    }
+    return true;
+}
+
+static bool create_netdevs(const Config *cfg, GError **errp)
+{
+    for (guint i = 0; i < cfg->netdevs->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->netdevs, i);
+        g_autoptr(QemuOpts) opts = parse_opt("netdev", arg, "type", NULL,
+                                             errp);
+
+        if (!opts) {
+            return false;
+        }
+        if (!net_netdev_add(opts, errp)) {
+            g_prefix_error(errp, "-netdev %s: ", arg);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool create_device(SpaprMachineState *spapr, const char *arg,
+                          GError **errp)
+{
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "driver", errp);
+    const char *driver = opts ? qemu_opt_get(opts, "driver") : NULL;
+    const DeviceClass *dc;
+    DeviceState *dev;
+
+    if (!opts) {
+        return false;
+    }
+    dc = driver ? device_class_find(driver) : NULL;
+    if (!dc) {
+        g_set_error(errp, ILLAN_ERROR, 0, "'%s' is not a valid device model "
+                    "name (-device help lists them)", driver ? driver : "");
+        return false;
+    }
+    dev = device_new(dc, errp);
+    if (!dev) {
+        return false;
+    }
+    for (guint i = 0; i < qemu_opts_count(opts); i++) {
+        const char *key = qemu_opts_key(opts, i);
+
+        if (strcmp(key, "driver") &&
+            !device_set_prop(dev, key, qemu_opts_value(opts, i), errp)) {
+            device_free(dev);
+            return false;
+        }
+    }
+    if (!spapr_machine_plug(spapr, dev, errp)) {
+        device_free(dev);
+        return false;
+    }
+    return true;
+}
+
+static bool apply_name(const char *arg, GError **errp)
+{
+    static const char *const known[] = { "guest", "process", "debug-threads",
+                                         NULL };
+    g_autoptr(QemuOpts) opts = parse_opt("name", arg, "guest", known, errp);
+    const char *process;
+
+    if (!opts) {
+        return false;
+    }
+    process = qemu_opt_get(opts, "process");
+    if (process) {
+        prctl(PR_SET_NAME, process);
+    }
+    return true;
+}
+
+static gboolean on_quit_signal(gpointer opaque)
+{
+    g_main_loop_quit(((Machine *)opaque)->loop);
+    return G_SOURCE_CONTINUE;
+}
+
+/* The qtest client hanging up ends the run, as nothing else can drive an
+ * emulator that has no CPU. */
+static void on_qtest_closed(void *opaque)
+{
+    g_main_loop_quit(((Machine *)opaque)->loop);
+}
+
+static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
+                          GError **errp)
+{
+    MachineOptions mopts = { 0 };
+    const MachineClass *mc;
+    bool help = false, ok = false;
+
+    mc = select_machine(cfg, &mopts, &help, errp);
+    if (help) {
+        machine_class_print_list();
+        *exit_now = true;
+        return true;
+    }
+    if (!mc) {
+        return false;
+    }
+    qdev_set_globals(mc->compat_props);
+    if (!print_help_requests(cfg, exit_now, errp)) {
+        goto out;
+    }
+    if (*exit_now) {
+        ok = true;
+        goto out;
+    }
+    if (!parse_mem(cfg, &mopts, errp) ||
+        !check_none_only(cfg->displays, "display", errp) ||
+        !check_none_only(cfg->audios, "audio", errp) ||
+        !check_accels(cfg->accels, errp) || !check_chardevs(cfg, errp) ||
+        (cfg->name && !apply_name(cfg->name, errp)) ||
+        !create_netdevs(cfg, errp)) {
+        goto out;
+    }
+    m->spapr = spapr_machine_new(mc, &mopts, errp);
+    if (!m->spapr) {
+        g_prefix_error(errp, "-m %s: ", cfg->mem ? cfg->mem : "256M");
+        goto out;
+    }
+    for (guint i = 0; i < cfg->devices->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->devices, i);
+
+        if (!create_device(m->spapr, arg, errp)) {
+            g_prefix_error(errp, "-device %s: ", arg);
+            goto out;
+        }
+    }
+    if (!spapr_machine_done(m->spapr, exit_now, errp)) {
+        g_prefix_error(errp, "-machine %s: ", cfg->machine);
+        goto out;
+    }
+    ok = true;
+out:
+    g_free((char *)mopts.dumpdtb);
+    return ok;
+}
+
+static bool run(const Config *cfg, Machine *m, GError **errp)
+{
+    bool exit_now = false;
+
+    if (!build_machine(cfg, m, &exit_now, errp)) {
+        return false;
+    }
+    if (exit_now) {
+        return true;
+    }
+    m->loop = g_main_loop_new(NULL, FALSE);
+    if (cfg->qtest) {
+        m->qtest = qtest_server_start(cfg->qtest, cfg->qtest_log, m->spapr,
+                                      on_qtest_closed, m, errp);
+        if (!m->qtest) {
+            g_prefix_error(errp, "-qtest %s: ", cfg->qtest);
+            return false;
+        }
+    }
+    spapr_machine_reset(m->spapr);
+    runstate_set(cfg->start_paused ? RUN_STATE_PRELAUNCH : RUN_STATE_RUNNING);
+    g_unix_signal_add(SIGTERM, on_quit_signal, m);
+    g_unix_signal_add(SIGINT, on_quit_signal, m);
+    g_main_loop_run(m->loop);
+    runstate_set(RUN_STATE_SHUTDOWN);
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    Config cfg = {
+        .devices = g_ptr_array_new(), .netdevs = g_ptr_array_new(),
+        .chardevs = g_ptr_array_new(), .mons = g_ptr_array_new(),
+        .accels = g_ptr_array_new(), .displays = g_ptr_array_new(),
+        .audios = g_ptr_array_new(),
+    };
+    Machine m = { 0 };
+    g_autoptr(GError) err = NULL;
+    /* A client that hangs up must not kill us mid-reply. */
+    signal(SIGPIPE, SIG_IGN);
+    if (parse_argv(&cfg, argc, argv, &err)) {
+        run(&cfg, &m, &err);
+    }
+    qtest_server_free(m.qtest);
+    spapr_machine_free(m.spapr);
+    net_cleanup();
+    if (m.loop) {
+        g_main_loop_unref(m.loop);
+    }
+    config_free(&cfg);
+    if (err) {
+        fprintf(stderr, "illan: %s\n", err->message);
+        return 1;
+    }
+    return 0;
+}
