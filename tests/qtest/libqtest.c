@@ -1,0 +1,398 @@
+/*
+ * libqtest for illan.  Like QEMU's, the test listens on two unix sockets
+ * (qtest and QMP) and the emulator connects to them as a client.
+ */
+#include "libqtest.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define QTEST_ACCEPT_TIMEOUT_MS 50000
+#define QTEST_QUIT_TIMEOUT_MS   30000
+#define H_PUT_TCE               0x20
+
+struct QTestState {
+    pid_t pid;
+    int fd;
+    char *sock_path, *qmp_path;
+    GString *rx;
+    GHashTable *irq_level;      /* n -> level + 1 */
+    GHashTable *irq_raises;     /* n -> count */
+};
+
+const char *illan_binary(void)
+{
+    const char *bin = g_getenv("ILLAN_BINARY");
+
+    g_assert_nonnull(bin);
+    return bin;
+}
+
+static int listen_unix(const char *path)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpuint(strlen(path), <, sizeof(addr.sun_path));
+    strcpy(addr.sun_path, path);
+    unlink(path);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
+    g_assert_cmpint(listen(fd, 1), ==, 0);
+    return fd;
+}
+
+/* Accepts, but gives up if the child dies first. */
+static int accept_child(int lfd, pid_t pid)
+{
+    for (int waited = 0; waited < QTEST_ACCEPT_TIMEOUT_MS; waited += 100) {
+        struct pollfd p = { .fd = lfd, .events = POLLIN };
+        int status;
+
+        if (poll(&p, 1, 100) == 1) {
+            return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            g_error("illan exited before connecting (status 0x%x)", status);
+        }
+    }
+    g_error("illan did not connect within %d ms", QTEST_ACCEPT_TIMEOUT_MS);
+}
+
+QTestState *qtest_init(const char *extra_args)
+{
+    static int counter;
+    QTestState *s = g_new0(QTestState, 1);
+    g_autofree char *cmd = NULL;
+    g_autofree char *rsp = NULL;
+    int lfd;
+
+    s->sock_path = g_strdup_printf("%s/qtest-%d-%d.sock", g_get_tmp_dir(),
+                                   getpid(), counter);
+    s->qmp_path = g_strdup_printf("%s/qtest-%d-%d.qmp", g_get_tmp_dir(),
+                                  getpid(), counter++);
+    s->rx = g_string_new(NULL);
+    s->irq_level = g_hash_table_new(g_direct_hash, g_direct_equal);
+    s->irq_raises = g_hash_table_new(g_direct_hash, g_direct_equal);
+    lfd = listen_unix(s->sock_path);
+    cmd = g_strdup_printf("exec %s -qtest unix:%s -qtest-log %s "
+                          "-chardev socket,path=%s,id=char0 "
+                          "-mon chardev=char0,mode=control -display none "
+                          "-audio none %s -accel qtest", illan_binary(),
+                          s->sock_path,
+                          g_getenv("QTEST_LOG") ? "/dev/fd/2" : "/dev/null",
+                          s->qmp_path, extra_args ? extra_args : "");
+    s->pid = fork();
+    g_assert_cmpint(s->pid, >=, 0);
+    if (s->pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    s->fd = accept_child(lfd, s->pid);
+    g_assert_cmpint(s->fd, >=, 0);
+    close(lfd);
+    rsp = qtest_cmd(s, "endianness");
+    g_assert_cmpstr(rsp, ==, "OK big");
+    return s;
+}
+
+QTestState *qtest_initf(const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *args = NULL;
+
+    va_start(ap, fmt);
+    args = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    return qtest_init(args);
+}
+
+void qtest_quit(QTestState *s)
+{
+    int status = 0, waited = 0;
+
+    kill(s->pid, SIGTERM);
+    while (waitpid(s->pid, &status, WNOHANG) == 0) {
+        if (waited >= QTEST_QUIT_TIMEOUT_MS) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &status, 0);
+            g_error("illan ignored SIGTERM for %d ms", QTEST_QUIT_TIMEOUT_MS);
+        }
+        g_usleep(10000);
+        waited += 10;
+    }
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    close(s->fd);
+    unlink(s->sock_path);
+    unlink(s->qmp_path);
+    g_free(s->sock_path);
+    g_free(s->qmp_path);
+    g_string_free(s->rx, TRUE);
+    g_hash_table_destroy(s->irq_level);
+    g_hash_table_destroy(s->irq_raises);
+    g_free(s);
+}
+
+void qtest_send_raw(QTestState *s, const char *data, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = write(s->fd, data + done, len - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        g_assert_cmpint(n, >, 0);
+        done += n;
+    }
+}
+
+static char *read_raw_line(QTestState *s)
+{
+    char *nl;
+
+    while (!(nl = memchr(s->rx->str, '\n', s->rx->len))) {
+        char buf[65536];
+        ssize_t n = read(s->fd, buf, sizeof(buf));
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            g_error("qtest connection closed by illan");
+        }
+        g_string_append_len(s->rx, buf, n);
+    }
+    {
+        char *line = g_strndup(s->rx->str, nl - s->rx->str);
+        g_string_erase(s->rx, 0, nl - s->rx->str + 1);
+        return line;
+    }
+}
+
+static void note_irq(QTestState *s, const char *line)
+{
+    bool raise = g_str_has_prefix(line, "IRQ raise ");
+    int n = atoi(line + strlen("IRQ raise "));
+    gpointer key = GINT_TO_POINTER(n);
+
+    g_assert_true(raise || g_str_has_prefix(line, "IRQ lower "));
+    g_hash_table_insert(s->irq_level, key, GINT_TO_POINTER(raise + 1));
+    if (raise) {
+        unsigned c = GPOINTER_TO_UINT(g_hash_table_lookup(s->irq_raises, key));
+        g_hash_table_insert(s->irq_raises, key, GUINT_TO_POINTER(c + 1));
+    }
+}
+
+char *qtest_recv_line(QTestState *s)
+{
+    for (;;) {
+        char *line = read_raw_line(s);
+
+        if (!g_str_has_prefix(line, "IRQ ")) {
+            return line;
+        }
+        note_irq(s, line);
+        g_free(line);
+    }
+}
+
+char *qtest_cmd(QTestState *s, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *line = NULL;
+    g_autofree char *framed = NULL;
+
+    va_start(ap, fmt);
+    line = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    framed = g_strconcat(line, "\n", NULL);
+    qtest_send_raw(s, framed, strlen(framed));
+    return qtest_recv_line(s);
+}
+
+/* Sends a command that must answer "OK [value]"; returns the value. */
+static uint64_t cmd_ok_value(QTestState *s, const char *cmd)
+{
+    g_autofree char *rsp = qtest_cmd(s, "%s", cmd);
+
+    if (!g_str_has_prefix(rsp, "OK")) {
+        g_error("'%s' failed: %s", cmd, rsp);
+    }
+    return rsp[2] ? g_ascii_strtoull(rsp + 3, NULL, 0) : 0;
+}
+
+#define DEFINE_RW(suffix, type)                                             \
+    type qtest_read##suffix(QTestState *s, uint64_t addr)                   \
+    {                                                                       \
+        g_autofree char *c = g_strdup_printf("read" #suffix " 0x%" PRIx64,  \
+                                             addr);                         \
+        return (type)cmd_ok_value(s, c);                                    \
+    }                                                                       \
+    void qtest_write##suffix(QTestState *s, uint64_t addr, type val)        \
+    {                                                                       \
+        g_autofree char *c = g_strdup_printf("write" #suffix " 0x%" PRIx64  \
+                                             " 0x%" PRIx64, addr,           \
+                                             (uint64_t)val);                \
+        cmd_ok_value(s, c);                                                 \
+    }
+
+DEFINE_RW(b, uint8_t)
+DEFINE_RW(w, uint16_t)
+DEFINE_RW(l, uint32_t)
+DEFINE_RW(q, uint64_t)
+
+void qtest_memread(QTestState *s, uint64_t addr, void *buf, size_t size)
+{
+    g_autofree char *rsp = qtest_cmd(s, "b64read 0x%" PRIx64 " %zu", addr,
+                                     size);
+    g_autofree guchar *data = NULL;
+    gsize n;
+
+    g_assert_true(g_str_has_prefix(rsp, "OK "));
+    data = g_base64_decode(rsp + 3, &n);
+    g_assert_cmpuint(n, ==, size);
+    memcpy(buf, data, size);
+}
+
+void qtest_memwrite(QTestState *s, uint64_t addr, const void *buf,
+                    size_t size)
+{
+    g_autofree char *enc = g_base64_encode(buf, size);
+    g_autofree char *rsp = qtest_cmd(s, "b64write 0x%" PRIx64 " %zu %s",
+                                     addr, size, enc);
+
+    g_assert_cmpstr(rsp, ==, "OK");
+}
+
+void qtest_memset(QTestState *s, uint64_t addr, uint8_t byte, size_t size)
+{
+    g_autofree char *rsp = qtest_cmd(s, "memset 0x%" PRIx64 " %zu 0x%x",
+                                     addr, size, byte);
+
+    g_assert_cmpstr(rsp, ==, "OK");
+}
+
+int64_t qtest_clock_step(QTestState *s, int64_t ns)
+{
+    g_autofree char *c = g_strdup_printf("clock_step %" PRId64, ns);
+    return (int64_t)cmd_ok_value(s, c);
+}
+
+int64_t qtest_clock_step_next(QTestState *s)
+{
+    return (int64_t)cmd_ok_value(s, "clock_step");
+}
+
+int64_t qtest_clock_set(QTestState *s, int64_t ns)
+{
+    g_autofree char *c = g_strdup_printf("clock_set %" PRId64, ns);
+    return (int64_t)cmd_ok_value(s, c);
+}
+
+void qtest_irq_intercept_out(QTestState *s, const char *path)
+{
+    g_autofree char *c = g_strdup_printf("irq_intercept_out %s", path);
+    cmd_ok_value(s, c);
+}
+
+void qtest_irq_intercept_in(QTestState *s, const char *path)
+{
+    g_autofree char *c = g_strdup_printf("irq_intercept_in %s", path);
+    cmd_ok_value(s, c);
+}
+
+void qtest_set_irq_in(QTestState *s, const char *path, int n, int level)
+{
+    g_autofree char *c = g_strdup_printf("set_irq_in %s unnamed-gpio-in "
+                                         "%d %d", path, n, level);
+    cmd_ok_value(s, c);
+}
+
+bool qtest_get_irq(QTestState *s, int n)
+{
+    /* A round trip first, so every IRQ line sent so far has been read. */
+    cmd_ok_value(s, "endianness");
+    return GPOINTER_TO_INT(g_hash_table_lookup(s->irq_level,
+                                               GINT_TO_POINTER(n))) == 2;
+}
+
+unsigned qtest_irq_raise_count(QTestState *s, int n)
+{
+    cmd_ok_value(s, "endianness");
+    return GPOINTER_TO_UINT(g_hash_table_lookup(s->irq_raises,
+                                                GINT_TO_POINTER(n)));
+}
+
+int64_t qtest_hcall(QTestState *s, uint64_t opcode, unsigned nargs,
+                    const uint64_t *args, uint64_t *out, unsigned max_out)
+{
+    g_autoptr(GString) cmd = g_string_new(NULL);
+    g_autofree char *rsp = NULL;
+    g_auto(GStrv) words = NULL;
+    int64_t ret;
+
+    g_assert_cmpuint(nargs, <=, 9);
+    g_string_printf(cmd, "hcall 0x%" PRIx64, opcode);
+    for (unsigned i = 0; i < nargs; i++) {
+        g_string_append_printf(cmd, " 0x%" PRIx64, args[i]);
+    }
+    rsp = qtest_cmd(s, "%s", cmd->str);
+    words = g_strsplit(rsp, " ", -1);
+    g_assert_cmpstr(words[0], ==, "OK");
+    g_assert_nonnull(words[1]);
+    ret = g_ascii_strtoll(words[1], NULL, 10);
+    for (unsigned i = 0; out && i < max_out && words[2 + i]; i++) {
+        out[i] = g_ascii_strtoull(words[2 + i], NULL, 16);
+    }
+    return ret;
+}
+
+void guest_alloc_init(QGuestAllocator *alloc, uint64_t start, uint64_t end)
+{
+    alloc->next = start;
+    alloc->end = end;
+}
+
+uint64_t guest_alloc(QGuestAllocator *alloc, uint64_t size, uint64_t align)
+{
+    uint64_t addr = (alloc->next + align - 1) & ~(align - 1);
+
+    g_assert_cmpuint(addr + size, <=, alloc->end);
+    alloc->next = addr + size;
+    return addr;
+}
+
+void qtest_tce_map(QTestState *s, uint32_t liobn, uint64_t ioba,
+                   uint64_t gpa, uint64_t len, uint64_t perm)
+{
+    for (uint64_t off = 0; off < len; off += 4096) {
+        int64_t ret = qtest_hcallv(s, H_PUT_TCE, liobn, ioba + off,
+                                   ((gpa + off) & ~0xfffULL) | perm);
+        g_assert_cmpint(ret, ==, 0);
+    }
+}
+
+int illan_run(const char *args, char **out, char **err)
+{
+    g_autofree char *cmd = g_strdup_printf("%s %s", illan_binary(), args);
+    g_auto(GStrv) argv = NULL;
+    g_autoptr(GError) error = NULL;
+    int status;
+
+    g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &error));
+    g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               out, err, &status, &error));
+    g_assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}

@@ -1,0 +1,81 @@
+/*
+ * libqtest for illan: starts the emulator as QEMU's libqtest starts QEMU,
+ * acts as the guest over the qtest line protocol (memory, hcalls, IRQs,
+ * the virtual clock) and checks a clean exit when the test ends.
+ */
+#ifndef LIBQTEST_H
+#define LIBQTEST_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct QTestState QTestState;
+
+/* Starts illan with libqtest's argument set plus @extra_args. */
+QTestState *qtest_init(const char *extra_args);
+QTestState *qtest_initf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* SIGTERM, then asserts the process exits with status 0. */
+void qtest_quit(QTestState *s);
+
+/* Sends one line and returns the reply line (IRQ lines are consumed). */
+char *qtest_cmd(QTestState *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Sends raw bytes, for tests of malformed input. */
+void qtest_send_raw(QTestState *s, const char *data, size_t len);
+/* Reads the next reply line (IRQ lines are consumed). */
+char *qtest_recv_line(QTestState *s);
+
+uint8_t qtest_readb(QTestState *s, uint64_t addr);
+uint16_t qtest_readw(QTestState *s, uint64_t addr);
+uint32_t qtest_readl(QTestState *s, uint64_t addr);
+uint64_t qtest_readq(QTestState *s, uint64_t addr);
+void qtest_writeb(QTestState *s, uint64_t addr, uint8_t val);
+void qtest_writew(QTestState *s, uint64_t addr, uint16_t val);
+void qtest_writel(QTestState *s, uint64_t addr, uint32_t val);
+void qtest_writeq(QTestState *s, uint64_t addr, uint64_t val);
+void qtest_memread(QTestState *s, uint64_t addr, void *buf, size_t size);
+void qtest_memwrite(QTestState *s, uint64_t addr, const void *buf,
+                    size_t size);
+void qtest_memset(QTestState *s, uint64_t addr, uint8_t byte, size_t size);
+
+/* Virtual clock; each returns the clock after the step. */
+int64_t qtest_clock_step(QTestState *s, int64_t ns);
+int64_t qtest_clock_step_next(QTestState *s);
+int64_t qtest_clock_set(QTestState *s, int64_t ns);
+
+void qtest_irq_intercept_out(QTestState *s, const char *path);
+void qtest_irq_intercept_in(QTestState *s, const char *path);
+void qtest_set_irq_in(QTestState *s, const char *path, int n, int level);
+bool qtest_get_irq(QTestState *s, int n);
+/* How many times line @n was raised since the test started. */
+unsigned qtest_irq_raise_count(QTestState *s, int n);
+
+/*
+ * Issues an hcall with up to 9 arguments and returns r3; the output
+ * registers the hcall defines are stored in @out (up to @max_out).
+ */
+int64_t qtest_hcall(QTestState *s, uint64_t opcode, unsigned nargs,
+                    const uint64_t *args, uint64_t *out, unsigned max_out);
+#define qtest_hcallv(s, opcode, ...)                                      \
+    qtest_hcall((s), (opcode),                                            \
+                sizeof((uint64_t[]){ __VA_ARGS__ }) / sizeof(uint64_t),   \
+                (uint64_t[]){ __VA_ARGS__ }, NULL, 0)
+
+/* A bump allocator of guest-physical memory for test structures. */
+typedef struct QGuestAllocator {
+    uint64_t next, end;
+} QGuestAllocator;
+
+void guest_alloc_init(QGuestAllocator *alloc, uint64_t start, uint64_t end);
+uint64_t guest_alloc(QGuestAllocator *alloc, uint64_t size, uint64_t align);
+
+/* Maps [ioba, ioba+len) to [gpa, gpa+len) with @perm via H_PUT_TCE. */
+void qtest_tce_map(QTestState *s, uint32_t liobn, uint64_t ioba,
+                   uint64_t gpa, uint64_t len, uint64_t perm);
+
+/* Runs illan with @args (split as a shell would) to completion; returns
+ * its exit status and what it printed. */
+int illan_run(const char *args, char **out, char **err);
+const char *illan_binary(void);
+
+#endif
