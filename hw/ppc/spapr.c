@@ -46,6 +46,7 @@ int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
                         uint64_t args[HCALL_NARGS], unsigned *nout)
 {
     const SpaprHcall *h = NULL;
+    int64_t ret;
 
     if (opcode % 4 == 0 && opcode <= MAX_HCALL_OPCODE) {
         h = &hcall_table[opcode / 4];
@@ -54,8 +55,10 @@ int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
         *nout = 0;
         return H_FUNCTION;
     }
-    *nout = h->nout;
-    return h->fn(spapr, opcode, args);
+    ret = h->fn(spapr, opcode, args);
+    /* Output registers carry meaning only when the call did not fail. */
+    *nout = ret >= 0 ? h->nout : 0;
+    return ret;
 }
 
 GuestRam *spapr_ram(SpaprMachineState *spapr)

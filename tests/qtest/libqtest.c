@@ -118,14 +118,20 @@ QTestState *qtest_initf(const char *fmt, ...)
 
 void qtest_quit(QTestState *s)
 {
+    qtest_quit_signal(s, SIGTERM);
+}
+
+void qtest_quit_signal(QTestState *s, int sig)
+{
     int status = 0, waited = 0;
 
-    kill(s->pid, SIGTERM);
+    kill(s->pid, sig);
     while (waitpid(s->pid, &status, WNOHANG) == 0) {
         if (waited >= QTEST_QUIT_TIMEOUT_MS) {
             kill(s->pid, SIGKILL);
             waitpid(s->pid, &status, 0);
-            g_error("illan ignored SIGTERM for %d ms", QTEST_QUIT_TIMEOUT_MS);
+            g_error("illan ignored signal %d for %d ms", sig,
+                    QTEST_QUIT_TIMEOUT_MS);
         }
         g_usleep(10000);
         waited += 10;

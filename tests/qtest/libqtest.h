@@ -17,6 +17,8 @@ QTestState *qtest_init(const char *extra_args);
 QTestState *qtest_initf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 /* SIGTERM, then asserts the process exits with status 0. */
 void qtest_quit(QTestState *s);
+/* The same with another signal (SIGINT must end illan cleanly too). */
+void qtest_quit_signal(QTestState *s, int sig);
 
 /* Sends one line and returns the reply line (IRQ lines are consumed). */
 char *qtest_cmd(QTestState *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

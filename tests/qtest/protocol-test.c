@@ -1,1 +1,216 @@
-int main(void){return 0;}
+/*
+ * The qtest line protocol: memory verbs, replies to malformed input, IRQ
+ * interception and the virtual clock.
+ */
+#include "libqtest.h"
+
+#include <string.h>
+
+#define LAN "-nodefaults -device spapr-vlan"
+
+static void test_memory_verbs(void)
+{
+    QTestState *s = qtest_init(LAN);
+    uint8_t buf[16], back[16];
+    g_autofree char *rsp = NULL;
+
+    qtest_writeb(s, 0x1000, 0xab);
+    g_assert_cmphex(qtest_readb(s, 0x1000), ==, 0xab);
+    qtest_writew(s, 0x1002, 0x1234);
+    g_assert_cmphex(qtest_readb(s, 0x1002), ==, 0x12);  /* big-endian */
+    g_assert_cmphex(qtest_readw(s, 0x1002), ==, 0x1234);
+    qtest_writel(s, 0x1004, 0xdeadbeef);
+    g_assert_cmphex(qtest_readl(s, 0x1004), ==, 0xdeadbeef);
+    qtest_writeq(s, 0x1008, 0x0123456789abcdefULL);
+    g_assert_cmphex(qtest_readq(s, 0x1008), ==, 0x0123456789abcdefULL);
+
+    rsp = qtest_cmd(s, "readb 0x1000");
+    g_assert_cmpstr(rsp, ==, "OK 0x00000000000000ab");
+    g_free(rsp);
+    rsp = qtest_cmd(s, "read 0x1004 4");
+    g_assert_cmpstr(rsp, ==, "OK 0xdeadbeef");
+    g_free(rsp);
+    /* Missing trailing digits read as zero. */
+    rsp = qtest_cmd(s, "write 0x2000 3 0xaabb");
+    g_assert_cmpstr(rsp, ==, "OK");
+    g_free(rsp);
+    rsp = qtest_cmd(s, "read 0x2000 3");
+    g_assert_cmpstr(rsp, ==, "OK 0xaabb00");
+
+    for (int i = 0; i < 16; i++) {
+        buf[i] = i * 17;
+    }
+    qtest_memwrite(s, 0x3ffa, buf, sizeof(buf));   /* crosses a page */
+    qtest_memread(s, 0x3ffa, back, sizeof(back));
+    g_assert_cmpmem(buf, sizeof(buf), back, sizeof(back));
+    qtest_memset(s, 0x3ffc, 0x5a, 4);
+    g_assert_cmphex(qtest_readl(s, 0x3ffc), ==, 0x5a5a5a5a);
+    g_assert_cmphex(qtest_readb(s, 0x4000), ==, buf[6]);
+    qtest_quit(s);
+}
+
+static void test_outside_ram(void)
+{
+    QTestState *s = qtest_init(LAN " -m 64M");
+    const char *cmds[] = {
+        "readb 0x4000000", "readq 0x3fffffc", "writel 0x4000000 1",
+        "read 0x3ffffff 2", "memset 0x3ffffff 2 0",
+        "b64write 0x3ffffff 2 AAA=", "write 0xffffffffffffffff 2 0x0000",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cmds); i++) {
+        g_autofree char *rsp = qtest_cmd(s, "%s", cmds[i]);
+        g_assert_true(g_str_has_prefix(rsp, "FAIL "));
+        g_assert_nonnull(strstr(rsp, "outside guest RAM"));
+    }
+    /* The last byte is inside. */
+    qtest_writeb(s, 0x3ffffff, 7);
+    g_assert_cmphex(qtest_readb(s, 0x3ffffff), ==, 7);
+    qtest_quit(s);
+}
+
+static void test_malformed_lines(void)
+{
+    static const char *const bad[] = {
+        "bogus", "READB 0x0", "readb", "readb zz", "readb 0x",
+        "readb  0x0", " readb 0x0", "readb 0x0 ", "readb -1",
+        "writeb 0x0", "writeb 0x0 0x100", "writew 0x0 0x10000",
+        "read 0x0 0", "read 0x0 99999999999", "write 0x0 2 0xzz",
+        "write 0x0 2 1234", "b64write 0x0 4 !!!!", "memset 0x0 1 0x100",
+        "clock_step abc", "clock_set", "clock_set -5", "hcall", "hcall xyz",
+        "hcall 0x20 1 2 3 4 5 6 7 8 9 10", "hcall 0x20 0x1g",
+        "irq_intercept_out nosuchdev", "irq_intercept_in nosuchdev",
+        "set_irq_in xics unnamed-gpio-in 0x10 1",
+        "set_irq_in xics named 0x1100 1", "endianness extra", " ",
+        "readq 18446744073709551616",
+    };
+    QTestState *s = qtest_init(LAN);
+    g_autofree char *rsp = NULL;
+
+    g_assert_cmpuint(G_N_ELEMENTS(bad), >=, 20);
+    for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *r = qtest_cmd(s, "%s", bad[i]);
+        if (!g_str_has_prefix(r, "FAIL ")) {
+            g_error("'%s' answered '%s', not FAIL", bad[i], r);
+        }
+    }
+    /* A NUL byte inside a line. */
+    qtest_send_raw(s, "readb\0 0x0\n", 11);
+    rsp = qtest_recv_line(s);
+    g_assert_true(g_str_has_prefix(rsp, "FAIL "));
+    g_free(rsp);
+    /* Short data words answer ERR, as in QEMU. */
+    rsp = qtest_cmd(s, "write 0x0 1 0x");
+    g_assert_cmpstr(rsp, ==, "ERR invalid argument size");
+    g_free(rsp);
+    /* Empty lines are ignored; the next command still gets its reply. */
+    qtest_send_raw(s, "\n\r\n", 3);
+    rsp = qtest_cmd(s, "endianness");
+    g_assert_cmpstr(rsp, ==, "OK big");
+    g_free(rsp);
+    rsp = qtest_cmd(s, "nosuchverb 1 2");
+    g_assert_cmpstr(rsp, ==, "FAIL Unknown command 'nosuchverb'");
+    qtest_writeb(s, 0x10, 1);
+    g_assert_cmphex(qtest_readb(s, 0x10), ==, 1);
+    qtest_quit(s);
+}
+
+static void test_garbage_flood(void)
+{
+    QTestState *s = qtest_init(LAN);
+    GRand *rand = g_rand_new_with_seed(42);
+    g_autofree char *rsp = NULL;
+
+    for (int i = 0; i < 200; i++) {
+        char line[64];
+        int len = g_rand_int_range(rand, 1, sizeof(line) - 1);
+
+        for (int j = 0; j < len; j++) {
+            line[j] = g_rand_int_range(rand, 1, 256);
+            if (line[j] == '\n' || line[j] == '\r' || line[j] == ' ') {
+                line[j] = 'x';
+            }
+        }
+        line[len] = '\n';
+        qtest_send_raw(s, line, len + 1);
+        g_free(rsp);
+        rsp = qtest_recv_line(s);
+        g_assert_true(g_str_has_prefix(rsp, "FAIL "));
+    }
+    g_free(rsp);
+    rsp = qtest_cmd(s, "endianness");
+    g_assert_cmpstr(rsp, ==, "OK big");
+    g_rand_free(rand);
+    qtest_quit(s);
+}
+
+static void test_irq_intercept_in(void)
+{
+    QTestState *s = qtest_init(LAN);
+    g_autofree char *rsp = NULL;
+
+    g_assert_false(qtest_get_irq(s, 0x1100));
+    qtest_irq_intercept_in(s, "xics");
+    qtest_irq_intercept_in(s, "/machine/xics");  /* same target: OK */
+    qtest_set_irq_in(s, "xics", 0x1100, 1);
+    g_assert_true(qtest_get_irq(s, 0x1100));
+    g_assert_false(qtest_get_irq(s, 0x1101));
+    qtest_set_irq_in(s, "xics", 0x1100, 1);     /* no change, no line */
+    g_assert_cmpuint(qtest_irq_raise_count(s, 0x1100), ==, 1);
+    qtest_set_irq_in(s, "xics", 0x1100, 0);
+    g_assert_false(qtest_get_irq(s, 0x1100));
+    qtest_set_irq_in(s, "xics", 0x1100, 5);
+    g_assert_cmpuint(qtest_irq_raise_count(s, 0x1100), ==, 2);
+    rsp = qtest_cmd(s, "irq_intercept_out l-lan@71000000");
+    g_assert_cmpstr(rsp, ==, "FAIL IRQ intercept already enabled");
+    qtest_quit(s);
+}
+
+static void test_irq_intercept_out(void)
+{
+    QTestState *s = qtest_init(LAN ",id=net0");
+    g_autofree char *rsp = NULL;
+
+    rsp = qtest_cmd(s, "irq_intercept_out nosuch");
+    g_assert_cmpstr(rsp, ==, "FAIL Unknown device");
+    g_free(rsp);
+    qtest_irq_intercept_out(s, "/machine/peripheral/net0");
+    qtest_irq_intercept_out(s, "net0");
+    rsp = qtest_cmd(s, "irq_intercept_in xics");
+    g_assert_cmpstr(rsp, ==, "FAIL IRQ intercept already enabled");
+    qtest_quit(s);
+}
+
+static void test_clock(void)
+{
+    QTestState *s = qtest_init(LAN);
+    g_autofree char *rsp = qtest_cmd(s, "clock_step");
+
+    g_assert_cmpstr(rsp, ==, "FAIL cannot advance clock to the next deadline "
+                    "because there is no pending deadline");
+    g_assert_cmpint(qtest_clock_step(s, 1000), ==, 1000);
+    g_assert_cmpint(qtest_clock_step(s, 0), ==, 1000);
+    g_assert_cmpint(qtest_clock_set(s, 5000), ==, 5000);
+    g_free(rsp);
+    rsp = qtest_cmd(s, "clock_set 100");
+    g_assert_cmpstr(rsp, ==, "FAIL 5000");
+    g_free(rsp);
+    rsp = qtest_cmd(s, "clock_step 9223372036854775807");
+    g_assert_true(g_str_has_prefix(rsp, "FAIL "));
+    g_assert_cmpint(qtest_clock_step(s, 1), ==, 5001);
+    qtest_quit(s);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/qtest/protocol/memory", test_memory_verbs);
+    g_test_add_func("/qtest/protocol/outside-ram", test_outside_ram);
+    g_test_add_func("/qtest/protocol/malformed", test_malformed_lines);
+    g_test_add_func("/qtest/protocol/garbage-flood", test_garbage_flood);
+    g_test_add_func("/qtest/protocol/irq-intercept-in", test_irq_intercept_in);
+    g_test_add_func("/qtest/protocol/irq-intercept-out",
+                    test_irq_intercept_out);
+    g_test_add_func("/qtest/protocol/clock", test_clock);
+    return g_test_run();
+}

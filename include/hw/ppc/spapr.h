@@ -57,7 +57,8 @@ typedef int64_t (*SpaprHcallFn)(SpaprMachineState *spapr, uint64_t opcode,
 void spapr_register_hypercall(uint64_t opcode, SpaprHcallFn fn,
                               unsigned nout);
 /* The single entry point for every guest (qtest, built-in models).
- * Unknown or misaligned opcodes return H_FUNCTION with no outputs. */
+ * Unknown or misaligned opcodes return H_FUNCTION.  *nout is how many
+ * output registers are valid: none when the call failed (r3 < 0). */
 int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
                         uint64_t args[HCALL_NARGS], unsigned *nout);
 
