@@ -53,24 +53,15 @@ static bool spapr_vlan_devnode(SpaprVioDevice *dev, void *fdt, int node,
 {
     SpaprVlanState *s = (SpaprVlanState *)dev;
     uint8_t padded[8] = { 0 };
-    const void *mac = padded;
-    int len = sizeof(padded), ret;
 
     if ((s->perm_mac.a[0] & 3) == 2) {
-        mac = s->perm_mac.a;
-        len = 6;
+        FDT_TRY(fdt_setprop(fdt, node, "local-mac-address", s->perm_mac.a, 6));
     } else {
         memcpy(padded + 2, s->perm_mac.a, 6);
+        FDT_TRY(fdt_setprop(fdt, node, "local-mac-address", padded,
+                            sizeof(padded)));
     }
-    ret = fdt_setprop(fdt, node, "local-mac-address", mac, len);
-    if (ret >= 0) {
-        ret = fdt_setprop_cell(fdt, node, "ibm,mac-address-filters", 0);
-    }
-    if (ret < 0) {
-        g_set_error(errp, ILLAN_ERROR, 0,
-                    "device tree: spapr-vlan node: %s", fdt_strerror(ret));
-        return false;
-    }
+    FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,mac-address-filters", 0));
     return true;
 }
 

@@ -168,19 +168,8 @@ void spapr_machine_reset(SpaprMachineState *spapr)
     spapr_vio_bus_reset(spapr->vio);
 }
 
-#define FDT_TRY(expr)                                                    \
-    do {                                                                 \
-        int fdt_ret_ = (expr);                                           \
-        if (fdt_ret_ < 0) {                                              \
-            g_set_error(errp, ILLAN_ERROR, 0, "device tree: %s: %s",     \
-                        #expr, fdt_strerror(fdt_ret_));                  \
-            goto fail;                                                   \
-        }                                                                \
-    } while (0)
-
-void *spapr_build_fdt(SpaprMachineState *spapr, GError **errp)
+static bool fdt_populate(SpaprMachineState *spapr, void *fdt, GError **errp)
 {
-    void *fdt = g_malloc0(FDT_MAX_SIZE);
     uint64_t size = guest_ram_size(spapr->ram);
     uint32_t mem_reg[4] = { 0, 0, cpu_to_fdt32(size >> 32),
                             cpu_to_fdt32((uint32_t)size) };
@@ -196,17 +185,25 @@ void *spapr_build_fdt(SpaprMachineState *spapr, GError **errp)
 
     /* libfdt puts a new node first among its siblings: add in reverse. */
     if (!spapr_vio_bus_fdt(spapr->vio, fdt, errp)) {
-        goto fail;
+        return false;
     }
     FDT_TRY(node = fdt_add_subnode(fdt, 0, "chosen"));
     FDT_TRY(node = fdt_add_subnode(fdt, 0, "memory@0"));
     FDT_TRY(fdt_setprop_string(fdt, node, "device_type", "memory"));
     FDT_TRY(fdt_setprop(fdt, node, "reg", mem_reg, sizeof(mem_reg)));
     FDT_TRY(fdt_pack(fdt));
+    return true;
+}
+
+void *spapr_build_fdt(SpaprMachineState *spapr, GError **errp)
+{
+    void *fdt = g_malloc0(FDT_MAX_SIZE);
+
+    if (!fdt_populate(spapr, fdt, errp)) {
+        g_free(fdt);
+        return NULL;
+    }
     return fdt;
-fail:
-    g_free(fdt);
-    return NULL;
 }
 
 static bool write_dtb(SpaprMachineState *spapr, GError **errp)

@@ -166,16 +166,6 @@ void spapr_vio_bus_reset(SpaprVioBus *bus)
     }
 }
 
-#define FDT_TRY(expr)                                                    \
-    do {                                                                 \
-        int fdt_ret_ = (expr);                                           \
-        if (fdt_ret_ < 0) {                                              \
-            g_set_error(errp, ILLAN_ERROR, 0, "device tree: %s: %s",     \
-                        #expr, fdt_strerror(fdt_ret_));                  \
-            return false;                                                \
-        }                                                                \
-    } while (0)
-
 static bool vio_make_devnode(SpaprVioDevice *dev, void *fdt, int vdevice,
                              GError **errp)
 {

@@ -198,6 +198,26 @@ static void test_tables_per_device(void)
     qtest_quit(s);
 }
 
+/* libqtest's allocator and mapping helper, checked through H_GET_TCE. */
+static void test_map_helper(void)
+{
+    QTestState *s = start();
+    QGuestAllocator alloc;
+    uint64_t buf;
+
+    guest_alloc_init(&alloc, 0x100000, 0x200000);
+    g_assert_cmphex(guest_alloc(&alloc, 100, 8), ==, 0x100000);
+    buf = guest_alloc(&alloc, 3 * 4096, 4096);
+    g_assert_cmphex(buf, ==, 0x101000);
+    qtest_tce_map(s, LIOBN, 0x40000, buf, 3 * 4096, 3);
+    for (uint64_t i = 0; i < 3; i++) {
+        g_assert_cmphex(get_tce(s, LIOBN, 0x40000 + i * 4096), ==,
+                        (buf + i * 4096) | 3);
+    }
+    g_assert_cmphex(get_tce(s, LIOBN, 0x43000), ==, 0);
+    qtest_quit(s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -208,5 +228,6 @@ int main(int argc, char **argv)
     g_test_add_func("/qtest/tce/indirect", test_indirect);
     g_test_add_func("/qtest/tce/indirect-errors", test_indirect_errors);
     g_test_add_func("/qtest/tce/tables-per-device", test_tables_per_device);
+    g_test_add_func("/qtest/tce/map-helper", test_map_helper);
     return g_test_run();
 }

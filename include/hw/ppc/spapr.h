@@ -11,6 +11,7 @@
 
 #include "hw/boards.h"
 #include "hw/irq.h"
+#include "qemu/option.h"
 #include "system/guest-ram.h"
 
 typedef struct SpaprMachineState SpaprMachineState;
@@ -87,6 +88,18 @@ IrqLine *spapr_irq_input(SpaprMachineState *spapr, uint32_t irq);
 /* Reroute every interrupt source to @handler (qtest's irq_intercept_in). */
 void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,
                          void *opaque);
+
+/* For device-tree builders: on a libfdt error, set *errp naming the call
+ * and return false from the enclosing function. */
+#define FDT_TRY(expr)                                                    \
+    do {                                                                 \
+        int fdt_ret_ = (expr);                                           \
+        if (fdt_ret_ < 0) {                                              \
+            g_set_error(errp, ILLAN_ERROR, 0, "device tree: %s: %s",     \
+                        #expr, fdt_strerror(fdt_ret_));                  \
+            return false;                                                \
+        }                                                                \
+    } while (0)
 
 /* The device tree as a blob (caller frees), built from the current state. */
 void *spapr_build_fdt(SpaprMachineState *spapr, GError **errp);
