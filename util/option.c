@@ -14,6 +14,7 @@ G_DEFINE_QUARK(illan-error-quark, illan_error)
 struct QemuOpts {
     GPtrArray *keys;
     GPtrArray *values;
+    bool first_implied;     /* element 0 came from the implied key */
 };
 
 static QemuOpts *qemu_opts_new(void)
@@ -82,6 +83,7 @@ QemuOpts *qemu_opts_parse(const char *str, const char *implied_key,
         } else if (first && implied_key) {
             key = g_strdup(implied_key);
             value = read_escaped(&p);
+            opts->first_implied = true;
         } else {
             if (keylen == 0) {
                 g_set_error(errp, ILLAN_ERROR, 0,
@@ -142,9 +144,11 @@ static bool is_help_word(const char *s)
 
 bool qemu_opts_wants_help(const QemuOpts *opts)
 {
+    if (opts->first_implied && is_help_word(qemu_opts_value(opts, 0))) {
+        return true;
+    }
     for (guint i = 0; i < qemu_opts_count(opts); i++) {
-        if (is_help_word(qemu_opts_key(opts, i)) ||
-            is_help_word(qemu_opts_value(opts, i))) {
+        if (is_help_word(qemu_opts_key(opts, i))) {
             return true;
         }
     }
@@ -201,48 +205,55 @@ static int suffix_shift(char c)
 bool qemu_parse_size(const char *name, const char *value, char default_suffix,
                      uint64_t *out, GError **errp)
 {
-    const char *end;
-    uint64_t whole;
-    double frac = 0;
-    int shift = default_suffix ? suffix_shift(default_suffix) : 0;
     bool hex = g_str_has_prefix(value, "0x") || g_str_has_prefix(value, "0X");
-    char *endp;
+    int shift = default_suffix ? suffix_shift(default_suffix) : 0;
+    const char *p;
+    char *end;
+    uint64_t whole, extra = 0;
+    double frac = 0;
+    bool has_frac = false;
 
     if (!g_ascii_isdigit(value[0])) {
         goto bad;
     }
     errno = 0;
-    whole = g_ascii_strtoull(value, &endp, hex ? 16 : 10);
-    if (errno || endp == value + (hex ? 2 : 0)) {
+    whole = g_ascii_strtoull(value, &end, hex ? 16 : 10);
+    if (errno == ERANGE) {
+        goto too_big;
+    }
+    if (end == value + (hex ? 2 : 0)) {
         goto bad;
     }
-    end = endp;
-    if (!hex && *end == '.') {
-        const char *f = end + 1;
+    p = end;
+    if (!hex && *p == '.') {
         double scale = 0.1;
 
-        if (!g_ascii_isdigit(*f)) {
+        if (!g_ascii_isdigit(*++p)) {
             goto bad;
         }
-        for (; g_ascii_isdigit(*f); f++, scale /= 10) {
-            frac += (*f - '0') * scale;
+        for (; g_ascii_isdigit(*p); p++, scale /= 10) {
+            frac += (*p - '0') * scale;
         }
-        end = f;
+        has_frac = true;
     }
-    if (*end) {
-        shift = suffix_shift(*end);
-        if (shift < 0 || end[1]) {
+    if (*p) {
+        /* Hex numbers take no suffix: 'B' and 'E' would read as digits. */
+        shift = hex ? -1 : suffix_shift(*p);
+        if (shift < 0 || p[1]) {
             goto bad;
         }
     }
-    if (hex && (shift != 0 || frac != 0)) {
+    /* A fraction of a byte is not a size. */
+    if (has_frac && shift == 0) {
         goto bad;
     }
-    if (shift >= 64 || (shift && whole >> (64 - shift))) {
+    if (shift && whole >> (64 - shift)) {
         goto too_big;
     }
     whole <<= shift;
-    uint64_t extra = (uint64_t)(frac * (double)(1ULL << shift));
+    if (has_frac) {
+        extra = (uint64_t)(frac * (double)(1ULL << shift));
+    }
     if (whole + extra < whole) {
         goto too_big;
     }

@@ -56,6 +56,9 @@ void virtual_clock_advance_to(int64_t target)
 
 void virtual_clock_reset_for_test(void)
 {
+    for (guint i = 0; timers && i < timers->len; i++) {
+        timer_del(g_ptr_array_index(timers, i));
+    }
     clock_now = 0;
 }
 

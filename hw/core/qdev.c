@@ -96,16 +96,18 @@ static const char *prop_effective_default(const DeviceClass *dc,
                                           const Property *prop)
 {
     size_t dlen = strlen(dc->name), plen = strlen(prop->name);
+    const char *value = prop->defval;
 
+    /* Applied in order, so a later global overrides an earlier one. */
     for (const char *const *g = qdev_globals; g && *g; g++) {
         const char *s = *g;
         if (!strncmp(s, dc->name, dlen) && s[dlen] == '.' &&
             !strncmp(s + dlen + 1, prop->name, plen) &&
             s[dlen + 1 + plen] == '=') {
-            return s + dlen + 1 + plen + 1;
+            value = s + dlen + 1 + plen + 1;
         }
     }
-    return prop->defval;
+    return value;
 }
 
 void device_class_print_props(const DeviceClass *dc)
@@ -217,16 +219,30 @@ bad_value:
     return false;
 }
 
+static bool id_wellformed(const char *id)
+{
+    if (!g_ascii_isalpha(id[0])) {
+        return false;
+    }
+    for (const char *p = id + 1; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool device_set_prop(DeviceState *dev, const char *name, const char *value,
                      GError **errp)
 {
     const Property *prop;
 
     if (!strcmp(name, "id")) {
-        if (!*value || !g_ascii_isalpha(value[0])) {
+        if (!id_wellformed(value)) {
             g_set_error(errp, ILLAN_ERROR, 0,
-                        "Parameter 'id' expects an identifier starting "
-                        "with a letter, not '%s'", value);
+                        "Parameter 'id' expects an identifier (a letter, "
+                        "then letters, digits, '-', '.', '_'), not '%s'",
+                        value);
             return false;
         }
         g_free(dev->id);
@@ -254,6 +270,9 @@ char *device_get_prop(DeviceState *dev, const char *name, GError **errp)
     const Property *prop = device_class_find_prop(dev->klass, name);
     void *field;
 
+    if (!strcmp(name, "id")) {
+        return g_strdup(dev->id ? dev->id : "");
+    }
     if (!prop) {
         g_set_error(errp, ILLAN_ERROR, 0, "Property '%s.%s' not found",
                     dev->klass->name, name);

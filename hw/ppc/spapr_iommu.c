@@ -187,7 +187,8 @@ static void copy_to_guest(void *host, uint64_t done, uint64_t n, void *arg)
 bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
                         uint64_t len)
 {
-    return dma_walk(tcet, ioba, len, DMA_DEVICE_READS, copy_from_guest, buf);
+    return spapr_tce_dma_valid(tcet, ioba, len, DMA_DEVICE_READS) &&
+           dma_walk(tcet, ioba, len, DMA_DEVICE_READS, copy_from_guest, buf);
 }
 
 bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
