@@ -9,7 +9,7 @@ packages=(meson ninja-build pkg-config gcc libglib2.0-dev libfdt-dev
 
 missing=()
 for p in "${packages[@]}"; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>&1 || true)
     [ "$status" = installed ] || missing+=("$p")
 done
 
