@@ -658,22 +658,7 @@ static int connect_unix(const char *path, GError **errp)
     return fd;
 }
 
-static bool open_log(QTestServer *qs, const char *log, GError **errp)
-{
-    if (!log) {
-        qs->log = stderr;
-    } else if (strcmp(log, "none")) {
-        qs->log = fopen(log, "w");
-        if (!qs->log) {
-            g_set_error(errp, ILLAN_ERROR, 0, "-qtest-log %s: %s", log,
-                        g_strerror(errno));
-            return false;
-        }
-    }
-    return true;
-}
-
-QTestServer *qtest_server_start(const char *spec, const char *log,
+QTestServer *qtest_server_start(const char *spec, FILE *log,
                                 SpaprMachineState *spapr,
                                 QTestClosedFn closed, void *opaque,
                                 GError **errp)
@@ -687,9 +672,7 @@ QTestServer *qtest_server_start(const char *spec, const char *log,
     qs->inbuf = g_string_new(NULL);
     qs->irq_levels = g_hash_table_new(g_direct_hash, g_direct_equal);
     qs->in_fd = qs->out_fd = -1;
-    if (!open_log(qs, log, errp)) {
-        goto fail;
-    }
+    qs->log = log;
     if (!strcmp(spec, "stdio")) {
         qs->in_fd = STDIN_FILENO;
         qs->out_fd = STDOUT_FILENO;
@@ -705,7 +688,10 @@ QTestServer *qtest_server_start(const char *spec, const char *log,
                     spec);
         goto fail;
     }
-    qtest_log(qs, 'I', "OPENED");
+    if (qs->log) {
+        fprintf(qs->log, "[I %f] OPENED\n", g_get_real_time() / 1e6);
+        fflush(qs->log);
+    }
     qs->watch = g_unix_fd_add(qs->in_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
                               qtest_readable, qs);
     return qs;

@@ -11,6 +11,7 @@
 #include "system/qtest.h"
 #include "system/runstate.h"
 
+#include <errno.h>
 #include <glib-unix.h>
 #include <signal.h>
 #include <stdio.h>
@@ -193,7 +194,19 @@ static bool opt_error(GError **errp, const char *opt, const char *arg,
     return false;
 }
 
-/* -M: the machine type and its options; *help set for -M help. */
+static void machine_print_options(const MachineClass *mc)
+{
+    printf("%s options:\n"
+           "  %-28s - write the device tree to FILE and exit\n"
+           "  %-28s - accelerator (only qtest exists)\n",
+           mc->name, "dumpdtb=<str>", "accel=<str>");
+    for (const char *const *g = mc->compat_props; g && *g; g++) {
+        printf("  pins %s\n", *g);
+    }
+}
+
+/* -M: the machine type and its options; *help set for -M help (with the
+ * machine returned for -M TYPE,help). */
 static const MachineClass *select_machine(const Config *cfg,
                                           MachineOptions *mopts, bool *help,
                                           GError **errp)
@@ -211,11 +224,11 @@ static const MachineClass *select_machine(const Config *cfg,
         return NULL;
     }
     type = qemu_opt_get(opts, "type");
+    mc = machine_class_find(type);
     if (qemu_opts_wants_help(opts)) {
         *help = true;
-        return NULL;
+        return mc;
     }
-    mc = machine_class_find(type);
     if (!mc) {
         opt_error(errp, "machine", cfg->machine,
                   "unsupported machine type '%s' (-M help lists them)",
@@ -285,6 +298,7 @@ static bool check_none_only(GPtrArray *args, const char *opt, GError **errp)
 static bool check_accels(GPtrArray *accels, GError **errp)
 {
     static const char *const known[] = { "accel", NULL };
+    bool found = false;
 
     for (guint i = 0; i < accels->len; i++) {
         const char *arg = g_ptr_array_index(accels, i);
@@ -293,11 +307,9 @@ static bool check_accels(GPtrArray *accels, GError **errp)
         if (!opts) {
             return false;
         }
-        if (!g_strcmp0(qemu_opt_get(opts, "accel"), "qtest")) {
-            return true;
-        }
+        found |= !g_strcmp0(qemu_opt_get(opts, "accel"), "qtest");
     }
-    if (accels->len) {
+    if (accels->len && !found) {
         const char *last = g_ptr_array_index(accels, accels->len - 1);
         return opt_error(errp, "accel", last,
                          "no accelerator in the list is available: illan has "
@@ -379,6 +391,11 @@ static bool print_help_requests(const Config *cfg, bool *printed,
             continue;
         }
         driver = qemu_opt_get(opts, "driver");
+        if (!driver) {
+            return opt_error(errp, "device", arg, "%s",
+                             "Parameter 'driver' is missing (-device help "
+                             "lists the drivers)");
+        }
         if (!strcmp(driver, "help") || !strcmp(driver, "?")) {
             device_class_print_list();
         } else if ((dc = device_class_find(driver))) {
@@ -430,10 +447,15 @@ static bool create_device(SpaprMachineState *spapr, const char *arg,
     if (!opts) {
         return false;
     }
-    dc = driver ? device_class_find(driver) : NULL;
+    if (!driver) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Parameter 'driver' is missing "
+                    "(-device help lists the drivers)");
+        return false;
+    }
+    dc = device_class_find(driver);
     if (!dc) {
         g_set_error(errp, ILLAN_ERROR, 0, "'%s' is not a valid device model "
-                    "name (-device help lists them)", driver ? driver : "");
+                    "name (-device help lists them)", driver);
         return false;
     }
     dev = device_new(dc, errp);
@@ -495,7 +517,11 @@ static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
 
     mc = select_machine(cfg, &mopts, &help, errp);
     if (help) {
-        machine_class_print_list();
+        if (mc) {
+            machine_print_options(mc);
+        } else {
+            machine_class_print_list();
+        }
         *exit_now = true;
         return true;
     }
@@ -541,9 +567,26 @@ out:
     return ok;
 }
 
+/* -qtest-log FILE|none; the default is stderr. */
+static bool open_qtest_log(const char *arg, FILE **log, GError **errp)
+{
+    *log = stderr;
+    if (!arg) {
+        return true;
+    }
+    *log = strcmp(arg, "none") ? fopen(arg, "w") : NULL;
+    if (strcmp(arg, "none") && !*log) {
+        g_set_error(errp, ILLAN_ERROR, 0, "-qtest-log %s: %s", arg,
+                    g_strerror(errno));
+        return false;
+    }
+    return true;
+}
+
 static bool run(const Config *cfg, Machine *m, GError **errp)
 {
     bool exit_now = false;
+    FILE *log;
 
     if (!build_machine(cfg, m, &exit_now, errp)) {
         return false;
@@ -553,7 +596,10 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     }
     m->loop = g_main_loop_new(NULL, FALSE);
     if (cfg->qtest) {
-        m->qtest = qtest_server_start(cfg->qtest, cfg->qtest_log, m->spapr,
+        if (!open_qtest_log(cfg->qtest_log, &log, errp)) {
+            return false;
+        }
+        m->qtest = qtest_server_start(cfg->qtest, log, m->spapr,
                                       on_qtest_closed, m, errp);
         if (!m->qtest) {
             g_prefix_error(errp, "-qtest %s: ", cfg->qtest);

@@ -12,27 +12,67 @@
 /* H_VIO_SIGNAL mode bit 0 enables the receive interrupt. */
 #define VLAN_SIGNAL_MASK 0x1
 
-/* QEMU's default MACs, 52:54:00:12:34:56 and up, one per NIC created. */
-static void mac_default_if_unset(MACAddr *mac)
+/* Realized devices, so that default MACs are never handed out twice. */
+static GPtrArray *live_vlans;
+
+static bool mac_in_use(const MACAddr *mac)
+{
+    for (guint i = 0; live_vlans && i < live_vlans->len; i++) {
+        SpaprVlanState *s = g_ptr_array_index(live_vlans, i);
+        if (!memcmp(&s->perm_mac, mac, sizeof(*mac))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* QEMU's default MACs: 52:54:00:12:34:56 and up, skipping those in use. */
+static bool mac_default_if_unset(MACAddr *mac, GError **errp)
 {
     static const MACAddr zero;
-    static unsigned int created;
 
     if (memcmp(mac, &zero, sizeof(zero))) {
-        return;
+        return true;
     }
-    *mac = (MACAddr){ { 0x52, 0x54, 0x00, 0x12, 0x34,
-                        (uint8_t)(0x56 + created++) } };
+    for (unsigned last = 0x56; last <= 0xff; last++) {
+        *mac = (MACAddr){ { 0x52, 0x54, 0x00, 0x12, 0x34, last } };
+        if (!mac_in_use(mac)) {
+            return true;
+        }
+    }
+    g_set_error(errp, ILLAN_ERROR, 0,
+                "no default MAC left (52:54:00:12:34:56 to :ff are taken): "
+                "give each device mac=...");
+    return false;
 }
 
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
 {
     SpaprVlanState *s = (SpaprVlanState *)qdev;
 
-    (void)errp;
-    mac_default_if_unset(&s->mac);
+    if (s->mac.a[0] & 1) {
+        g_autofree char *str = mac_format(&s->mac);
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "mac=%s is a multicast address: a NIC needs a unicast "
+                    "MAC (even first octet)", str);
+        return false;
+    }
+    if (!mac_default_if_unset(&s->mac, errp)) {
+        return false;
+    }
     s->perm_mac = s->mac;
+    if (!live_vlans) {
+        live_vlans = g_ptr_array_new();
+    }
+    g_ptr_array_add(live_vlans, s);
     return true;
+}
+
+static void spapr_vlan_finalize(DeviceState *qdev)
+{
+    if (live_vlans) {
+        g_ptr_array_remove_fast(live_vlans, qdev);
+    }
 }
 
 static void spapr_vlan_reset(DeviceState *qdev)
@@ -90,6 +130,7 @@ static const SpaprVioDeviceClass spapr_vlan_class = {
         .props = spapr_vlan_props,
         .realize = spapr_vlan_realize,
         .reset = spapr_vlan_reset,
+        .finalize = spapr_vlan_finalize,
     },
     .dt_name = "l-lan",
     .dt_type = "network",

@@ -8,7 +8,9 @@
 #include "qemu/module.h"
 #include "qemu/option.h"
 
+#include <errno.h>
 #include <libfdt.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SPAPR_MIN_RAM   (16ULL << 20)
@@ -209,15 +211,22 @@ void *spapr_build_fdt(SpaprMachineState *spapr, GError **errp)
 static bool write_dtb(SpaprMachineState *spapr, GError **errp)
 {
     g_autofree void *fdt = spapr_build_fdt(spapr, errp);
+    FILE *f;
+    bool ok;
 
     if (!fdt) {
         return false;
     }
-    if (!g_file_set_contents(spapr->dumpdtb, fdt, fdt_totalsize(fdt), errp)) {
-        g_prefix_error(errp, "dumpdtb: ");
-        return false;
+    f = fopen(spapr->dumpdtb, "wb");
+    ok = f && fwrite(fdt, fdt_totalsize(fdt), 1, f) == 1;
+    if (f && fclose(f) != 0) {
+        ok = false;
     }
-    return true;
+    if (!ok) {
+        g_set_error(errp, ILLAN_ERROR, 0, "cannot write %s: %s", spapr->dumpdtb,
+                    g_strerror(errno));
+    }
+    return ok;
 }
 
 bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,

@@ -94,16 +94,21 @@ static SpaprVioDevice *find_by_irq(SpaprVioBus *bus, uint32_t irq)
     return NULL;
 }
 
-/* The lowest free unit address from the base up; the loop ends because
- * each device occupies one address. */
-static uint32_t next_free_reg(SpaprVioBus *bus)
+/* The lowest unit address from the base up whose address and interrupt
+ * are both free; above the base the interrupt follows the low byte, so
+ * 256 addresses hold every possibility. */
+static bool next_free_reg(SpaprVioBus *bus, uint32_t *reg, GError **errp)
 {
-    uint32_t reg = SPAPR_VIO_REG_BASE;
-
-    while (spapr_vio_find_by_reg(bus, reg)) {
-        reg++;
+    for (uint32_t r = SPAPR_VIO_REG_BASE; r < SPAPR_VIO_REG_BASE + 256; r++) {
+        if (!spapr_vio_find_by_reg(bus, r) &&
+            !find_by_irq(bus, spapr_vio_reg_to_irq(r))) {
+            *reg = r;
+            return true;
+        }
     }
-    return reg;
+    g_set_error(errp, ILLAN_ERROR, 0,
+                "no free VIO unit address: all 256 VIO interrupts are used");
+    return false;
 }
 
 bool spapr_vio_bus_plug(SpaprVioBus *bus, SpaprVioDevice *dev, GError **errp)
@@ -113,7 +118,9 @@ bool spapr_vio_bus_plug(SpaprVioBus *bus, SpaprVioDevice *dev, GError **errp)
     IrqLine *input;
 
     if (dev->reg == SPAPR_VIO_REG_AUTO) {
-        dev->reg = next_free_reg(bus);
+        if (!next_free_reg(bus, &dev->reg, errp)) {
+            return false;
+        }
     } else if ((other = spapr_vio_find_by_reg(bus, dev->reg))) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "reg=0x%x is already used by %s; choose another reg or "

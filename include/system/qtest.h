@@ -7,6 +7,7 @@
 
 #include <glib.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "hw/ppc/spapr.h"
 
@@ -16,8 +17,9 @@ typedef struct QTestServer QTestServer;
 typedef void (*QTestClosedFn)(void *opaque);
 
 /* @spec: "unix:PATH" (connect as client, as libqtest expects) or "stdio";
- * @log: a file name, "none", or NULL for stderr. */
-QTestServer *qtest_server_start(const char *spec, const char *log,
+ * @log: where to log the traffic (the server closes it unless it is
+ * stderr), or NULL for no log. */
+QTestServer *qtest_server_start(const char *spec, FILE *log,
                                 SpaprMachineState *spapr,
                                 QTestClosedFn closed, void *opaque,
                                 GError **errp);

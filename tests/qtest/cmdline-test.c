@@ -58,6 +58,15 @@ static void test_machine_help(void)
     g_assert_cmpstr(out, ==, out2);
 }
 
+static void test_machine_options_help(void)
+{
+    g_autofree char *out = run_ok("-M pseries-1.0,help");
+
+    assert_contains(out, "pseries-1.0 options:");
+    assert_contains(out, "dumpdtb=<str>");
+    assert_contains(out, "pins spapr-vlan.use-rx-buffer-pools=off");
+}
+
 static void test_misc_ok(void)
 {
     g_autofree char *version = run_ok("-version");
@@ -122,10 +131,19 @@ static void test_errors(void)
         { "-qtest unix:/nonexistent/illan.sock",
           "illan: -qtest unix:/nonexistent/illan.sock: Failed to connect" },
         { "-qtest tcp:localhost:4444", "is not a qtest channel" },
-        { "-qtest stdio -qtest-log /nonexistent/log", "-qtest-log" },
+        { "-qtest stdio -qtest-log /nonexistent/log",
+          "illan: -qtest-log /nonexistent/log: No such file or directory" },
+        { "-device mac=1,help", "-device mac=1,help: Parameter 'driver' is "
+          "missing" },
+        { "-device reg=5", "-device reg=5: Parameter 'driver' is missing" },
+        { "-device spapr-vlan,mac=01:00:5e:00:00:01",
+          "is a multicast address" },
+        { "-accel qtest -accel bogus,x=1", "-accel bogus,x=1: Invalid "
+          "parameter 'x'" },
         { "-name guest=x,color=red", "Invalid parameter 'color'" },
         { "-device spapr-vlan,", "Expected a parameter after the trailing ','" },
-        { "-M pseries,dumpdtb=/nonexistent/x.dtb", "dumpdtb" },
+        { "-M pseries,dumpdtb=/nonexistent/x.dtb",
+          "cannot write /nonexistent/x.dtb: No such file or directory" },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -156,6 +174,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cmdline/device-help", test_device_help);
     g_test_add_func("/cmdline/machine-help", test_machine_help);
+    g_test_add_func("/cmdline/machine-options-help",
+                    test_machine_options_help);
     g_test_add_func("/cmdline/misc-ok", test_misc_ok);
     g_test_add_func("/cmdline/errors", test_errors);
     g_test_add_func("/cmdline/signals", test_signals_exit_cleanly);

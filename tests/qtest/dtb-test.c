@@ -138,6 +138,21 @@ static void test_mac_rule_and_regs(void)
     dtb_free(&d);
 }
 
+/* Defaults skip MACs in use; auto unit addresses skip used interrupts. */
+static void test_defaults_avoid_collisions(void)
+{
+    Dtb d = dump("-nodefaults -device spapr-vlan,mac=52:54:00:12:34:56 "
+                 "-device spapr-vlan,reg=0x1000 -device spapr-vlan");
+
+    check_prop(&d, "x", "/vdevice/l-lan@1000", "interrupts", "1101 0");
+    check_prop(&d, "bx", "/vdevice/l-lan@1000", "local-mac-address",
+               "52 54 0 12 34 57");
+    check_prop(&d, "x", "/vdevice/l-lan@71000002", "interrupts", "1102 0");
+    check_prop(&d, "bx", "/vdevice/l-lan@71000002", "local-mac-address",
+               "52 54 0 12 34 58");
+    dtb_free(&d);
+}
+
 static void test_legacy_machine(void)
 {
     Dtb d = dump_machine("pseries-1.0", "-nodefaults -device spapr-vlan");
@@ -152,6 +167,8 @@ int main(int argc, char **argv)
     g_test_add_func("/dtb/lan-node", test_lan_node);
     g_test_add_func("/dtb/skeleton", test_tree_skeleton);
     g_test_add_func("/dtb/mac-rule-and-regs", test_mac_rule_and_regs);
+    g_test_add_func("/dtb/defaults-avoid-collisions",
+                    test_defaults_avoid_collisions);
     g_test_add_func("/dtb/legacy-machine", test_legacy_machine);
     return g_test_run();
 }

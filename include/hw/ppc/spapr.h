@@ -68,14 +68,15 @@ int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
 #define SPAPR_IRQ_VIO       0x1100
 #define SPAPR_IRQ_NR        0x200
 
-/* Builds the machine; dumps the tree and returns when asked to. */
+/* Builds the machine: RAM, interrupt sources, TCE registry, VIO bus. */
 SpaprMachineState *spapr_machine_new(const MachineClass *mc,
                                      const MachineOptions *opts,
                                      GError **errp);
 void spapr_machine_free(SpaprMachineState *spapr);
 /* Plugs and realizes a device created by -device. */
 bool spapr_machine_plug(SpaprMachineState *spapr, void *dev, GError **errp);
-/* Finishes machine init: default devices, then the dumpdtb request. */
+/* Finishes machine init once every device is plugged: writes the tree
+ * when dumpdtb was asked for, and then sets *exit_now. */
 bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
                         GError **errp);
 void spapr_machine_reset(SpaprMachineState *spapr);
