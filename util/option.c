@@ -272,21 +272,20 @@ bad:
     return false;
 }
 
+/* Base 0 as strtoull/strtoll read it, but the whole string must be the
+ * number: no leading blanks, no trailing garbage, no overflow. */
 bool qemu_parse_uint64(const char *name, const char *value, uint64_t *out,
                        GError **errp)
 {
     char *end;
+    uint64_t v;
 
     errno = 0;
-    if (!g_ascii_isdigit(value[0])) {
-        goto bad;
+    if (g_ascii_isdigit(value[0]) &&
+        (v = strtoull(value, &end, 0), !errno && !*end)) {
+        *out = v;
+        return true;
     }
-    *out = strtoull(value, &end, 0);
-    if (errno || *end) {
-        goto bad;
-    }
-    return true;
-bad:
     g_set_error(errp, ILLAN_ERROR, 0,
                 "Parameter '%s' expects a non-negative integer, not '%s'",
                 name, value);
@@ -296,19 +295,16 @@ bad:
 bool qemu_parse_int64(const char *name, const char *value, int64_t *out,
                       GError **errp)
 {
+    const char *digits = value + (value[0] == '-' || value[0] == '+');
     char *end;
+    int64_t v;
 
     errno = 0;
-    if (!g_ascii_isdigit(value[0]) &&
-        !((value[0] == '-' || value[0] == '+') && g_ascii_isdigit(value[1]))) {
-        goto bad;
+    if (g_ascii_isdigit(digits[0]) &&
+        (v = strtoll(value, &end, 0), !errno && !*end)) {
+        *out = v;
+        return true;
     }
-    *out = strtoll(value, &end, 0);
-    if (errno || *end) {
-        goto bad;
-    }
-    return true;
-bad:
     g_set_error(errp, ILLAN_ERROR, 0,
                 "Parameter '%s' expects an integer, not '%s'", name, value);
     return false;
