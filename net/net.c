@@ -1,14 +1,40 @@
 /*
- * The -netdev front: backend types register themselves here, and each
- * -netdev creates a named netdev from one of them.
+ * The net core: the registry of backend types, and the clients that carry
+ * frames between a NIC and its netdev.
+ *
+ * Every NIC and every netdev is a NetClientState; a pair points at each
+ * other through @peer.  Received frames cross in batches, so that the NIC
+ * is called once per batch, and each frame is counted on both clients under
+ * the result the NIC (or the core) gave it.
+ *
+ * Single-threaded for now: everything here runs on the main thread, from
+ * the GLib main loop (backend watches) or from hcalls.  Nothing locks.  The
+ * I/O threads of the af-xdp backend will call net_backend_deliver() from
+ * their own threads, and will bring the locking with them.
  */
 #include "net/net.h"
 
 #include <stdio.h>
 #include <string.h>
 
+/* Destination MAC, source MAC and EtherType. */
+#define ETH_HEADER_LEN 14
+
+struct NetClientState {
+    char *name;                     /* the netdev id, or the NIC's name */
+    bool is_nic;
+    const NetNicOps *nic_ops;       /* set on NICs */
+    const NetBackendOps *backend_ops;   /* set on netdevs */
+    void *opaque;
+    NetClientState *peer;           /* the other side, or NULL */
+    bool link_up;
+    NetClientStats stats;
+};
+
 static GPtrArray *netdev_types;
-static GHashTable *netdevs;         /* id -> const NetdevType * */
+/* In creation order; net_foreach_client() walks NICs, then netdevs. */
+static GQueue nics = G_QUEUE_INIT;
+static GQueue backends = G_QUEUE_INIT;
 
 void netdev_type_register(const NetdevType *type)
 {
@@ -29,19 +55,66 @@ static const NetdevType *find_type(const char *name)
     return NULL;
 }
 
+static gint compare_type_names(gconstpointer a, gconstpointer b)
+{
+    const NetdevType *ta = *(const NetdevType *const *)a;
+    const NetdevType *tb = *(const NetdevType *const *)b;
+
+    return strcmp(ta->name, tb->name);
+}
+
 void net_print_netdev_types(void)
 {
     guint n = netdev_types ? netdev_types->len : 0;
 
     printf("Available netdev backend types:\n");
+    if (n == 0) {
+        printf("(none in this build yet)\n");
+        return;
+    }
+    /* Constructors register in no fixed order; print in a stable one. */
+    g_ptr_array_sort(netdev_types, compare_type_names);
     for (guint i = 0; i < n; i++) {
         const NetdevType *t = g_ptr_array_index(netdev_types, i);
         printf("%-10s %s\n", t->name, t->desc);
     }
-    if (n == 0) {
-        printf("(none in this build yet)\n");
-    }
 }
+
+static NetClientState *find_backend(const char *id)
+{
+    for (GList *l = backends.head; l; l = l->next) {
+        NetClientState *nc = l->data;
+        if (!strcmp(nc->name, id)) {
+            return nc;
+        }
+    }
+    return NULL;
+}
+
+static NetClientState *client_new(const char *name, bool is_nic,
+                                  void *opaque)
+{
+    NetClientState *nc = g_new0(NetClientState, 1);
+
+    nc->name = g_strdup(name);
+    nc->is_nic = is_nic;
+    nc->opaque = opaque;
+    nc->link_up = true;
+    return nc;
+}
+
+static bool send_nothing(void *opaque, const uint8_t *data, size_t len)
+{
+    (void)opaque;
+    (void)data;
+    (void)len;
+    return false;
+}
+
+/* For a type whose create() registered no backend. */
+static const NetBackendOps carries_nothing_ops = {
+    .send = send_nothing,
+};
 
 bool net_netdev_add(const QemuOpts *opts, GError **errp)
 {
@@ -70,21 +143,267 @@ bool net_netdev_add(const QemuOpts *opts, GError **errp)
         return false;
     }
     if (!type->create(id, opts, errp)) {
+        /* create() registers last, once nothing can fail any more. */
+        g_assert(!find_backend(id));
         return false;
     }
-    if (!netdevs) {
-        netdevs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    /*
+     * A type may carry nothing (the qdev unit test's stand-in does not
+     * register a backend).  Its id still exists, so that a device can name
+     * it, and every frame sent to it counts as a tx error.
+     */
+    if (!find_backend(id)) {
+        net_backend_new(id, &carries_nothing_ops, NULL);
     }
-    g_hash_table_insert(netdevs, g_strdup(id), (gpointer)type);
     return true;
 }
 
 bool net_netdev_exists(const char *id)
 {
-    return netdevs && g_hash_table_contains(netdevs, id);
+    return find_backend(id) != NULL;
 }
 
+NetClientState *net_backend_new(const char *id, const NetBackendOps *ops,
+                                void *opaque)
+{
+    NetClientState *nc;
+
+    g_assert(ops && ops->send);
+    /* net_netdev_add() refuses duplicate ids before create() runs. */
+    g_assert(!find_backend(id));
+    nc = client_new(id, false, opaque);
+    nc->backend_ops = ops;
+    g_queue_push_tail(&backends, nc);
+    return nc;
+}
+
+static void client_free(NetClientState *nc)
+{
+    g_free(nc->name);
+    g_free(nc);
+}
+
+/* NICs belong to their devices and outlive this; they are only unpaired. */
 void net_cleanup(void)
 {
-    g_clear_pointer(&netdevs, g_hash_table_destroy);
+    NetClientState *nc;
+
+    while ((nc = g_queue_pop_head(&backends))) {
+        if (nc->peer) {
+            nc->peer->peer = NULL;
+        }
+        if (nc->backend_ops->cleanup) {
+            nc->backend_ops->cleanup(nc->opaque);
+        }
+        client_free(nc);
+    }
+}
+
+NetClientState *net_nic_new(const char *name, const char *netdev_id,
+                            const NetNicOps *ops, void *opaque,
+                            GError **errp)
+{
+    NetClientState *backend = NULL;
+    NetClientState *nic;
+
+    g_assert(name && ops && ops->receive_batch);
+    if (netdev_id) {
+        backend = find_backend(netdev_id);
+        if (!backend) {
+            g_set_error(errp, ILLAN_ERROR, 0, "netdev '%s' not found",
+                        netdev_id);
+            return NULL;
+        }
+        if (backend->peer) {
+            g_set_error(errp, ILLAN_ERROR, 0,
+                        "netdev '%s' is already in use by NIC '%s'",
+                        netdev_id, backend->peer->name);
+            return NULL;
+        }
+    }
+    nic = client_new(name, true, opaque);
+    nic->nic_ops = ops;
+    if (backend) {
+        nic->peer = backend;
+        backend->peer = nic;
+    }
+    g_queue_push_tail(&nics, nic);
+    return nic;
+}
+
+void net_nic_free(NetClientState *nic)
+{
+    if (!nic) {
+        return;
+    }
+    g_assert(nic->is_nic);
+    if (nic->peer) {
+        nic->peer->peer = NULL;
+    }
+    g_queue_remove(&nics, nic);
+    client_free(nic);
+}
+
+const char *net_rx_result_name(NetRxResult result)
+{
+    static const char *const names[NET_RX__MAX] = {
+        [NET_RX_DELIVERED] = "delivered",
+        [NET_RX_DROP_NO_NIC] = "no-nic",
+        [NET_RX_DROP_LINK_DOWN] = "link-down",
+        [NET_RX_DROP_NOT_REGISTERED] = "not-registered",
+        [NET_RX_DROP_FILTERED] = "filtered",
+        [NET_RX_DROP_NO_BUFFER] = "no-buffer",
+        [NET_RX_DROP_DMA_ERROR] = "dma-error",
+        [NET_RX_DROP_TOO_SHORT] = "too-short",
+    };
+
+    g_assert((unsigned)result < NET_RX__MAX);
+    return names[result];
+}
+
+static void count_rx_batch(NetClientState *nc, const NetFrame *frames,
+                           unsigned n)
+{
+    nc->stats.rx_batches++;
+    nc->stats.rx_frames += n;
+    for (unsigned i = 0; i < n; i++) {
+        nc->stats.rx_bytes += frames[i].len;
+    }
+}
+
+/* Counts @count frames under @result on the backend and, if any, its NIC. */
+static void count_rx_result(NetClientState *backend, NetRxResult result,
+                            uint64_t count)
+{
+    backend->stats.rx_results[result] += count;
+    if (backend->peer) {
+        backend->peer->stats.rx_results[result] += count;
+    }
+}
+
+/* Hands the frames long enough to carry an Ethernet header to the NIC, in
+ * one call, and counts every frame's result. */
+static void deliver_to_nic(NetClientState *backend, const NetFrame *frames,
+                           unsigned n)
+{
+    NetClientState *nic = backend->peer;
+    NetFrame passed[NET_BATCH_MAX];
+    NetRxResult results[NET_BATCH_MAX];
+    unsigned n_passed = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        if (frames[i].len >= ETH_HEADER_LEN) {
+            passed[n_passed++] = frames[i];
+        }
+    }
+    count_rx_result(backend, NET_RX_DROP_TOO_SHORT, n - n_passed);
+    if (n_passed == 0) {
+        return;
+    }
+    nic->nic_ops->receive_batch(nic->opaque, passed, n_passed, results);
+    for (unsigned i = 0; i < n_passed; i++) {
+        g_assert((unsigned)results[i] < NET_RX__MAX);
+        count_rx_result(backend, results[i], 1);
+    }
+}
+
+void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
+                         unsigned n)
+{
+    NetClientState *nic = backend->peer;
+
+    g_assert(!backend->is_nic);
+    g_assert(n <= NET_BATCH_MAX);
+    if (n == 0) {
+        return;
+    }
+    count_rx_batch(backend, frames, n);
+    if (!nic) {
+        count_rx_result(backend, NET_RX_DROP_NO_NIC, n);
+        return;
+    }
+    count_rx_batch(nic, frames, n);
+    if (!backend->link_up || !nic->link_up) {
+        count_rx_result(backend, NET_RX_DROP_LINK_DOWN, n);
+        return;
+    }
+    deliver_to_nic(backend, frames, n);
+}
+
+typedef enum TxOutcome {
+    TX_SENT,
+    TX_ERROR,
+    TX_DROPPED,
+} TxOutcome;
+
+static void count_tx_on(NetClientState *nc, TxOutcome outcome, size_t len)
+{
+    switch (outcome) {
+    case TX_SENT:
+        nc->stats.tx_frames++;
+        nc->stats.tx_bytes += len;
+        break;
+    case TX_ERROR:
+        nc->stats.tx_errors++;
+        break;
+    case TX_DROPPED:
+        nc->stats.tx_dropped++;
+        break;
+    }
+}
+
+/* Counts on the NIC and, if any, its netdev, so both balance. */
+static bool count_tx(NetClientState *nic, TxOutcome outcome, size_t len)
+{
+    count_tx_on(nic, outcome, len);
+    if (nic->peer) {
+        count_tx_on(nic->peer, outcome, len);
+    }
+    return outcome == TX_SENT;
+}
+
+bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len)
+{
+    NetClientState *backend = nic->peer;
+
+    g_assert(nic->is_nic);
+    if (!backend || !nic->link_up || !backend->link_up) {
+        return count_tx(nic, TX_DROPPED, len);
+    }
+    if (len == 0 || len > NET_FRAME_MAX ||
+        !backend->backend_ops->send(backend->opaque, data, len)) {
+        return count_tx(nic, TX_ERROR, len);
+    }
+    return count_tx(nic, TX_SENT, len);
+}
+
+const char *net_client_name(const NetClientState *nc)
+{
+    return nc->name;
+}
+
+bool net_client_link_up(const NetClientState *nc)
+{
+    return nc->link_up;
+}
+
+void net_client_set_link(NetClientState *nc, bool up)
+{
+    nc->link_up = up;
+}
+
+void net_client_get_stats(const NetClientState *nc, NetClientStats *stats)
+{
+    *stats = nc->stats;
+}
+
+void net_foreach_client(void (*fn)(NetClientState *nc, bool is_nic,
+                                   void *opaque), void *opaque)
+{
+    for (GList *l = nics.head; l; l = l->next) {
+        fn(l->data, true, opaque);
+    }
+    for (GList *l = backends.head; l; l = l->next) {
+        fn(l->data, false, opaque);
+    }
 }

@@ -1,8 +1,16 @@
 /*
- * spapr-vlan, the PAPR Interpartition Logical LAN.  This file holds the
- * device type: its properties, its defaults and its device-tree node.
+ * spapr-vlan, the PAPR Interpartition Logical LAN.
+ *
+ * The guest registers a buffer-list page, a filter page and a receive
+ * queue, posts receive buffers, and sends frames by descriptor.  Received
+ * frames go into posted buffers, at offset 8, either first-fit from the
+ * buffer-list page (legacy page mode) or best-fit from size-sorted pools;
+ * each one gets a 16-byte receive-queue entry whose control byte is
+ * written last.  Every guest address goes through the TCE table when it
+ * is used, and every frame that is not delivered is counted by reason.
  */
 #include "hw/net/spapr_llan.h"
+#include "hw/net/llan_rx_page.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 
@@ -10,10 +18,652 @@
 #include <string.h>
 
 /* H_VIO_SIGNAL mode bit 0 enables the receive interrupt. */
-#define VLAN_SIGNAL_MASK 0x1
+#define VLAN_SIGNAL_MASK    0x1
+
+#define BD_VALID            0x8000000000000000ULL
+#define BD_TOGGLE           0x4000000000000000ULL
+#define BD_LEN(bd)          ((uint32_t)((bd) >> 32) & 0xFFFFFF)
+#define BD_ADDR(bd)         ((bd) & 0xFFFFFFFFULL)
+#define BD_MAKE(len, addr)  (BD_VALID | (uint64_t)(len) << 32 | (addr))
+
+#define RXQ_ENTRY_SIZE      16
+#define RXQ_CTRL_TOGGLE     0x80
+#define RXQ_CTRL_VALID      0x40
+/* Frame data starts after the guest's 8-byte handle. */
+#define RX_DATA_OFFSET      8
+#define BUF_LIST_RXQ_BD     0
+#define BUF_LIST_FILTER_BD  8
+#define BUF_LIST_NO_BUFFER  4088
+#define LLAN_PAGE_SIZE      4096
+
+/* H_MULTICAST_CTRL flags. */
+#define MCAST_RECV_MODIFY   0x80000ULL
+#define MCAST_FILTER_MODIFY 0x40000ULL
+#define MCAST_RECV_ENABLE   0x20000ULL
+#define MCAST_FILTER_ENABLE 0x10000ULL
+#define MCAST_OP_MASK       0x3ULL
+#define MCAST_OP_ADD        0x1
+#define MCAST_OP_REMOVE     0x2
+#define MCAST_OP_CLEAR      0x3
+#define MCAST_KNOWN_FLAGS   (MCAST_RECV_MODIFY | MCAST_FILTER_MODIFY | \
+                             MCAST_RECV_ENABLE | MCAST_FILTER_ENABLE | \
+                             MCAST_OP_MASK)
 
 /* Realized devices, so that default MACs are never handed out twice. */
 static GPtrArray *live_vlans;
+
+/* Big-endian helpers for DMA through the device's TCE window. */
+static bool dma_ld64(SpaprVioDevice *dev, uint64_t ioba, uint64_t *val)
+{
+    uint8_t be[8];
+
+    if (!spapr_vio_dma_read(dev, ioba, be, sizeof(be))) {
+        return false;
+    }
+    *val = 0;
+    for (int i = 0; i < 8; i++) {
+        *val = (*val << 8) | be[i];
+    }
+    return true;
+}
+
+static void put_be(uint8_t *p, unsigned size, uint64_t val)
+{
+    for (int i = size - 1; i >= 0; i--, val >>= 8) {
+        p[i] = val & 0xff;
+    }
+}
+
+static bool dma_st64(SpaprVioDevice *dev, uint64_t ioba, uint64_t val)
+{
+    uint8_t be[8];
+
+    put_be(be, 8, val);
+    return spapr_vio_dma_write(dev, ioba, be, sizeof(be));
+}
+
+static bool dma_zero(SpaprVioDevice *dev, uint64_t ioba, uint64_t len)
+{
+    static const uint8_t zeros[LLAN_PAGE_SIZE];
+
+    for (uint64_t done = 0; done < len; done += sizeof(zeros)) {
+        if (!spapr_vio_dma_write(dev, ioba + done, zeros,
+                                 MIN(sizeof(zeros), len - done))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static MACAddr mac_from_u64(uint64_t v)
+{
+    MACAddr mac;
+
+    for (int i = 5; i >= 0; i--, v >>= 8) {
+        mac.a[i] = v & 0xff;
+    }
+    return mac;
+}
+
+/* The device behind a unit address, only if it is a logical LAN. */
+static SpaprVlanState *vlan_find(SpaprMachineState *spapr, uint64_t reg)
+{
+    SpaprVioDevice *dev = spapr_vio_find_by_reg(spapr_vio_bus(spapr), reg);
+
+    if (!dev || strcmp(dev->qdev.klass->name, TYPE_SPAPR_VLAN)) {
+        return NULL;
+    }
+    return (SpaprVlanState *)dev;
+}
+
+/* Filters: off delivers everything (as QEMU did); on delivers our MAC,
+ * broadcast, and multicast in the table.  Multicast also needs
+ * receive-multicast on, in either state. */
+static void filter_reset(SpaprVlanFilter *f)
+{
+    *f = (SpaprVlanFilter){ .filtering = false, .rx_multicast = true };
+}
+
+static bool filter_has(const SpaprVlanFilter *f, const uint8_t *mac)
+{
+    for (unsigned i = 0; i < f->nmcast; i++) {
+        if (!memcmp(f->mcast[i].a, mac, 6)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool filter_accepts(const SpaprVlanState *s, const uint8_t *dst)
+{
+    static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+    const SpaprVlanFilter *f = &s->filter;
+
+    if (!memcmp(dst, bcast, 6)) {
+        return true;
+    }
+    if (dst[0] & 1) {
+        return f->rx_multicast && (!f->filtering || filter_has(f, dst));
+    }
+    return !f->filtering || !memcmp(dst, s->mac.a, 6);
+}
+
+/* Device reset: the state H_FREE_LOGICAL_LAN and system reset leave. */
+static void vlan_reset_locked(SpaprVlanState *s)
+{
+    s->isopen = false;
+    s->buf_list = 0;
+    s->rx_bufs = 0;
+    s->add_buf_ptr = s->use_buf_ptr = 0;
+    s->rxq_ptr = 0;
+    llan_rx_pools_reset(&s->pools);
+    filter_reset(&s->filter);
+    s->mac = s->perm_mac;
+}
+
+static void spapr_vlan_reset(DeviceState *qdev)
+{
+    SpaprVlanState *s = (SpaprVlanState *)qdev;
+
+    g_mutex_lock(&s->lock);
+    vlan_reset_locked(s);
+    g_mutex_unlock(&s->lock);
+}
+
+/* Receive. */
+
+static void count_no_buffer(SpaprVlanState *s)
+{
+    uint64_t n;
+
+    /* The guest reads this as ethtool's rx_no_buffer; if it unmapped the
+     * page the frame is still counted in our stats. */
+    if (dma_ld64(&s->vdev, s->buf_list + BUF_LIST_NO_BUFFER, &n)) {
+        dma_st64(&s->vdev, s->buf_list + BUF_LIST_NO_BUFFER, n + 1);
+    }
+}
+
+static NetRxResult take_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd)
+{
+    if (s->use_rx_buffer_pools) {
+        if (llan_rx_pool_take_best_fit(&s->pools, need, bd)) {
+            return NET_RX_DELIVERED;
+        }
+    } else {
+        switch (llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
+                                            &s->use_buf_ptr, need, bd)) {
+        case LLAN_PAGE_OK:
+            return NET_RX_DELIVERED;
+        case LLAN_PAGE_DMA_ERROR:
+            return NET_RX_DROP_DMA_ERROR;
+        case LLAN_PAGE_NONE:
+            break;
+        }
+    }
+    count_no_buffer(s);
+    return NET_RX_DROP_NO_BUFFER;
+}
+
+/* Writes the entry for a frame of @len in the buffer whose handle is
+ * @handle; the control byte goes last, after a release fence, so a guest
+ * polling it never sees a half-written entry. */
+static bool write_rxq_entry(SpaprVlanState *s, uint64_t handle, uint32_t len)
+{
+    uint64_t qbd;
+    uint8_t entry[RXQ_ENTRY_SIZE] = { 0 };
+    uint32_t qlen;
+
+    if (!dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &qbd)) {
+        return false;
+    }
+    qlen = BD_LEN(qbd);
+    if (qlen < RXQ_ENTRY_SIZE) {
+        return false;
+    }
+    if (s->rxq_ptr + RXQ_ENTRY_SIZE > qlen) {
+        /* The guest shrank its queue under us: wrap early. */
+        s->rxq_ptr = 0;
+        qbd ^= BD_TOGGLE;
+        if (!dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, qbd)) {
+            return false;
+        }
+    }
+    put_be(entry + 2, 2, RX_DATA_OFFSET);
+    put_be(entry + 4, 4, len);
+    put_be(entry + 8, 8, handle);
+    entry[0] = RXQ_CTRL_VALID | ((qbd & BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
+    if (!spapr_vio_dma_write(&s->vdev, BD_ADDR(qbd) + s->rxq_ptr + 1,
+                             entry + 1, sizeof(entry) - 1)) {
+        return false;
+    }
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    if (!spapr_vio_dma_write(&s->vdev, BD_ADDR(qbd) + s->rxq_ptr, entry, 1)) {
+        return false;
+    }
+    s->rxq_ptr += RXQ_ENTRY_SIZE;
+    if (s->rxq_ptr >= qlen) {
+        s->rxq_ptr = 0;
+        return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD,
+                        qbd ^ BD_TOGGLE);
+    }
+    return true;
+}
+
+static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
+{
+    uint64_t bd, handle;
+    NetRxResult r;
+
+    if (!s->isopen) {
+        return NET_RX_DROP_NOT_REGISTERED;
+    }
+    if (!filter_accepts(s, f->data)) {
+        return NET_RX_DROP_FILTERED;
+    }
+    r = take_buffer(s, f->len + RX_DATA_OFFSET, &bd);
+    if (r != NET_RX_DELIVERED) {
+        return r;
+    }
+    /* The buffer is the guest's again only through the queue entry; if
+     * that cannot be written the buffer is lost, as on real firmware. */
+    s->rx_bufs--;
+    if (!spapr_vio_dma_write(&s->vdev, BD_ADDR(bd) + RX_DATA_OFFSET, f->data,
+                             f->len) ||
+        !dma_ld64(&s->vdev, BD_ADDR(bd), &handle) ||
+        !write_rxq_entry(s, handle, f->len)) {
+        return NET_RX_DROP_DMA_ERROR;
+    }
+    s->stats.rx_frames++;
+    s->stats.rx_bytes += f->len;
+    s->stats.rx_buffer_bytes += BD_LEN(bd);
+    return NET_RX_DELIVERED;
+}
+
+static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
+                                     unsigned n, NetRxResult *results)
+{
+    SpaprVlanState *s = opaque;
+    bool delivered = false, irq;
+
+    g_mutex_lock(&s->lock);
+    for (unsigned i = 0; i < n; i++) {
+        results[i] = receive_one(s, &frames[i]);
+        if (results[i] == NET_RX_DELIVERED) {
+            delivered = true;
+        } else {
+            s->stats.rx_dropped[results[i]]++;
+        }
+    }
+    irq = delivered && (s->vdev.signal_state & VLAN_SIGNAL_MASK);
+    if (irq) {
+        s->stats.rx_interrupts++;
+    }
+    g_mutex_unlock(&s->lock);
+    if (irq) {
+        spapr_vio_irq_pulse(&s->vdev);
+    }
+}
+
+/* Hcalls.  Each takes the device lock once. */
+
+static bool page_ok(SpaprVioDevice *dev, uint64_t addr)
+{
+    return !(addr >> 32) && !(addr % LLAN_PAGE_SIZE) &&
+           spapr_vio_dma_valid(dev, addr, LLAN_PAGE_SIZE, DMA_BOTH);
+}
+
+static bool bd_ok(SpaprVioDevice *dev, uint64_t bd, uint32_t align,
+                  uint32_t min_len)
+{
+    return !(BD_ADDR(bd) % align) && !(BD_LEN(bd) % align) &&
+           BD_LEN(bd) >= min_len &&
+           spapr_vio_dma_valid(dev, BD_ADDR(bd), BD_LEN(bd), DMA_BOTH);
+}
+
+static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
+                               uint64_t rec_queue, uint64_t filter_list)
+{
+    SpaprVioDevice *dev = &s->vdev;
+
+    if (s->isopen) {
+        return H_RESOURCE;
+    }
+    if (!page_ok(dev, buf_list) || !page_ok(dev, filter_list) ||
+        !(rec_queue & BD_VALID) ||
+        !bd_ok(dev, rec_queue, RXQ_ENTRY_SIZE, RXQ_ENTRY_SIZE)) {
+        return H_PARAMETER;
+    }
+    if (!dma_st64(dev, buf_list + BUF_LIST_RXQ_BD, rec_queue & ~BD_TOGGLE) ||
+        !dma_st64(dev, buf_list + BUF_LIST_FILTER_BD,
+                  BD_MAKE(LLAN_PAGE_SIZE, filter_list)) ||
+        !dma_zero(dev, buf_list + 16, LLAN_PAGE_SIZE - 16) ||
+        !dma_zero(dev, BD_ADDR(rec_queue), BD_LEN(rec_queue))) {
+        return H_PARAMETER;
+    }
+    s->buf_list = buf_list;
+    dev->signal_state = 0;
+    s->add_buf_ptr = s->use_buf_ptr = 8;
+    s->rx_bufs = 0;
+    s->rxq_ptr = 0;
+    s->isopen = true;
+    return H_SUCCESS;
+}
+
+static int64_t h_register_logical_lan(SpaprMachineState *spapr,
+                                      uint64_t opcode, uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    int64_t ret;
+
+    (void)opcode;
+    if (!s) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    ret = register_locked(s, args[1], args[2], args[3]);
+    g_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static int64_t h_free_logical_lan(SpaprMachineState *spapr, uint64_t opcode,
+                                  uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    int64_t ret = H_RESOURCE;
+
+    (void)opcode;
+    if (!s) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    if (s->isopen) {
+        vlan_reset_locked(s);
+        ret = H_SUCCESS;
+    }
+    g_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Posts one receive buffer; the caller has checked the descriptor. */
+static int64_t add_buffer_locked(SpaprVlanState *s, uint64_t bd)
+{
+    if (s->use_rx_buffer_pools) {
+        if (llan_rx_pools_add(&s->pools, bd) != LLAN_RX_POOL_ADDED) {
+            return H_RESOURCE;
+        }
+    } else {
+        if (s->rx_bufs >= LLAN_PAGE_SLOTS) {
+            return H_RESOURCE;
+        }
+        switch (llan_rx_page_add(&s->vdev, s->buf_list, &s->add_buf_ptr, bd)) {
+        case LLAN_PAGE_OK:
+            break;
+        case LLAN_PAGE_NONE:
+            return H_RESOURCE;
+        case LLAN_PAGE_DMA_ERROR:
+            return H_PARAMETER;
+        }
+    }
+    s->rx_bufs++;
+    return H_SUCCESS;
+}
+
+/* The VALID bit is not checked, as on PAPR firmware and QEMU; buffers
+ * need only 4-byte alignment (SLOF's are). */
+static bool rx_bd_ok(SpaprVlanState *s, uint64_t bd)
+{
+    return bd_ok(&s->vdev, bd, 4, 16);
+}
+
+static int64_t h_add_logical_lan_buffer(SpaprMachineState *spapr,
+                                        uint64_t opcode, uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    int64_t ret;
+
+    (void)opcode;
+    if (!s) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    if (!rx_bd_ok(s, args[1])) {
+        ret = H_PARAMETER;
+    } else if (!s->isopen) {
+        ret = H_RESOURCE;
+    } else {
+        ret = add_buffer_locked(s, args[1]);
+    }
+    g_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Undoes the first @n adds of a bulk call that failed part-way. */
+static void unadd_buffers_locked(SpaprVlanState *s, const uint64_t *bds,
+                                 unsigned n, const uint32_t *page_slots)
+{
+    for (unsigned i = n; i-- > 0;) {
+        if (!bds[i]) {
+            continue;
+        }
+        if (s->use_rx_buffer_pools) {
+            llan_rx_pools_unadd(&s->pools, bds[i]);
+        } else {
+            llan_rx_page_clear_slot(&s->vdev, s->buf_list, page_slots[i]);
+        }
+        s->rx_bufs--;
+    }
+}
+
+/*
+ * H_ADD_LOGICAL_LAN_BUFFERS: up to eight descriptors, zeros unused.  All
+ * or nothing: Linux frees every buffer of a call that failed, so keeping
+ * part of them would leave the device holding memory the guest reused.
+ * The return code is that of the first descriptor that failed.
+ */
+static int64_t add_buffers_locked(SpaprVlanState *s, const uint64_t *bds)
+{
+    uint32_t page_slots[8], saved_add_ptr = s->add_buf_ptr;
+
+    for (unsigned i = 0; i < 8; i++) {
+        if (bds[i] && !rx_bd_ok(s, bds[i])) {
+            return H_PARAMETER;
+        }
+    }
+    if (!s->isopen) {
+        return H_RESOURCE;
+    }
+    for (unsigned i = 0; i < 8; i++) {
+        int64_t ret;
+
+        if (!bds[i]) {
+            continue;
+        }
+        ret = add_buffer_locked(s, bds[i]);
+        if (ret != H_SUCCESS) {
+            unadd_buffers_locked(s, bds, i, page_slots);
+            s->add_buf_ptr = saved_add_ptr;
+            return ret;
+        }
+        page_slots[i] = s->add_buf_ptr;
+    }
+    return H_SUCCESS;
+}
+
+static int64_t h_add_logical_lan_buffers(SpaprMachineState *spapr,
+                                         uint64_t opcode, uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    int64_t ret;
+
+    (void)opcode;
+    if (!s) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    ret = add_buffers_locked(s, &args[1]);
+    g_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Gathers the frame from up to six descriptors; the first one without
+ * VALID ends the list.  Returns the length, or an hcall error. */
+static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
+                               uint32_t *len)
+{
+    uint64_t total = 0;
+    unsigned n = 0;
+
+    while (n < LLAN_MAX_TX_BDS && (bds[n] & BD_VALID)) {
+        total += BD_LEN(bds[n++]);
+    }
+    if (total > LLAN_MAX_FRAME) {
+        return H_RESOURCE;
+    }
+    total = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (!spapr_vio_dma_read(&s->vdev, BD_ADDR(bds[i]), s->tx_buf + total,
+                                BD_LEN(bds[i]))) {
+            return H_DEST_PARM;
+        }
+        total += BD_LEN(bds[i]);
+    }
+    *len = total;
+    return H_SUCCESS;
+}
+
+static int64_t send_locked(SpaprVlanState *s, const uint64_t *args)
+{
+    uint32_t len = 0;
+    int64_t ret;
+
+    if (!s->isopen) {
+        return H_DROPPED;
+    }
+    /* No call is ever left half done, so a continuation is an error. */
+    if (args[7]) {
+        return H_HARDWARE;
+    }
+    ret = gather_tx_frame(s, &args[1], &len);
+    if (ret != H_SUCCESS || len == 0) {
+        return ret;
+    }
+    s->stats.tx_frames++;
+    s->stats.tx_bytes += len;
+    net_nic_send(s->nic, s->tx_buf, len);
+    return H_SUCCESS;
+}
+
+static int64_t h_send_logical_lan(SpaprMachineState *spapr, uint64_t opcode,
+                                  uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    int64_t ret;
+
+    (void)opcode;
+    if (!s) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    ret = send_locked(s, args);
+    if (ret != H_SUCCESS) {
+        s->stats.tx_errors++;
+    }
+    g_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
+{
+    MACAddr mac = mac_from_u64(addr);
+
+    if (op == MCAST_OP_CLEAR) {
+        f->nmcast = 0;
+        return H_SUCCESS;
+    }
+    if (addr >> 48 || !(mac.a[0] & 1)) {
+        return H_PARAMETER;
+    }
+    for (unsigned i = 0; i < f->nmcast; i++) {
+        if (!memcmp(&f->mcast[i], &mac, sizeof(mac))) {
+            if (op == MCAST_OP_REMOVE) {
+                f->mcast[i] = f->mcast[--f->nmcast];
+            }
+            return H_SUCCESS;
+        }
+    }
+    if (op == MCAST_OP_REMOVE) {
+        return H_NOT_FOUND;
+    }
+    if (f->nmcast == LLAN_MCAST_FILTERS) {
+        return H_CONSTRAINED;
+    }
+    f->mcast[f->nmcast++] = mac;
+    return H_SUCCESS;
+}
+
+static int64_t h_multicast_ctrl(SpaprMachineState *spapr, uint64_t opcode,
+                                uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    uint64_t flags = args[1];
+    SpaprVlanFilter f;
+    int64_t ret = H_SUCCESS;
+
+    (void)opcode;
+    if (!s || (flags & ~MCAST_KNOWN_FLAGS)) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    f = s->filter;
+    if (flags & MCAST_RECV_MODIFY) {
+        f.rx_multicast = flags & MCAST_RECV_ENABLE;
+    }
+    if (flags & MCAST_FILTER_MODIFY) {
+        f.filtering = flags & MCAST_FILTER_ENABLE;
+    }
+    if (flags & MCAST_OP_MASK) {
+        ret = mcast_table_op(&f, flags & MCAST_OP_MASK, args[2]);
+    }
+    /* A call that fails changes nothing. */
+    if (ret == H_SUCCESS) {
+        s->filter = f;
+    }
+    g_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static int64_t h_change_logical_lan_mac(SpaprMachineState *spapr,
+                                        uint64_t opcode, uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    MACAddr mac = mac_from_u64(args[1]);
+
+    (void)opcode;
+    if (!s || args[1] >> 48 || (mac.a[0] & 1)) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    s->mac = mac;
+    g_mutex_unlock(&s->lock);
+    return H_SUCCESS;
+}
+
+/* The only attribute is a capability the guest cannot change. */
+static int64_t h_illan_attributes(SpaprMachineState *spapr, uint64_t opcode,
+                                  uint64_t *args)
+{
+    const uint64_t attrs = ILLAN_RX_MULTI_BUFF_SUPPORT;
+    uint64_t wanted = (attrs & ~args[1]) | args[2];
+
+    (void)opcode;
+    if (!vlan_find(spapr, args[0])) {
+        return H_PARAMETER;
+    }
+    args[0] = attrs;
+    return wanted == attrs ? H_SUCCESS : H_CONSTRAINED;
+}
+
+/* Type, properties, device tree. */
 
 static bool mac_in_use(const MACAddr *mac)
 {
@@ -46,6 +696,10 @@ static bool mac_default_if_unset(MACAddr *mac, GError **errp)
     return false;
 }
 
+static const NetNicOps spapr_vlan_nic_ops = {
+    .receive_batch = spapr_vlan_receive_batch,
+};
+
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
 {
     SpaprVlanState *s = (SpaprVlanState *)qdev;
@@ -60,7 +714,13 @@ static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
     if (!mac_default_if_unset(&s->mac, errp)) {
         return false;
     }
+    s->nic = net_nic_new(qdev->id, s->netdev, &spapr_vlan_nic_ops, s, errp);
+    if (!s->nic) {
+        return false;
+    }
     s->perm_mac = s->mac;
+    g_mutex_init(&s->lock);
+    vlan_reset_locked(s);
     if (!live_vlans) {
         live_vlans = g_ptr_array_new();
     }
@@ -70,16 +730,14 @@ static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
 
 static void spapr_vlan_finalize(DeviceState *qdev)
 {
-    if (live_vlans) {
-        g_ptr_array_remove_fast(live_vlans, qdev);
-    }
-}
-
-static void spapr_vlan_reset(DeviceState *qdev)
-{
     SpaprVlanState *s = (SpaprVlanState *)qdev;
 
-    s->mac = s->perm_mac;
+    if (!s->nic) {
+        return;     /* never realized */
+    }
+    g_ptr_array_remove_fast(live_vlans, s);
+    net_nic_free(s->nic);
+    g_mutex_clear(&s->lock);
 }
 
 /*
@@ -101,8 +759,35 @@ static bool spapr_vlan_devnode(SpaprVioDevice *dev, void *fdt, int node,
         FDT_TRY(fdt_setprop(fdt, node, "local-mac-address", padded,
                             sizeof(padded)));
     }
-    FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,mac-address-filters", 0));
+    FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,mac-address-filters",
+                             LLAN_MCAST_FILTERS));
     return true;
+}
+
+void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
+{
+    g_mutex_lock(&s->lock);
+    *stats = s->stats;
+    stats->rx_bufs = s->rx_bufs;
+    stats->npools = 0;
+    for (int i = 0; s->use_rx_buffer_pools && i < LLAN_RX_MAX_POOLS; i++) {
+        const LlanRxPool *p = s->pools.sorted[i];
+
+        if (p->bufsize != LLAN_RX_POOL_UNUSED) {
+            stats->pools[stats->npools].bufsize = p->bufsize;
+            stats->pools[stats->npools].posted = p->count;
+            stats->pools[stats->npools].hits = p->hits;
+            stats->npools++;
+        }
+    }
+    g_mutex_unlock(&s->lock);
+}
+
+void spapr_vlan_get_filter(SpaprVlanState *s, SpaprVlanFilter *filter)
+{
+    g_mutex_lock(&s->lock);
+    *filter = s->filter;
+    g_mutex_unlock(&s->lock);
 }
 
 static const Property spapr_vlan_props[] = {
@@ -142,5 +827,17 @@ static const SpaprVioDeviceClass spapr_vlan_class = {
 static void spapr_vlan_register(void)
 {
     device_class_register(&spapr_vlan_class.parent);
+    spapr_register_hypercall(H_REGISTER_LOGICAL_LAN, h_register_logical_lan,
+                             0);
+    spapr_register_hypercall(H_FREE_LOGICAL_LAN, h_free_logical_lan, 0);
+    spapr_register_hypercall(H_ADD_LOGICAL_LAN_BUFFER,
+                             h_add_logical_lan_buffer, 0);
+    spapr_register_hypercall(H_ADD_LOGICAL_LAN_BUFFERS,
+                             h_add_logical_lan_buffers, 0);
+    spapr_register_hypercall(H_SEND_LOGICAL_LAN, h_send_logical_lan, 0);
+    spapr_register_hypercall(H_MULTICAST_CTRL, h_multicast_ctrl, 0);
+    spapr_register_hypercall(H_CHANGE_LOGICAL_LAN_MAC,
+                             h_change_logical_lan_mac, 0);
+    spapr_register_hypercall(H_ILLAN_ATTRIBUTES, h_illan_attributes, 1);
 }
 illan_init(spapr_vlan_register)

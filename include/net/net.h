@@ -1,29 +1,113 @@
 /*
- * Netdev backends: the -netdev option, the registry of backend types and
- * of the netdevs created from them.  Backends register a type; a NIC finds
- * its backend by id through its netdev property.
+ * The net core: NICs and backends ("netdevs") as pairs of clients.
+ *
+ * A backend hands its NIC whole batches of frames, and the NIC answers with
+ * what it did with each one; the core counts every frame under its result,
+ * so that frames in = delivered + dropped, per client.  Frames the guest
+ * sends go the other way, one call per frame, and are counted too.
  */
 #ifndef NET_NET_H
 #define NET_NET_H
 
 #include <glib.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "qemu/option.h"
+
+/* The largest batch a backend hands over at once. */
+#define NET_BATCH_MAX 64
+/* The largest frame either side carries (no FCS). */
+#define NET_FRAME_MAX 65536
+
+typedef struct NetClientState NetClientState;
+
+typedef struct NetFrame {
+    const uint8_t *data;
+    uint32_t len;
+} NetFrame;
+
+/* What became of one received frame. */
+typedef enum NetRxResult {
+    NET_RX_DELIVERED,
+    NET_RX_DROP_NO_NIC,         /* the netdev has no NIC attached */
+    NET_RX_DROP_LINK_DOWN,      /* either side's link is down */
+    NET_RX_DROP_NOT_REGISTERED, /* the guest has not opened the device */
+    NET_RX_DROP_FILTERED,       /* refused by the NIC's MAC filter */
+    NET_RX_DROP_NO_BUFFER,      /* no posted buffer is large enough */
+    NET_RX_DROP_DMA_ERROR,      /* guest memory not mapped for the write */
+    NET_RX_DROP_TOO_SHORT,      /* shorter than an Ethernet header */
+    NET_RX__MAX
+} NetRxResult;
+
+/* Stable names for stats: "delivered", "no-nic", "link-down", ... */
+const char *net_rx_result_name(NetRxResult result);
+
+typedef struct NetClientStats {
+    uint64_t rx_frames;             /* handed in by the backend */
+    uint64_t rx_bytes;
+    uint64_t rx_batches;
+    uint64_t rx_results[NET_RX__MAX];   /* rx_frames split by result */
+    uint64_t tx_frames;             /* sent by the guest and accepted */
+    uint64_t tx_bytes;
+    uint64_t tx_errors;             /* the backend could not send */
+    uint64_t tx_dropped;            /* no backend or link down */
+} NetClientStats;
+
+/* The NIC's side: one call per batch; fills @results[0..n). */
+typedef struct NetNicOps {
+    void (*receive_batch)(void *opaque, const NetFrame *frames, unsigned n,
+                          NetRxResult *results);
+} NetNicOps;
+
+/* The backend's side. */
+typedef struct NetBackendOps {
+    /* Sends one frame; false when it could not be sent. */
+    bool (*send)(void *opaque, const uint8_t *data, size_t len);
+    void (*cleanup)(void *opaque);
+} NetBackendOps;
 
 typedef struct NetdevType {
     const char *name;
     const char *desc;
-    /* Creates the netdev @id from its options (type and id already read). */
+    /* Creates the backend from its options and registers it with
+     * net_backend_new(@id, ...).  Keys other than type and id are the
+     * backend's to check. */
     bool (*create)(const char *id, const QemuOpts *opts, GError **errp);
 } NetdevType;
 
 void netdev_type_register(const NetdevType *type);
 void net_print_netdev_types(void);
 
-/* Handles one -netdev argument: parses and creates the backend. */
+/* -netdev TYPE,id=ID,...: parses and creates the backend. */
 bool net_netdev_add(const QemuOpts *opts, GError **errp);
 bool net_netdev_exists(const char *id);
+/* Frees every netdev (and the NICs' pairing); at exit. */
 void net_cleanup(void);
+
+/* For backends: the client the registry knows as @id. */
+NetClientState *net_backend_new(const char *id, const NetBackendOps *ops,
+                                void *opaque);
+/* Hands @n (at most NET_BATCH_MAX) frames to the attached NIC. */
+void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
+                         unsigned n);
+
+/* For NICs: pairs with netdev @netdev_id (NULL for none; a netdev takes
+ * one NIC). */
+NetClientState *net_nic_new(const char *name, const char *netdev_id,
+                            const NetNicOps *ops, void *opaque,
+                            GError **errp);
+void net_nic_free(NetClientState *nic);
+/* Sends one frame the guest built to the backend; false if dropped. */
+bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
+
+const char *net_client_name(const NetClientState *nc);
+bool net_client_link_up(const NetClientState *nc);
+void net_client_set_link(NetClientState *nc, bool up);
+void net_client_get_stats(const NetClientState *nc, NetClientStats *stats);
+/* Calls @fn for every NIC and netdev, NICs first. */
+void net_foreach_client(void (*fn)(NetClientState *nc, bool is_nic,
+                                   void *opaque), void *opaque);
 
 #endif

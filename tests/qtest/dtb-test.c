@@ -91,7 +91,7 @@ static void test_lan_node(void)
     check_prop(&d, "x", lan, "ibm,my-dma-window", "71000000 0 0 0 10000000");
     /* 52: locally administered unicast, so 6 bytes. */
     check_prop(&d, "bx", lan, "local-mac-address", "52 54 0 12 34 56");
-    check_prop(&d, "u", lan, "ibm,mac-address-filters", "0");
+    check_prop(&d, "u", lan, "ibm,mac-address-filters", "16");
     dtb_free(&d);
 }
 

@@ -1,0 +1,105 @@
+/*
+ * Size-sorted RX buffer pools.  Pools are found by size, never by scanning
+ * buffers: at most five comparisons per frame, then a LIFO pop.
+ */
+#include "hw/net/llan_rx_pools.h"
+
+#include <string.h>
+
+#define BD_LEN(bd)  ((uint32_t)((bd) >> 32) & 0xFFFFFF)
+
+void llan_rx_pools_reset(LlanRxPools *pools)
+{
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        LlanRxPool *p = &pools->storage[i];
+
+        p->bufsize = LLAN_RX_POOL_UNUSED;
+        p->count = 0;
+        p->hits = 0;
+        memset(p->bds, 0, sizeof(p->bds));
+        pools->sorted[i] = p;
+    }
+}
+
+/* Insertion sort: five entries, and stable, so equal sizes keep order. */
+void llan_rx_pools_sort(LlanRxPools *pools)
+{
+    for (int i = 1; i < LLAN_RX_MAX_POOLS; i++) {
+        LlanRxPool *p = pools->sorted[i];
+        int j = i;
+
+        for (; j > 0 && pools->sorted[j - 1]->bufsize > p->bufsize; j--) {
+            pools->sorted[j] = pools->sorted[j - 1];
+        }
+        pools->sorted[j] = p;
+    }
+}
+
+static LlanRxPool *pool_of_size(LlanRxPools *pools, int32_t size)
+{
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        if (pools->sorted[i]->bufsize == size) {
+            return pools->sorted[i];
+        }
+    }
+    return NULL;
+}
+
+/* An empty pool for a new size, preferring unused ones (they sort last),
+ * then the largest empty one. */
+static LlanRxPool *claim_empty_pool(LlanRxPools *pools, int32_t size)
+{
+    for (int i = LLAN_RX_MAX_POOLS - 1; i >= 0; i--) {
+        LlanRxPool *p = pools->sorted[i];
+
+        if (p->count == 0) {
+            p->bufsize = size;
+            llan_rx_pools_sort(pools);
+            return p;
+        }
+    }
+    return NULL;
+}
+
+LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd)
+{
+    int32_t size = BD_LEN(bd);
+    LlanRxPool *p = pool_of_size(pools, size);
+
+    if (!p) {
+        p = claim_empty_pool(pools, size);
+        if (!p) {
+            return LLAN_RX_POOL_NO_FREE_POOL;
+        }
+    }
+    if (p->count >= LLAN_RX_POOL_MAX_BDS) {
+        return LLAN_RX_POOL_FULL;
+    }
+    p->bds[p->count++] = bd;
+    return LLAN_RX_POOL_ADDED;
+}
+
+void llan_rx_pools_unadd(LlanRxPools *pools, uint64_t bd)
+{
+    LlanRxPool *p = pool_of_size(pools, BD_LEN(bd));
+
+    if (p && p->count > 0 && p->bds[p->count - 1] == bd) {
+        p->bds[--p->count] = 0;
+    }
+}
+
+bool llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
+                                uint64_t *bd)
+{
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        LlanRxPool *p = pools->sorted[i];
+
+        if (p->count > 0 && (uint32_t)p->bufsize >= need) {
+            *bd = p->bds[--p->count];
+            p->bds[p->count] = 0;
+            p->hits++;
+            return true;
+        }
+    }
+    return false;
+}

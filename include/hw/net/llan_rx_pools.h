@@ -1,0 +1,52 @@
+/*
+ * Size-sorted RX buffer pools (use-rx-buffer-pools=on).
+ *
+ * Five pools, each keyed by one exact buffer size and holding up to 4096
+ * buffer descriptors, kept sorted by size so that a frame goes to the
+ * smallest buffer that holds it.  The layout (bufsize, count, bds[4096])
+ * is the one QEMU migrates as spapr_llan/rx_pools.
+ */
+#ifndef HW_NET_LLAN_RX_POOLS_H
+#define HW_NET_LLAN_RX_POOLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LLAN_RX_MAX_POOLS       5
+#define LLAN_RX_POOL_MAX_BDS    4096
+/* An unused pool sorts last. */
+#define LLAN_RX_POOL_UNUSED     INT32_MAX
+
+typedef struct LlanRxPool {
+    int32_t bufsize;
+    int32_t count;
+    uint64_t bds[LLAN_RX_POOL_MAX_BDS];
+    uint64_t hits;      /* buffers taken from this pool (not migrated) */
+} LlanRxPool;
+
+typedef struct LlanRxPools {
+    LlanRxPool *sorted[LLAN_RX_MAX_POOLS];  /* ascending bufsize */
+    LlanRxPool storage[LLAN_RX_MAX_POOLS];
+} LlanRxPools;
+
+typedef enum LlanRxPoolAdd {
+    LLAN_RX_POOL_ADDED,
+    LLAN_RX_POOL_FULL,          /* the pool of that size holds 4096 */
+    LLAN_RX_POOL_NO_FREE_POOL,  /* five other sizes are in use */
+} LlanRxPoolAdd;
+
+/* Empties every pool. */
+void llan_rx_pools_reset(LlanRxPools *pools);
+/* Files @bd under its 24-bit length, taking an empty pool for a new size. */
+LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd);
+/* Undoes the last successful add of @bd (all-or-nothing bulk adds). */
+void llan_rx_pools_unadd(LlanRxPools *pools, uint64_t bd);
+/* Takes the most recently added buffer of the smallest non-empty pool
+ * whose size is at least @need; false when none is. */
+bool llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
+                                uint64_t *bd);
+/* Restores the order after the pool array was changed in place (by a
+ * migration load), so the table is sorted whatever it holds. */
+void llan_rx_pools_sort(LlanRxPools *pools);
+
+#endif

@@ -1,0 +1,360 @@
+/*
+ * -netdev stream: frames over a stream socket, each preceded by its length
+ * as a 4-byte big-endian integer, as QEMU's stream backend carries them.
+ *
+ *   -netdev stream,id=ID,server=on|off,addr.type=inet,addr.host=H,
+ *                  addr.port=P
+ *   -netdev stream,id=ID,server=on|off,addr.type=unix,addr.path=PATH
+ *
+ * server=on listens and serves one peer at a time: a connection that
+ * arrives while another is active is closed at once, and the next one is
+ * accepted when the active peer goes away.  server=off (the default)
+ * connects when the netdev is created and does not reconnect.
+ *
+ * Writes block until the whole frame is written: a peer that stops reading
+ * stalls the main loop.  That is acceptable for what this backend is for
+ * (tests, unprivileged runs); af-xdp is the backend for real traffic.
+ */
+#include "net/net.h"
+#include "qemu/module.h"
+#include "qemu/option.h"
+
+#include <errno.h>
+#include <glib-unix.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Defined in net/dgram.c. */
+bool net_socket_parse_addr(const QemuOpts *opts, const char *prefix,
+                           int inet_family, struct sockaddr_storage *addr,
+                           socklen_t *addr_len, char **desc, GError **errp);
+int net_socket_new_bound(int socktype, const struct sockaddr_storage *addr,
+                         socklen_t addr_len, const char *desc, GError **errp);
+void net_socket_unlink(const struct sockaddr_storage *addr);
+
+#define STREAM_HEADER_LEN 4
+/*
+ * Once the frames of a read are handed over, a partial frame moves to the
+ * front; the rest must still hold the largest frame.  Four times that lets
+ * one read carry a full batch of ordinary frames.
+ */
+#define STREAM_BUF_SIZE (4 * (STREAM_HEADER_LEN + NET_FRAME_MAX))
+
+typedef struct StreamState {
+    NetClientState *nc;
+    char *id;
+    char *desc;                 /* the address, for messages */
+    struct sockaddr_storage bound;  /* the server's, ss_family 0 if none */
+    int listen_fd;              /* server=on, else -1 */
+    guint listen_watch;
+    int fd;                     /* the peer, or -1 */
+    guint watch;
+    uint8_t *buf;               /* received bytes not yet handed over */
+    size_t fill;
+    uint64_t dropped_peers;     /* connections dropped for a fault */
+} StreamState;
+
+static gboolean stream_readable(gint fd, GIOCondition cond, gpointer opaque);
+
+static void stream_attach_peer(StreamState *s, int fd)
+{
+    s->fd = fd;
+    s->fill = 0;
+    s->watch = g_unix_fd_add(fd, G_IO_IN, stream_readable, s);
+}
+
+static void stream_close_peer(StreamState *s)
+{
+    g_source_remove(s->watch);
+    s->watch = 0;
+    close(s->fd);
+    s->fd = -1;
+}
+
+/* The net core has no counter for a broken connection, so it is counted
+ * here and reported in one line. */
+static void G_GNUC_PRINTF(2, 3) stream_drop_peer(StreamState *s,
+                                                 const char *fmt, ...)
+{
+    g_autofree char *why = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    why = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    s->dropped_peers++;
+    fprintf(stderr, "illan: stream netdev '%s': %s; connection dropped "
+            "(%" PRIu64 " so far)\n", s->id, why, s->dropped_peers);
+    stream_close_peer(s);
+}
+
+static uint32_t load_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+           (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * Hands over every complete frame in the buffer, in batches, and keeps a
+ * partial one for the next read.  The NIC may send from within a batch and
+ * lose the peer doing so; what is left of the buffer then goes with it.
+ */
+static void stream_deliver_frames(StreamState *s)
+{
+    NetFrame frames[NET_BATCH_MAX];
+    unsigned n = 0;
+    size_t pos = 0;
+    int fd = s->fd;
+
+    while (s->fill - pos >= STREAM_HEADER_LEN) {
+        uint32_t len = load_be32(s->buf + pos);
+
+        if (len == 0 || len > NET_FRAME_MAX) {
+            net_backend_deliver(s->nc, frames, n);
+            if (s->fd == fd) {
+                stream_drop_peer(s, "peer sent a frame length of %" PRIu32
+                                 " (expected 1-%d)", len, NET_FRAME_MAX);
+            }
+            return;
+        }
+        if (s->fill - pos - STREAM_HEADER_LEN < len) {
+            break;
+        }
+        frames[n].data = s->buf + pos + STREAM_HEADER_LEN;
+        frames[n].len = len;
+        n++;
+        pos += STREAM_HEADER_LEN + len;
+        if (n == NET_BATCH_MAX) {
+            net_backend_deliver(s->nc, frames, n);
+            n = 0;
+            if (s->fd != fd) {
+                return;
+            }
+        }
+    }
+    net_backend_deliver(s->nc, frames, n);
+    if (s->fd == fd) {
+        memmove(s->buf, s->buf + pos, s->fill - pos);
+        s->fill -= pos;
+    }
+}
+
+static gboolean stream_readable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    StreamState *s = opaque;
+    ssize_t got = recv(fd, s->buf + s->fill, STREAM_BUF_SIZE - s->fill,
+                       MSG_DONTWAIT);
+
+    (void)cond;
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return G_SOURCE_CONTINUE;
+    }
+    if (got < 0) {
+        stream_drop_peer(s, "read failed: %s", g_strerror(errno));
+    } else if (got == 0 && s->fill) {
+        stream_drop_peer(s, "peer hung up in the middle of a frame "
+                         "(%zu bytes discarded)", s->fill);
+    } else if (got == 0) {
+        stream_close_peer(s);
+    } else {
+        s->fill += got;
+        stream_deliver_frames(s);
+    }
+    /* A closed peer's watch is already gone; this return is then moot. */
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean stream_acceptable(gint listen_fd, GIOCondition cond,
+                                  gpointer opaque)
+{
+    StreamState *s = opaque;
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+    (void)cond;
+    if (fd < 0) {
+        return G_SOURCE_CONTINUE;
+    }
+    if (s->fd >= 0) {
+        close(fd);
+        fprintf(stderr, "illan: stream netdev '%s': refused a second "
+                "connection on %s while a peer is connected\n",
+                s->id, s->desc);
+        return G_SOURCE_CONTINUE;
+    }
+    stream_attach_peer(s, fd);
+    return G_SOURCE_CONTINUE;
+}
+
+/* Steps @msg past @n bytes already written. */
+static void msg_advance(struct msghdr *msg, size_t n)
+{
+    while (n > 0) {
+        struct iovec *iov = msg->msg_iov;
+        size_t step = MIN(n, iov->iov_len);
+
+        iov->iov_base = (uint8_t *)iov->iov_base + step;
+        iov->iov_len -= step;
+        n -= step;
+        if (iov->iov_len == 0) {
+            msg->msg_iov++;
+            msg->msg_iovlen--;
+        }
+    }
+}
+
+static bool write_all(int fd, struct iovec *iov, size_t iovcnt)
+{
+    struct msghdr msg = { .msg_iov = iov, .msg_iovlen = iovcnt };
+
+    while (msg.msg_iovlen > 0) {
+        ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return false;
+        }
+        msg_advance(&msg, n);
+    }
+    return true;
+}
+
+/* Without a peer, or when the write fails (the peer is then gone and the
+ * connection closed), the frame is not sent: the core counts a tx error. */
+static bool stream_send(void *opaque, const uint8_t *data, size_t len)
+{
+    StreamState *s = opaque;
+    uint8_t header[STREAM_HEADER_LEN] = {
+        len >> 24, len >> 16, len >> 8, len,
+    };
+    struct iovec iov[2] = {
+        { .iov_base = header, .iov_len = sizeof(header) },
+        { .iov_base = (void *)data, .iov_len = len },
+    };
+
+    if (s->fd < 0) {
+        return false;
+    }
+    if (!write_all(s->fd, iov, G_N_ELEMENTS(iov))) {
+        stream_close_peer(s);
+        return false;
+    }
+    return true;
+}
+
+static void stream_free(void *opaque)
+{
+    StreamState *s = opaque;
+
+    if (s->fd >= 0) {
+        stream_close_peer(s);
+    }
+    if (s->listen_watch) {
+        g_source_remove(s->listen_watch);
+    }
+    if (s->listen_fd >= 0) {
+        close(s->listen_fd);
+        net_socket_unlink(&s->bound);
+    }
+    g_free(s->buf);
+    g_free(s->desc);
+    g_free(s->id);
+    g_free(s);
+}
+
+static const NetBackendOps stream_ops = {
+    .send = stream_send,
+    .cleanup = stream_free,
+};
+
+static bool stream_listen(StreamState *s, const struct sockaddr_storage *addr,
+                          socklen_t addr_len, GError **errp)
+{
+    int fd = net_socket_new_bound(SOCK_STREAM, addr, addr_len, s->desc,
+                                  errp);
+
+    if (fd < 0) {
+        return false;
+    }
+    s->listen_fd = fd;
+    s->bound = *addr;
+    /* One peer at a time: others are accepted only to be closed. */
+    if (listen(fd, 1) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Failed to listen on %s: %s",
+                    s->desc, g_strerror(errno));
+        return false;
+    }
+    /* A connection may be gone again by the time accept4() runs. */
+    if (!g_unix_set_fd_nonblocking(fd, TRUE, NULL)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Failed to set up %s: %s",
+                    s->desc, g_strerror(errno));
+        return false;
+    }
+    s->listen_watch = g_unix_fd_add(fd, G_IO_IN, stream_acceptable, s);
+    return true;
+}
+
+static bool stream_connect(StreamState *s, const struct sockaddr_storage *addr,
+                           socklen_t addr_len, GError **errp)
+{
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0 || connect(fd, (const struct sockaddr *)addr, addr_len) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Failed to connect to %s: %s",
+                    s->desc, g_strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return false;
+    }
+    stream_attach_peer(s, fd);
+    return true;
+}
+
+static bool stream_create(const char *id, const QemuOpts *opts, GError **errp)
+{
+    static const char *const keys[] = {
+        "type", "id", "server", "addr.type", "addr.host", "addr.port",
+        "addr.path", NULL
+    };
+    StreamState *s = g_new0(StreamState, 1);
+    const char *server_str = qemu_opt_get(opts, "server");
+    bool server = false;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+
+    s->id = g_strdup(id);
+    s->listen_fd = -1;
+    s->fd = -1;
+    s->buf = g_malloc(STREAM_BUF_SIZE);
+    if (!qemu_opts_check_keys(opts, keys, errp) ||
+        (server_str &&
+         !qemu_parse_bool("server", server_str, &server, errp)) ||
+        !net_socket_parse_addr(opts, "addr", AF_UNSPEC, &addr, &addr_len,
+                               &s->desc, errp) ||
+        !(server ? stream_listen(s, &addr, addr_len, errp)
+                 : stream_connect(s, &addr, addr_len, errp))) {
+        stream_free(s);
+        return false;
+    }
+    s->nc = net_backend_new(id, &stream_ops, s);
+    return true;
+}
+
+static const NetdevType stream_type = {
+    .name = "stream",
+    .desc = "TCP or unix stream socket, each frame after its 4-byte length",
+    .create = stream_create,
+};
+
+static void stream_register(void)
+{
+    netdev_type_register(&stream_type);
+}
+illan_init(stream_register)

@@ -1,0 +1,455 @@
+/*
+ * spapr-vlan receive and send end to end: frames injected on a unix dgram
+ * socket reach guest buffers through the device, as the ibmveth model
+ * (libqos) sees them, and frames the guest sends arrive on the socket.
+ */
+#include "libqtest.h"
+#include "libqos/ibmveth.h"
+
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define UNIT        0x71000000u
+#define OUR_MAC     0x525400123456ULL
+#define WAIT_US     (5 * G_USEC_PER_SEC)
+
+typedef struct Rig {
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QIbmveth *veth;
+    int peer;
+    char *dev_path, *peer_path;
+} Rig;
+
+static const uint8_t our_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+static int bind_dgram(const char *path)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_strlcpy(addr.sun_path, path, sizeof(addr.sun_path));
+    unlink(path);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
+    return fd;
+}
+
+static void rig_start(Rig *r, const char *pools, const QIbmvethConf *conf)
+{
+    static int n;
+    QIbmvethConf linux_conf;
+    int64_t rc = 0;
+
+    r->dev_path = g_strdup_printf("%s/llan-rx-%d-%d.dev", g_get_tmp_dir(),
+                                  getpid(), n);
+    r->peer_path = g_strdup_printf("%s/llan-rx-%d-%d.peer", g_get_tmp_dir(),
+                                   getpid(), n++);
+    r->peer = bind_dgram(r->peer_path);
+    r->qts = qtest_initf("-nodefaults -m 512M -netdev dgram,id=n0,"
+                         "local.type=unix,local.path=%s,remote.type=unix,"
+                         "remote.path=%s -device spapr-vlan,netdev=n0,"
+                         "mac=52:54:00:12:34:56,use-rx-buffer-pools=%s",
+                         r->dev_path, r->peer_path, pools);
+    guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
+    if (!conf) {
+        qibmveth_conf_linux_defaults(&linux_conf, UNIT);
+        linux_conf.mac = OUR_MAC;
+        conf = &linux_conf;
+    }
+    r->veth = qibmveth_open(r->qts, &r->alloc, conf, &rc);
+    g_assert_nonnull(r->veth);
+}
+
+static void rig_stop(Rig *r)
+{
+    g_assert_cmpint(qibmveth_close(r->veth), ==, H_SUCCESS);
+    qtest_quit(r->qts);
+    close(r->peer);
+    unlink(r->peer_path);
+    g_free(r->dev_path);
+    g_free(r->peer_path);
+}
+
+/* A frame to @dst of @len bytes whose last two bytes carry @tag. */
+static void inject(Rig *r, const uint8_t *dst, size_t len, uint16_t tag)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    g_autofree uint8_t *frame = g_malloc0(len);
+
+    g_strlcpy(addr.sun_path, r->dev_path, sizeof(addr.sun_path));
+    memcpy(frame, dst, 6);
+    memcpy(frame + 6, our_mac, 6);
+    for (size_t i = 14; i < len; i++) {
+        frame[i] = i * 13 + tag;
+    }
+    frame[len - 2] = tag >> 8;
+    frame[len - 1] = tag;
+    g_assert_cmpint(sendto(r->peer, frame, len, 0, (struct sockaddr *)&addr,
+                           sizeof(addr)), ==, (ssize_t)len);
+}
+
+/* The next received frame (waiting for it); its tag and buffer size. */
+static QIbmvethRxEntry expect_frame(Rig *r, uint16_t *tag)
+{
+    static uint8_t data[65536];
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+    QIbmvethRxEntry e;
+
+    while (!qibmveth_poll(r->veth, &e, data, sizeof(data))) {
+        if (g_get_monotonic_time() > deadline) {
+            g_error("no frame arrived within %d s", WAIT_US / 1000000);
+        }
+        g_usleep(1000);
+    }
+    g_assert_true(e.valid);
+    g_assert_cmpuint(e.offset, ==, 8);
+    g_assert_cmpuint(e.len + 8, <=, e.buf_size);
+    *tag = data[e.len - 2] << 8 | data[e.len - 1];
+    return e;
+}
+
+static void test_modes_table(void)
+{
+    static const size_t sizes[] = { 60, 600, 1514 };
+    const char *modes[] = { "on", "off" };
+
+    for (int m = 0; m < 2; m++) {
+        Rig r;
+        GHashTable *per_size = g_hash_table_new(g_direct_hash,
+                                                g_direct_equal);
+        uint64_t buf_bytes = 0, frame_bytes = 0;
+        g_autoptr(GString) line = g_string_new(NULL);
+
+        rig_start(&r, modes[m], NULL);
+        for (uint16_t i = 0; i < 30; i++) {
+            inject(&r, our_mac, sizes[i % 3], i);
+        }
+        for (uint16_t i = 0; i < 30; i++) {
+            uint16_t tag;
+            QIbmvethRxEntry e = expect_frame(&r, &tag);
+            uint32_t want = m == 0 ? (sizes[tag % 3] == 60 ? 512 : 2048)
+                                   : 65536;
+            unsigned c;
+
+            g_assert_cmpuint(tag, ==, i);
+            g_assert_cmpuint(e.len, ==, sizes[i % 3]);
+            /* Per frame, through its handle: which buffer it landed in. */
+            g_assert_cmpuint(e.buf_size, ==, want);
+            c = GPOINTER_TO_UINT(g_hash_table_lookup(
+                per_size, GUINT_TO_POINTER(e.buf_size)));
+            g_hash_table_insert(per_size, GUINT_TO_POINTER(e.buf_size),
+                                GUINT_TO_POINTER(c + 1));
+            buf_bytes += e.buf_size;
+            frame_bytes += e.len;
+        }
+        g_string_printf(line, "use-rx-buffer-pools=%s: posted", modes[m]);
+        for (unsigned p = 0; p < QIBMVETH_NUM_POOLS; p++) {
+            g_string_append_printf(line, " %u", qibmveth_posted(r.veth, p));
+        }
+        g_string_append(line, "; frames per buffer size:");
+        for (uint32_t size = 512; size <= 65536; size *= 2) {
+            unsigned c = GPOINTER_TO_UINT(g_hash_table_lookup(
+                per_size, GUINT_TO_POINTER(size)));
+            if (c) {
+                g_string_append_printf(line, " %u x %u", c, size);
+            }
+        }
+        g_string_append_printf(line, "; guest buffer bytes per byte "
+                               "received: %.2f", (double)buf_bytes /
+                               frame_bytes);
+        g_test_message("%s", line->str);
+        g_hash_table_destroy(per_size);
+        rig_stop(&r);
+    }
+}
+
+/* Page mode takes only the first 509 of Linux's buffers: 256 x 64 KiB
+ * (replenished first) and 253 x 2 KiB; the 512-byte pool gets none. */
+static void test_page_mode_takes_509(void)
+{
+    Rig r;
+
+    rig_start(&r, "off", NULL);
+    g_assert_cmpuint(qibmveth_posted(r.veth, 4), ==, 256);
+    g_assert_cmpuint(qibmveth_posted(r.veth, 1), ==, 253);
+    g_assert_cmpuint(qibmveth_posted(r.veth, 0), ==, 0);
+    rig_stop(&r);
+    rig_start(&r, "on", NULL);
+    g_assert_cmpuint(qibmveth_posted(r.veth, 4), ==, 256);
+    g_assert_cmpuint(qibmveth_posted(r.veth, 1), ==, 512);
+    g_assert_cmpuint(qibmveth_posted(r.veth, 0), ==, 256);
+    rig_stop(&r);
+}
+
+/* One pool of three 2 KiB buffers: a four-entry queue wraps every four
+ * frames, and the model only accepts entries with the toggle it expects. */
+static void test_toggle_across_wraps(void)
+{
+    for (int m = 0; m < 2; m++) {
+        QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
+                              .pool_size = { 2048 }, .pool_count = { 3 },
+                              .pool_active = { true } };
+        Rig r;
+        uint64_t bd;
+
+        rig_start(&r, m ? "off" : "on", &conf);
+        for (uint16_t i = 0; i < 14; i++) {
+            uint16_t tag;
+
+            inject(&r, our_mac, 100 + i, i);
+            expect_frame(&r, &tag);
+            g_assert_cmpuint(tag, ==, i);
+            qibmveth_replenish(r.veth);
+        }
+        /* 14 entries in a 4-entry queue: 3 wraps, toggle flipped thrice. */
+        bd = qtest_readq(r.qts, qibmveth_buffer_list(r.veth));
+        g_assert_cmphex(bd & IBMVETH_BD_TOGGLE, ==, IBMVETH_BD_TOGGLE);
+        rig_stop(&r);
+    }
+}
+
+/* Frames no buffer can hold are dropped at once and counted once each
+ * in the guest's counter; the frames behind them are not held up. */
+static void test_no_buffer_counter(void)
+{
+    QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 2,
+                          .pool_size = { 512, 2048 },
+                          .pool_count = { 8, 8 },
+                          .pool_active = { true, true } };
+    const char *modes[] = { "on", "off" };
+
+    for (int m = 0; m < 2; m++) {
+        Rig r;
+        uint16_t tag;
+
+        rig_start(&r, modes[m], &conf);
+        inject(&r, our_mac, 4000, 1);
+        inject(&r, our_mac, 3000, 2);
+        inject(&r, our_mac, 2041, 3);       /* 2041 + 8 > 2048 */
+        inject(&r, our_mac, 60, 4);
+        expect_frame(&r, &tag);
+        g_assert_cmpuint(tag, ==, 4);
+        g_assert_cmpuint(qibmveth_rx_no_buffer(r.veth), ==, 3);
+        rig_stop(&r);
+    }
+}
+
+static void mcast(Rig *r, uint64_t flags, uint64_t mac)
+{
+    g_assert_cmpint(qtest_hcallv(r->qts, H_MULTICAST_CTRL, UNIT, flags, mac),
+                    ==, H_SUCCESS);
+}
+
+/* Sends one frame per destination, then a marker to us, and returns which
+ * tags arrived (bit i for dsts[i]). */
+static unsigned delivered_of(Rig *r, const uint8_t (*dsts)[6], unsigned n)
+{
+    unsigned seen = 0;
+    uint16_t tag;
+
+    for (unsigned i = 0; i < n; i++) {
+        inject(r, dsts[i], 60, i);
+    }
+    inject(r, our_mac, 60, 0x7fff);
+    do {
+        expect_frame(r, &tag);
+        if (tag != 0x7fff) {
+            seen |= 1u << tag;
+        }
+        qibmveth_replenish(r->veth);
+    } while (tag != 0x7fff);
+    return seen;
+}
+
+static void test_filters(void)
+{
+    static const uint8_t dsts[5][6] = {
+        { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 },   /* 0: us */
+        { 0x52, 0x54, 0x00, 0x99, 0x99, 0x99 },   /* 1: someone else */
+        { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },   /* 2: broadcast */
+        { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 },   /* 3: in the table */
+        { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x02 },   /* 4: not in it */
+    };
+    Rig r;
+
+    rig_start(&r, "on", NULL);
+    /* After open, filtering is off: everything, as QEMU delivered. */
+    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x1f);
+    /* Linux's sequence: clear with reception on, add, filter. */
+    mcast(&r, 0x80000 | 0x20000 | 0x40000 | 3, 0);
+    mcast(&r, 1, 0x01005e000001ULL);
+    mcast(&r, 0x40000 | 0x10000, 0);
+    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x0d);
+    /* Receive-multicast off: no multicast even from the table. */
+    mcast(&r, 0x80000, 0);
+    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x05);
+    /* Receive-multicast on, filtering off: all multicast, everything. */
+    mcast(&r, 0x80000 | 0x20000 | 0x40000, 0);
+    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x1f);
+    /* A new MAC is ours from then on. */
+    mcast(&r, 0x40000 | 0x10000, 0);
+    g_assert_cmpint(qtest_hcallv(r.qts, H_CHANGE_LOGICAL_LAN_MAC, UNIT,
+                                 0x525400999999ULL), ==, H_SUCCESS);
+    inject(&r, dsts[0], 60, 0);
+    inject(&r, dsts[1], 60, 1);
+    {
+        uint16_t tag;
+        expect_frame(&r, &tag);
+        g_assert_cmpuint(tag, ==, 1);
+    }
+    rig_stop(&r);
+}
+
+static void test_interrupts_only_when_enabled(void)
+{
+    Rig r;
+    uint16_t tag;
+
+    rig_start(&r, "on", NULL);
+    qtest_irq_intercept_out(r.qts, "l-lan@71000000");
+    qibmveth_set_irq(r.veth, false);
+    inject(&r, our_mac, 60, 1);
+    expect_frame(&r, &tag);
+    g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), ==, 0);
+    qibmveth_set_irq(r.veth, true);
+    for (uint16_t i = 0; i < 5; i++) {
+        inject(&r, our_mac, 60, i);
+    }
+    for (uint16_t i = 0; i < 5; i++) {
+        expect_frame(&r, &tag);
+    }
+    g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), >=, 1);
+    g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), <=, 5);
+    rig_stop(&r);
+}
+
+/* The guest revokes the rx queue's mapping while frames arrive: they are
+ * dropped, and once the mapping is back frames land where they should. */
+static void test_hostile_unmapped_queue(void)
+{
+    Rig r;
+    uint64_t rxq;
+    uint16_t tag;
+
+    rig_start(&r, "on", NULL);
+    rxq = qibmveth_rxq(r.veth);
+    inject(&r, our_mac, 60, 1);
+    expect_frame(&r, &tag);
+    qtest_tce_map(r.qts, UNIT, rxq, rxq, 4096, 0);
+    for (uint16_t i = 2; i < 6; i++) {
+        inject(&r, our_mac, 60, i);
+    }
+    /* A round trip through the unmapped state, then back. */
+    g_assert_cmpuint(qtest_readq(r.qts, rxq + 16), ==, 0);
+    g_usleep(50000);
+    qtest_tce_map(r.qts, UNIT, rxq, rxq, 4096, 3);
+    inject(&r, our_mac, 60, 9);
+    expect_frame(&r, &tag);
+    g_assert_cmpuint(tag, ==, 9);
+    rig_stop(&r);
+}
+
+/* Page mode: the guest scribbles over its buffer-list page.  Every scan
+ * is bounded, the device keeps serving, and a fresh register works. */
+static void test_hostile_buffer_list(void)
+{
+    Rig r;
+    uint64_t bl;
+    g_autofree char *rsp = NULL;
+
+    rig_start(&r, "off", NULL);
+    bl = qibmveth_buffer_list(r.veth);
+    qtest_memset(r.qts, bl + 16, 0xff, 4088 - 16);
+    for (uint16_t i = 0; i < 8; i++) {
+        inject(&r, our_mac, 60 + i * 200, i);
+    }
+    qtest_memset(r.qts, bl + 16, 0x00, 4088 - 16);
+    inject(&r, our_mac, 60, 99);
+    g_usleep(50000);
+    rsp = qtest_cmd(r.qts, "endianness");
+    g_assert_cmpstr(rsp, ==, "OK big");
+    rig_stop(&r);
+}
+
+/* A 4-byte aligned buffer of odd size: the frame lands at buffer + 8. */
+static void test_odd_buffer(void)
+{
+    QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
+                          .pool_size = { 1028 }, .pool_count = { 2 },
+                          .pool_active = { true } };
+    Rig r;
+    uint16_t tag;
+
+    rig_start(&r, "on", &conf);
+    inject(&r, our_mac, 1020, 5);
+    expect_frame(&r, &tag);
+    g_assert_cmpuint(tag, ==, 5);
+    rig_stop(&r);
+}
+
+static size_t recv_frame(Rig *r, uint8_t *buf, size_t max)
+{
+    struct timeval tv = { .tv_sec = 5 };
+    ssize_t n;
+
+    setsockopt(r->peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    n = recv(r->peer, buf, max, 0);
+    g_assert_cmpint(n, >, 0);
+    return n;
+}
+
+/* Three descriptors, two of them crossing I/O pages that map to real
+ * pages far apart: the peer gets exactly the bytes, in order. */
+static void test_send_gather(void)
+{
+    const uint64_t io = 0x8000000, real_a = 0x3000000, real_b = 0x5000000;
+    uint8_t frame[1514], got[2048];
+    Rig r;
+
+    rig_start(&r, "on", NULL);
+    for (size_t i = 0; i < sizeof(frame); i++) {
+        frame[i] = i * 7 + 3;
+    }
+    qtest_tce_map(r.qts, UNIT, io, real_a, 4096, 1);
+    qtest_tce_map(r.qts, UNIT, io + 4096, real_b, 4096, 1);
+    /* BD1: 100 bytes ending 4 bytes past the page boundary. */
+    qtest_memwrite(r.qts, real_a + 4096 - 96, frame, 96);
+    qtest_memwrite(r.qts, real_b, frame + 96, 4);
+    /* BD2: 1000 bytes from within the second page. */
+    qtest_memwrite(r.qts, real_b + 0x100, frame + 100, 1000);
+    /* BD3: 414 bytes at the start of the first page. */
+    qtest_memwrite(r.qts, real_a, frame + 1100, 414);
+    g_assert_cmpint(qibmveth_send_bds(r.veth, (uint64_t[]){
+                        qibmveth_bd(100, io + 4096 - 96),
+                        qibmveth_bd(1000, io + 4096 + 0x100),
+                        qibmveth_bd(414, io) }, 3), ==, H_SUCCESS);
+    g_assert_cmpuint(recv_frame(&r, got, sizeof(got)), ==, sizeof(frame));
+    g_assert_cmpmem(got, sizeof(frame), frame, sizeof(frame));
+    /* And one frame through the model's own single-BD path. */
+    g_assert_cmpint(qibmveth_send(r.veth, frame, 60), ==, H_SUCCESS);
+    g_assert_cmpuint(recv_frame(&r, got, sizeof(got)), ==, 60);
+    g_assert_cmpmem(got, 60, frame, 60);
+    rig_stop(&r);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/llan-rx/modes-table", test_modes_table);
+    g_test_add_func("/llan-rx/page-mode-takes-509", test_page_mode_takes_509);
+    g_test_add_func("/llan-rx/toggle-across-wraps", test_toggle_across_wraps);
+    g_test_add_func("/llan-rx/no-buffer-counter", test_no_buffer_counter);
+    g_test_add_func("/llan-rx/filters", test_filters);
+    g_test_add_func("/llan-rx/interrupts-only-when-enabled",
+                    test_interrupts_only_when_enabled);
+    g_test_add_func("/llan-rx/hostile-unmapped-queue",
+                    test_hostile_unmapped_queue);
+    g_test_add_func("/llan-rx/hostile-buffer-list",
+                    test_hostile_buffer_list);
+    g_test_add_func("/llan-rx/odd-buffer", test_odd_buffer);
+    g_test_add_func("/llan-rx/send-gather", test_send_gather);
+    return g_test_run();
+}

@@ -1,0 +1,148 @@
+/*
+ * The size-sorted RX pools: keyed by exact size, sorted, best fit, LIFO,
+ * and the 4096-per-pool and five-size limits.
+ */
+#include "hw/net/llan_rx_pools.h"
+
+#include <glib.h>
+
+static uint64_t bd(uint32_t len, uint32_t addr)
+{
+    return 0x8000000000000000ULL | (uint64_t)len << 32 | addr;
+}
+
+static LlanRxPools *new_pools(void)
+{
+    LlanRxPools *p = g_new(LlanRxPools, 1);
+
+    llan_rx_pools_reset(p);
+    return p;
+}
+
+static void test_sorted_by_size(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+    const uint32_t sizes[] = { 65536, 512, 2048, 16384, 1024 };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_assert_cmpint(llan_rx_pools_add(p, bd(sizes[i], i * 0x10000)), ==,
+                        LLAN_RX_POOL_ADDED);
+    }
+    g_assert_cmpint(p->sorted[0]->bufsize, ==, 512);
+    g_assert_cmpint(p->sorted[1]->bufsize, ==, 1024);
+    g_assert_cmpint(p->sorted[2]->bufsize, ==, 2048);
+    g_assert_cmpint(p->sorted[3]->bufsize, ==, 16384);
+    g_assert_cmpint(p->sorted[4]->bufsize, ==, 65536);
+}
+
+static void test_best_fit_and_lifo(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+    uint64_t got;
+
+    llan_rx_pools_add(p, bd(65536, 0x100000));
+    llan_rx_pools_add(p, bd(2048, 0x1000));
+    llan_rx_pools_add(p, bd(2048, 0x2000));
+    llan_rx_pools_add(p, bd(512, 0x3000));
+    /* 60 + 8 fits 512; 600 + 8 and 1514 + 8 need 2048, last in first. */
+    g_assert_true(llan_rx_pool_take_best_fit(p, 68, &got));
+    g_assert_cmphex(got, ==, bd(512, 0x3000));
+    g_assert_true(llan_rx_pool_take_best_fit(p, 1522, &got));
+    g_assert_cmphex(got, ==, bd(2048, 0x2000));
+    /* The 512 pool is empty now: a small frame takes the next size up. */
+    g_assert_true(llan_rx_pool_take_best_fit(p, 68, &got));
+    g_assert_cmphex(got, ==, bd(2048, 0x1000));
+    g_assert_true(llan_rx_pool_take_best_fit(p, 608, &got));
+    g_assert_cmphex(got, ==, bd(65536, 0x100000));
+    g_assert_false(llan_rx_pool_take_best_fit(p, 68, &got));
+    g_assert_cmpuint(p->sorted[0]->hits + p->sorted[1]->hits +
+                     p->sorted[2]->hits, ==, 4);
+}
+
+static void test_exact_fit_boundary(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+    uint64_t got;
+
+    llan_rx_pools_add(p, bd(512, 0x1000));
+    g_assert_false(llan_rx_pool_take_best_fit(p, 513, &got));
+    g_assert_true(llan_rx_pool_take_best_fit(p, 512, &got));
+}
+
+static void test_pool_limit(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+
+    for (uint32_t i = 0; i < LLAN_RX_POOL_MAX_BDS; i++) {
+        g_assert_cmpint(llan_rx_pools_add(p, bd(2048, i * 2048)), ==,
+                        LLAN_RX_POOL_ADDED);
+    }
+    g_assert_cmpint(llan_rx_pools_add(p, bd(2048, 0)), ==, LLAN_RX_POOL_FULL);
+    /* Other sizes still have room. */
+    g_assert_cmpint(llan_rx_pools_add(p, bd(512, 0)), ==, LLAN_RX_POOL_ADDED);
+}
+
+static void test_five_sizes(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+    uint64_t got;
+
+    for (uint32_t i = 1; i <= 5; i++) {
+        g_assert_cmpint(llan_rx_pools_add(p, bd(i * 512, 0)), ==,
+                        LLAN_RX_POOL_ADDED);
+    }
+    g_assert_cmpint(llan_rx_pools_add(p, bd(6 * 512, 0)), ==,
+                    LLAN_RX_POOL_NO_FREE_POOL);
+    /* Once a pool drains, its slot takes the new size, sorted in place. */
+    g_assert_true(llan_rx_pool_take_best_fit(p, 1536, &got));
+    g_assert_cmphex(got, ==, bd(1536, 0));
+    g_assert_cmpint(llan_rx_pools_add(p, bd(6 * 512, 0)), ==,
+                    LLAN_RX_POOL_ADDED);
+    for (int i = 1; i < LLAN_RX_MAX_POOLS; i++) {
+        g_assert_cmpint(p->sorted[i - 1]->bufsize, <, p->sorted[i]->bufsize);
+    }
+    g_assert_cmpint(p->sorted[4]->bufsize, ==, 3072);
+}
+
+static void test_unadd(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+    uint64_t got;
+
+    llan_rx_pools_add(p, bd(512, 0x1000));
+    llan_rx_pools_add(p, bd(512, 0x2000));
+    llan_rx_pools_unadd(p, bd(512, 0x2000));
+    g_assert_cmpint(p->sorted[0]->count, ==, 1);
+    /* Only the most recent add can be undone. */
+    llan_rx_pools_unadd(p, bd(512, 0x3000));
+    g_assert_cmpint(p->sorted[0]->count, ==, 1);
+    g_assert_true(llan_rx_pool_take_best_fit(p, 16, &got));
+    g_assert_cmphex(got, ==, bd(512, 0x1000));
+}
+
+static void test_reset(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+    uint64_t got;
+
+    llan_rx_pools_add(p, bd(512, 0x1000));
+    llan_rx_pools_reset(p);
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        g_assert_cmpint(p->sorted[i]->bufsize, ==, LLAN_RX_POOL_UNUSED);
+        g_assert_cmpint(p->sorted[i]->count, ==, 0);
+    }
+    g_assert_false(llan_rx_pool_take_best_fit(p, 16, &got));
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/rx-pools/sorted-by-size", test_sorted_by_size);
+    g_test_add_func("/rx-pools/best-fit-and-lifo", test_best_fit_and_lifo);
+    g_test_add_func("/rx-pools/exact-fit-boundary", test_exact_fit_boundary);
+    g_test_add_func("/rx-pools/pool-limit", test_pool_limit);
+    g_test_add_func("/rx-pools/five-sizes", test_five_sizes);
+    g_test_add_func("/rx-pools/unadd", test_unadd);
+    g_test_add_func("/rx-pools/reset", test_reset);
+    return g_test_run();
+}
