@@ -103,19 +103,6 @@ static NetClientState *client_new(const char *name, bool is_nic,
     return nc;
 }
 
-static bool send_nothing(void *opaque, const uint8_t *data, size_t len)
-{
-    (void)opaque;
-    (void)data;
-    (void)len;
-    return false;
-}
-
-/* For a type whose create() registered no backend. */
-static const NetBackendOps carries_nothing_ops = {
-    .send = send_nothing,
-};
-
 bool net_netdev_add(const QemuOpts *opts, GError **errp)
 {
     const char *type_name = qemu_opt_get(opts, "type");
@@ -147,14 +134,8 @@ bool net_netdev_add(const QemuOpts *opts, GError **errp)
         g_assert(!find_backend(id));
         return false;
     }
-    /*
-     * A type may carry nothing (the qdev unit test's stand-in does not
-     * register a backend).  Its id still exists, so that a device can name
-     * it, and every frame sent to it counts as a tx error.
-     */
-    if (!find_backend(id)) {
-        net_backend_new(id, &carries_nothing_ops, NULL);
-    }
+    /* A successful create() has registered its backend. */
+    g_assert(find_backend(id));
     return true;
 }
 
@@ -305,6 +286,11 @@ static void deliver_to_nic(NetClientState *backend, const NetFrame *frames,
         g_assert((unsigned)results[i] < NET_RX__MAX);
         count_rx_result(backend, results[i], 1);
     }
+}
+
+uint64_t net_backend_rx_error(NetClientState *backend)
+{
+    return ++backend->stats.rx_errors;
 }
 
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,

@@ -16,6 +16,7 @@
  * (tests, unprivileged runs); af-xdp is the backend for real traffic.
  */
 #include "net/net.h"
+#include "net/socket-addr.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 
@@ -28,14 +29,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-/* Defined in net/dgram.c. */
-bool net_socket_parse_addr(const QemuOpts *opts, const char *prefix,
-                           int inet_family, struct sockaddr_storage *addr,
-                           socklen_t *addr_len, char **desc, GError **errp);
-int net_socket_new_bound(int socktype, const struct sockaddr_storage *addr,
-                         socklen_t addr_len, const char *desc, GError **errp);
-void net_socket_unlink(const struct sockaddr_storage *addr);
 
 #define STREAM_HEADER_LEN 4
 /*
@@ -56,7 +49,6 @@ typedef struct StreamState {
     guint watch;
     uint8_t *buf;               /* received bytes not yet handed over */
     size_t fill;
-    uint64_t dropped_peers;     /* connections dropped for a fault */
 } StreamState;
 
 static gboolean stream_readable(gint fd, GIOCondition cond, gpointer opaque);
@@ -87,9 +79,9 @@ static void G_GNUC_PRINTF(2, 3) stream_drop_peer(StreamState *s,
     va_start(ap, fmt);
     why = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    s->dropped_peers++;
     fprintf(stderr, "illan: stream netdev '%s': %s; connection dropped "
-            "(%" PRIu64 " so far)\n", s->id, why, s->dropped_peers);
+            "(%" PRIu64 " rx errors so far)\n", s->id, why,
+            net_backend_rx_error(s->nc));
     stream_close_peer(s);
 }
 
@@ -317,29 +309,40 @@ static bool stream_connect(StreamState *s, const struct sockaddr_storage *addr,
     return true;
 }
 
-static bool stream_create(const char *id, const QemuOpts *opts, GError **errp)
+static bool stream_open(StreamState *s, const QemuOpts *opts, GError **errp)
 {
     static const char *const keys[] = {
         "type", "id", "server", "addr.type", "addr.host", "addr.port",
         "addr.path", NULL
     };
-    StreamState *s = g_new0(StreamState, 1);
     const char *server_str = qemu_opt_get(opts, "server");
     bool server = false;
     struct sockaddr_storage addr;
     socklen_t addr_len;
 
+    if (!qemu_opts_check_keys(opts, keys, errp)) {
+        return false;
+    }
+    if (server_str && !qemu_parse_bool("server", server_str, &server, errp)) {
+        return false;
+    }
+    if (!net_socket_parse_addr(opts, "addr", AF_UNSPEC, &addr, &addr_len,
+                               &s->desc, errp)) {
+        return false;
+    }
+    return server ? stream_listen(s, &addr, addr_len, errp)
+                  : stream_connect(s, &addr, addr_len, errp);
+}
+
+static bool stream_create(const char *id, const QemuOpts *opts, GError **errp)
+{
+    StreamState *s = g_new0(StreamState, 1);
+
     s->id = g_strdup(id);
     s->listen_fd = -1;
     s->fd = -1;
     s->buf = g_malloc(STREAM_BUF_SIZE);
-    if (!qemu_opts_check_keys(opts, keys, errp) ||
-        (server_str &&
-         !qemu_parse_bool("server", server_str, &server, errp)) ||
-        !net_socket_parse_addr(opts, "addr", AF_UNSPEC, &addr, &addr_len,
-                               &s->desc, errp) ||
-        !(server ? stream_listen(s, &addr, addr_len, errp)
-                 : stream_connect(s, &addr, addr_len, errp))) {
+    if (!stream_open(s, opts, errp)) {
         stream_free(s);
         return false;
     }

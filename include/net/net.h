@@ -49,13 +49,16 @@ typedef struct NetClientStats {
     uint64_t rx_bytes;
     uint64_t rx_batches;
     uint64_t rx_results[NET_RX__MAX];   /* rx_frames split by result */
+    uint64_t rx_errors;             /* input lost before it was a frame:
+                                       oversized datagrams, broken streams */
     uint64_t tx_frames;             /* sent by the guest and accepted */
     uint64_t tx_bytes;
     uint64_t tx_errors;             /* the backend could not send */
     uint64_t tx_dropped;            /* no backend or link down */
 } NetClientStats;
 
-/* The NIC's side: one call per batch; fills @results[0..n). */
+/* The NIC's side: one call per batch; fills @results[0..n).  The frames
+ * are the backend's and valid only during the call. */
 typedef struct NetNicOps {
     void (*receive_batch)(void *opaque, const NetFrame *frames, unsigned n,
                           NetRxResult *results);
@@ -92,6 +95,9 @@ NetClientState *net_backend_new(const char *id, const NetBackendOps *ops,
 /* Hands @n (at most NET_BATCH_MAX) frames to the attached NIC. */
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n);
+/* Counts input the backend lost before it became a frame; returns the
+ * count so far, for the one line the backend logs. */
+uint64_t net_backend_rx_error(NetClientState *backend);
 
 /* For NICs: pairs with netdev @netdev_id (NULL for none; a netdev takes
  * one NIC). */
