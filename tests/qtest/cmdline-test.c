@@ -77,6 +77,8 @@ static void test_misc_ok(void)
     assert_contains(help, "-qtest unix:PATH|stdio");
     assert_contains(help, "-device DRIVER");
     assert_contains(netdevs, "Available netdev backend types:");
+    assert_contains(netdevs, "dgram ");
+    assert_contains(netdevs, "stream ");
     g_free(run_ok("-M pseries,dumpdtb=/dev/null -nodefaults -m 1G "
                   "-name guest=a,,b,process=illan-t -display none "
                   "-audio none -accel kvm -accel qtest -S"));
@@ -123,6 +125,14 @@ static void test_errors(void)
         { "-accel kvm", "illan: -accel kvm: no accelerator in the list" },
         { "-netdev foo,id=x", "Parameter 'type' does not accept value 'foo'" },
         { "-netdev id=x", "Parameter 'type' is missing" },
+        { "-netdev dgram,id=n0", "Parameter 'local.type' is missing" },
+        { "-netdev dgram,id=n0,local.type=unix,local.path=/tmp/illan-c1.sock,"
+          "remote.type=unix,remote.path=/tmp/illan-c2.sock "
+          "-device spapr-vlan,netdev=n0 -device spapr-vlan,netdev=n0",
+          "netdev 'n0' is already in use by NIC 'l-lan@71000000'" },
+        { "-netdev stream,id=s0,addr.type=unix,"
+          "addr.path=/nonexistent/illan.sock",
+          "Failed to connect to /nonexistent/illan.sock" },
         { "-chardev file,id=c,path=/tmp/x", "backend 'file' is not supported" },
         { "-chardev socket,id=c", "socket needs id=ID and path=PATH" },
         { "-mon chardev=nope,mode=control", "chardev 'nope' is not defined" },

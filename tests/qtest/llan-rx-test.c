@@ -37,11 +37,24 @@ static int bind_dgram(const char *path)
     return fd;
 }
 
+static void rig_open_guest(Rig *r, const QIbmvethConf *conf)
+{
+    QIbmvethConf linux_conf;
+    int64_t rc = 0;
+
+    guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
+    if (!conf) {
+        qibmveth_conf_linux_defaults(&linux_conf, UNIT);
+        linux_conf.mac = OUR_MAC;
+        conf = &linux_conf;
+    }
+    r->veth = qibmveth_open(r->qts, &r->alloc, conf, &rc);
+    g_assert_nonnull(r->veth);
+}
+
 static void rig_start(Rig *r, const char *pools, const QIbmvethConf *conf)
 {
     static int n;
-    QIbmvethConf linux_conf;
-    int64_t rc = 0;
 
     r->dev_path = g_strdup_printf("%s/llan-rx-%d-%d.dev", g_get_tmp_dir(),
                                   getpid(), n);
@@ -53,14 +66,7 @@ static void rig_start(Rig *r, const char *pools, const QIbmvethConf *conf)
                          "remote.path=%s -device spapr-vlan,netdev=n0,"
                          "mac=52:54:00:12:34:56,use-rx-buffer-pools=%s",
                          r->dev_path, r->peer_path, pools);
-    guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
-    if (!conf) {
-        qibmveth_conf_linux_defaults(&linux_conf, UNIT);
-        linux_conf.mac = OUR_MAC;
-        conf = &linux_conf;
-    }
-    r->veth = qibmveth_open(r->qts, &r->alloc, conf, &rc);
-    g_assert_nonnull(r->veth);
+    rig_open_guest(r, conf);
 }
 
 static void rig_stop(Rig *r)
@@ -435,6 +441,59 @@ static void test_send_gather(void)
     rig_stop(&r);
 }
 
+static void write_all(int fd, const void *buf, size_t len)
+{
+    g_assert_cmpint(write(fd, buf, len), ==, (ssize_t)len);
+}
+
+/* The stream backend as server: the test connects, and frames go both
+ * ways with their 4-byte big-endian length. */
+static void test_stream_backend(void)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    uint8_t frame[100], got[4 + sizeof(frame)];
+    uint8_t len_be[4] = { 0, 0, 0, sizeof(frame) };
+    struct timeval tv = { .tv_sec = 5 };
+    QIbmvethRxEntry e;
+    uint16_t tag;
+    Rig r = { 0 };
+    size_t done = 0;
+
+    r.dev_path = g_strdup_printf("%s/llan-rx-%d.stream", g_get_tmp_dir(),
+                                 getpid());
+    r.qts = qtest_initf("-nodefaults -netdev stream,id=n0,server=on,"
+                        "addr.type=unix,addr.path=%s "
+                        "-device spapr-vlan,netdev=n0", r.dev_path);
+    rig_open_guest(&r, NULL);
+    g_strlcpy(addr.sun_path, r.dev_path, sizeof(addr.sun_path));
+    r.peer = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(connect(r.peer, (struct sockaddr *)&addr, sizeof(addr)),
+                    ==, 0);
+    memset(frame, 0x5a, sizeof(frame));
+    memcpy(frame, our_mac, 6);
+    frame[98] = 0x12;
+    frame[99] = 0x34;
+    write_all(r.peer, len_be, 4);
+    write_all(r.peer, frame, sizeof(frame));
+    e = expect_frame(&r, &tag);
+    g_assert_cmpuint(tag, ==, 0x1234);
+    g_assert_cmpuint(e.len, ==, sizeof(frame));
+    g_assert_cmpint(qibmveth_send(r.veth, frame, sizeof(frame)), ==,
+                    H_SUCCESS);
+    setsockopt(r.peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    while (done < sizeof(got)) {
+        ssize_t n = read(r.peer, got + done, sizeof(got) - done);
+        g_assert_cmpint(n, >, 0);
+        done += n;
+    }
+    g_assert_cmpmem(got, 4, len_be, 4);
+    g_assert_cmpmem(got + 4, sizeof(frame), frame, sizeof(frame));
+    g_assert_cmpint(qibmveth_close(r.veth), ==, H_SUCCESS);
+    qtest_quit(r.qts);
+    close(r.peer);
+    g_free(r.dev_path);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -451,5 +510,6 @@ int main(int argc, char **argv)
                     test_hostile_buffer_list);
     g_test_add_func("/llan-rx/odd-buffer", test_odd_buffer);
     g_test_add_func("/llan-rx/send-gather", test_send_gather);
+    g_test_add_func("/llan-rx/stream-backend", test_stream_backend);
     return g_test_run();
 }
