@@ -10,8 +10,14 @@
 #define BD_VALID    0x8000000000000000ULL
 #define BD_LEN(bd)  ((uint32_t)((bd) >> 32) & 0xFFFFFF)
 
+/* A pointer that is not a slot (never set by us, but a migration stream
+ * could carry one) restarts the ring at its first slot. */
 static uint32_t next_slot(uint32_t ptr)
 {
+    if (ptr % 8 || ptr < LLAN_PAGE_SLOTS_START - 8 ||
+        ptr >= LLAN_PAGE_SLOTS_END) {
+        return LLAN_PAGE_SLOTS_START;
+    }
     ptr += 8;
     return ptr >= LLAN_PAGE_SLOTS_END ? LLAN_PAGE_SLOTS_START : ptr;
 }

@@ -228,6 +228,13 @@ static bool write_rxq_entry(SpaprVlanState *s, uint64_t handle, uint32_t len)
             return false;
         }
     }
+    /* The entry that wraps must be able to flip the toggle, or the guest
+     * would take the entries after it for stale ones. */
+    if (s->rxq_ptr + RXQ_ENTRY_SIZE >= qlen &&
+        !spapr_vio_dma_valid(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, 8,
+                             DMA_DEVICE_WRITES)) {
+        return false;
+    }
     put_be(entry + 2, 2, RX_DATA_OFFSET);
     put_be(entry + 4, 4, len);
     put_be(entry + 8, 8, handle);
@@ -266,7 +273,10 @@ static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
     }
     /* The buffer is the guest's again only through the queue entry; if
      * that cannot be written the buffer is lost, as on real firmware. */
-    s->rx_bufs--;
+    /* A page-mode guest can plant valid descriptors it never posted. */
+    if (s->rx_bufs) {
+        s->rx_bufs--;
+    }
     if (!spapr_vio_dma_write(&s->vdev, BD_ADDR(bd) + RX_DATA_OFFSET, f->data,
                              f->len) ||
         !dma_ld64(&s->vdev, BD_ADDR(bd), &handle) ||
@@ -341,6 +351,8 @@ static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
         return H_PARAMETER;
     }
     s->buf_list = buf_list;
+    /* Filters are set up on an open adapter; each open starts from all. */
+    filter_reset(&s->filter);
     dev->signal_state = 0;
     s->add_buf_ptr = s->use_buf_ptr = 8;
     s->rx_bufs = 0;
@@ -639,7 +651,7 @@ static int64_t h_change_logical_lan_mac(SpaprMachineState *spapr,
     MACAddr mac = mac_from_u64(args[1]);
 
     (void)opcode;
-    if (!s || args[1] >> 48 || (mac.a[0] & 1)) {
+    if (!s || args[1] >> 48 || (mac.a[0] & 1) || args[1] == 0) {
         return H_PARAMETER;
     }
     g_mutex_lock(&s->lock);

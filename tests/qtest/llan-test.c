@@ -389,6 +389,8 @@ static void test_change_mac(void)
                           0, 0), ==, H_PARAMETER);
     g_assert_cmpint(hcall(&g, H_CHANGE_LOGICAL_LAN_MAC, 1ULL << 48, 0, 0, 0),
                     ==, H_PARAMETER);
+    g_assert_cmpint(hcall(&g, H_CHANGE_LOGICAL_LAN_MAC, 0, 0, 0, 0), ==,
+                    H_PARAMETER);
     qtest_quit(g.qts);
 }
 

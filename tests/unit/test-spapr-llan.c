@@ -134,10 +134,20 @@ static int64_t hcall(Fixture *f, uint64_t op, uint64_t a1, uint64_t a2,
     return spapr_hypercall(f->spapr, op, args, &nout);
 }
 
-static void open_lan(Fixture *f)
+static void open_lan_queue(Fixture *f, uint32_t rxq_len)
 {
     g_assert_cmpint(hcall(f, H_REGISTER_LOGICAL_LAN, BUF_LIST,
-                          BD(0x1000, RXQ), FILTER, OUR_MAC), ==, H_SUCCESS);
+                          BD(rxq_len, RXQ), FILTER, OUR_MAC), ==, H_SUCCESS);
+}
+
+static void open_lan(Fixture *f)
+{
+    open_lan_queue(f, 0x1000);
+}
+
+static SpaprTceTable *tce_table(Fixture *f)
+{
+    return spapr_tce_find_by_liobn(spapr_tce_registry(f->spapr), f->unit);
 }
 
 static void add_buffers(Fixture *f, unsigned n, uint32_t size)
@@ -247,7 +257,7 @@ static void test_drops_by_reason_balance(void)
     inject(&f, 2, 60, to_us);                   /* delivered */
     wait_frames(&f, 11);
     /* The guest revokes the buffers' mapping: the DMA fails cleanly. */
-    tcet = spapr_tce_find_by_liobn(spapr_tce_registry(f.spapr), f.unit);
+    tcet = tce_table(&f);
     g_assert_true(spapr_tce_put(tcet, BUFS, 0));
     inject(&f, 1, 60, to_us);
     wait_frames(&f, 12);
@@ -347,6 +357,70 @@ static void test_other_vio_device(void)
     fixture_free(&f);
 }
 
+/* Page mode: a descriptor the guest plants in its page without posting it
+ * is used, and the posted count does not wrap below zero. */
+static void test_planted_descriptor(void)
+{
+    Fixture f;
+    SpaprVlanStats vs;
+
+    fixture_init(&f, false);
+    open_lan(&f);
+    g_assert_true(guest_ram_st_be(spapr_ram(f.spapr), BUF_LIST + 16, 8,
+                                  BD(2048, BUFS)));
+    inject(&f, 1, 60, to_us);
+    wait_frames(&f, 1);
+    spapr_vlan_get_stats(f.lan, &vs);
+    g_assert_cmpuint(vs.rx_frames, ==, 1);
+    g_assert_cmpuint(vs.rx_bufs, ==, 0);
+    add_buffers(&f, 1, 2048);
+    spapr_vlan_get_stats(f.lan, &vs);
+    g_assert_cmpuint(vs.rx_bufs, ==, 1);
+    fixture_free(&f);
+}
+
+/* A queue entry that wraps is written only if the toggle can be flipped:
+ * with the buffer list read-only it is dropped, and nothing of it shows. */
+static void test_wrap_needs_writable_toggle(void)
+{
+    Fixture f;
+    SpaprVlanStats vs;
+    uint64_t entry;
+
+    fixture_init(&f, true);
+    open_lan_queue(&f, 32);
+    add_buffers(&f, 4, 512);
+    g_assert_true(spapr_tce_put(tce_table(&f), BUF_LIST, BUF_LIST | 1));
+    inject(&f, 2, 60, to_us);
+    wait_frames(&f, 2);
+    spapr_vlan_get_stats(f.lan, &vs);
+    g_assert_cmpuint(vs.rx_frames, ==, 1);
+    g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_DMA_ERROR], ==, 1);
+    g_assert_true(guest_ram_ld_be(spapr_ram(f.spapr), RXQ + 16, 8, &entry));
+    g_assert_cmphex(entry, ==, 0);
+    fixture_free(&f);
+}
+
+/* Registering starts with filters open, whatever was set before. */
+static void test_register_resets_filters(void)
+{
+    Fixture f;
+    SpaprVlanFilter filter;
+
+    fixture_init(&f, true);
+    g_assert_cmpint(hcall(&f, H_MULTICAST_CTRL, 0x50001, 0x01005e000001ULL,
+                          0, 0), ==, H_SUCCESS);
+    spapr_vlan_get_filter(f.lan, &filter);
+    g_assert_true(filter.filtering);
+    g_assert_cmpuint(filter.nmcast, ==, 1);
+    open_lan(&f);
+    spapr_vlan_get_filter(f.lan, &filter);
+    g_assert_false(filter.filtering);
+    g_assert_true(filter.rx_multicast);
+    g_assert_cmpuint(filter.nmcast, ==, 0);
+    fixture_free(&f);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -358,5 +432,11 @@ int main(int argc, char **argv)
     g_test_add_func("/spapr-llan/pool-stats-and-reset",
                     test_pool_stats_and_reset);
     g_test_add_func("/spapr-llan/other-vio-device", test_other_vio_device);
+    g_test_add_func("/spapr-llan/planted-descriptor",
+                    test_planted_descriptor);
+    g_test_add_func("/spapr-llan/wrap-needs-writable-toggle",
+                    test_wrap_needs_writable_toggle);
+    g_test_add_func("/spapr-llan/register-resets-filters",
+                    test_register_resets_filters);
     return g_test_run();
 }

@@ -2,8 +2,8 @@
  * spapr-vlan: the PAPR Interpartition Logical LAN device.
  *
  * Public: the device state (its field names and sizes are QEMU's, so that
- * migration lines up with QEMU's spapr_llan) and the stats API that QMP
- * exposes.
+ * migration lines up with QEMU's spapr_llan) and the stats API for the
+ * monitor.
  */
 #ifndef HW_NET_SPAPR_LLAN_H
 #define HW_NET_SPAPR_LLAN_H
