@@ -28,8 +28,12 @@ struct NetClientState {
     void *opaque;
     NetClientState *peer;           /* the other side, or NULL */
     bool link_up;
+    bool rx_filter_notify;          /* NICs: the next change is reported */
+    const NetdevType *type;         /* netdevs: what created it */
     NetClientStats stats;
 };
+
+static void (*rx_filter_notifier)(NetClientState *nic);
 
 static GPtrArray *netdev_types;
 /* In creation order; net_foreach_client() walks NICs, then netdevs. */
@@ -61,6 +65,11 @@ static gint compare_type_names(gconstpointer a, gconstpointer b)
     const NetdevType *tb = *(const NetdevType *const *)b;
 
     return strcmp(ta->name, tb->name);
+}
+
+bool netdev_type_exists(const char *name)
+{
+    return find_type(name) != NULL;
 }
 
 void net_print_netdev_types(void)
@@ -135,7 +144,7 @@ bool net_netdev_add(const QemuOpts *opts, GError **errp)
         return false;
     }
     /* A successful create() has registered its backend. */
-    g_assert(find_backend(id));
+    find_backend(id)->type = type;
     return true;
 }
 
@@ -164,20 +173,50 @@ static void client_free(NetClientState *nc)
     g_free(nc);
 }
 
+static void backend_free(NetClientState *nc)
+{
+    if (nc->peer) {
+        nc->peer->peer = NULL;
+    }
+    if (nc->backend_ops->cleanup) {
+        nc->backend_ops->cleanup(nc->opaque);
+    }
+    client_free(nc);
+}
+
 /* NICs belong to their devices and outlive this; they are only unpaired. */
 void net_cleanup(void)
 {
     NetClientState *nc;
 
     while ((nc = g_queue_pop_head(&backends))) {
-        if (nc->peer) {
-            nc->peer->peer = NULL;
-        }
-        if (nc->backend_ops->cleanup) {
-            nc->backend_ops->cleanup(nc->opaque);
-        }
-        client_free(nc);
+        backend_free(nc);
     }
+}
+
+bool net_netdev_del(const char *id, GError **errp)
+{
+    NetClientState *nc = find_backend(id);
+
+    if (!nc) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Device '%s' not found", id);
+        return false;
+    }
+    if (nc->peer) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "netdev '%s' is in use by NIC '%s'", id, nc->peer->name);
+        return false;
+    }
+    g_queue_remove(&backends, nc);
+    backend_free(nc);
+    return true;
+}
+
+const char *net_netdev_type(const char *id)
+{
+    NetClientState *nc = find_backend(id);
+
+    return nc && nc->type ? nc->type->name : NULL;
 }
 
 NetClientState *net_nic_new(const char *name, const char *netdev_id,
@@ -204,6 +243,7 @@ NetClientState *net_nic_new(const char *name, const char *netdev_id,
     }
     nic = client_new(name, true, opaque);
     nic->nic_ops = ops;
+    nic->rx_filter_notify = true;
     if (backend) {
         nic->peer = backend;
         backend->peer = nic;
@@ -236,6 +276,7 @@ const char *net_rx_result_name(NetRxResult result)
         [NET_RX_DROP_NO_BUFFER] = "no-buffer",
         [NET_RX_DROP_DMA_ERROR] = "dma-error",
         [NET_RX_DROP_TOO_SHORT] = "too-short",
+        [NET_RX_DROP_VM_STOPPED] = "vm-stopped",
     };
 
     g_assert((unsigned)result < NET_RX__MAX);
@@ -381,6 +422,29 @@ void net_client_set_link(NetClientState *nc, bool up)
 void net_client_get_stats(const NetClientState *nc, NetClientStats *stats)
 {
     *stats = nc->stats;
+}
+
+void net_nic_rx_filter_changed(NetClientState *nic)
+{
+    if (nic->rx_filter_notify && rx_filter_notifier) {
+        nic->rx_filter_notify = false;
+        rx_filter_notifier(nic);
+    }
+}
+
+void net_nic_rx_filter_rearm(NetClientState *nic)
+{
+    nic->rx_filter_notify = true;
+}
+
+void net_set_rx_filter_notifier(void (*fn)(NetClientState *nic))
+{
+    rx_filter_notifier = fn;
+}
+
+NetClientState *net_client_peer(const NetClientState *nc)
+{
+    return nc->peer;
 }
 
 void net_foreach_client(void (*fn)(NetClientState *nc, bool is_nic,

@@ -6,6 +6,7 @@
 #include "hw/boards.h"
 #include "hw/ppc/spapr.h"
 #include "hw/qdev.h"
+#include "monitor/qmp.h"
 #include "net/net.h"
 #include "qemu/option.h"
 #include "system/qtest.h"
@@ -37,6 +38,7 @@ static const CmdOption cmd_options[] = {
     { "qtest-log", "FILE|none", "log qtest traffic to FILE (default stderr)" },
     { "chardev", "socket,id=ID,path=PATH", "define a socket character device" },
     { "mon", "chardev=ID,mode=control", "attach a QMP monitor to a character device" },
+    { "qmp", "unix:PATH[,server=on][,wait=off]", "QMP monitor on a unix socket (server=on: listen)" },
     { "display", "none", "no display (the only kind)" },
     { "audio", "none", "no audio (the only kind)" },
     { "accel", "qtest", "accelerator; repeat for a fallback list (only qtest exists)" },
@@ -58,6 +60,7 @@ typedef struct Config {
     GPtrArray *devices;
     GPtrArray *netdevs;
     GPtrArray *chardevs;
+    GPtrArray *qmps;
     GPtrArray *mons;
     GPtrArray *accels;
     GPtrArray *displays;
@@ -68,6 +71,7 @@ typedef struct Machine {
     SpaprMachineState *spapr;
     QTestServer *qtest;
     GMainLoop *loop;
+    GPtrArray *monitors;    /* MonitorSpec *, from -qmp and -mon */
 } Machine;
 
 static void usage(void)
@@ -100,6 +104,7 @@ static const CmdOption *find_option(const char *word)
 static void config_free(Config *cfg)
 {
     GPtrArray *lists[] = { cfg->devices, cfg->netdevs, cfg->chardevs,
+                           cfg->qmps,
                            cfg->mons, cfg->accels, cfg->displays,
                            cfg->audios };
 
@@ -141,6 +146,8 @@ static bool parse_argv(Config *cfg, int argc, char **argv, GError **errp)
             g_ptr_array_add(cfg->netdevs, (gpointer)arg);
         } else if (!strcmp(o->name, "chardev")) {
             g_ptr_array_add(cfg->chardevs, (gpointer)arg);
+        } else if (!strcmp(o->name, "qmp")) {
+            g_ptr_array_add(cfg->qmps, (gpointer)arg);
         } else if (!strcmp(o->name, "mon")) {
             g_ptr_array_add(cfg->mons, (gpointer)arg);
         } else if (!strcmp(o->name, "accel")) {
@@ -318,18 +325,57 @@ static bool check_accels(GPtrArray *accels, GError **errp)
     return true;
 }
 
-/* -chardev and -mon: checked and kept for the QMP monitor. */
-static bool check_chardevs(const Config *cfg, GError **errp)
+/* Where a QMP monitor lives: listen on a path, or connect to one. */
+typedef struct MonitorSpec {
+    char *path;
+    bool server;
+    bool wait;
+} MonitorSpec;
+
+static void monitor_spec_free(gpointer p)
+{
+    MonitorSpec *m = p;
+
+    g_free(m->path);
+    g_free(m);
+}
+
+/* server=on listens (waiting for a first client unless wait=off);
+ * without it illan connects, as QEMU does for libqtest's sockets. */
+static bool socket_spec(const char *opt, const char *arg, const QemuOpts *o,
+                        MonitorSpec *spec, GError **errp)
+{
+    const char *server = qemu_opt_get(o, "server");
+    const char *wait = qemu_opt_get(o, "wait");
+    bool wait_on = true;
+
+    if (server && !qemu_parse_bool("server", server, &spec->server, errp)) {
+        g_prefix_error(errp, "-%s %s: ", opt, arg);
+        return false;
+    }
+    if (wait && !qemu_parse_bool("wait", wait, &wait_on, errp)) {
+        g_prefix_error(errp, "-%s %s: ", opt, arg);
+        return false;
+    }
+    spec->wait = spec->server && wait_on;
+    spec->path = g_strdup(qemu_opt_get(o, "path"));
+    return true;
+}
+
+/* -chardev socket,... + -mon chardev=...,mode=control pairs. */
+static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
+                            GError **errp)
 {
     static const char *const ck[] = { "backend", "id", "path", "server",
                                       "wait", NULL };
     static const char *const mk[] = { "chardev", "mode", "pretty", NULL };
-    g_autoptr(GHashTable) ids = g_hash_table_new_full(g_str_hash, g_str_equal,
-                                                      g_free, NULL);
+    g_autoptr(GHashTable) ids = g_hash_table_new_full(
+        g_str_hash, g_str_equal, g_free, monitor_spec_free);
 
     for (guint i = 0; i < cfg->chardevs->len; i++) {
         const char *arg = g_ptr_array_index(cfg->chardevs, i);
         g_autoptr(QemuOpts) o = parse_opt("chardev", arg, "backend", ck, errp);
+        MonitorSpec *spec;
         const char *id;
 
         if (!o) {
@@ -345,8 +391,13 @@ static bool check_chardevs(const Config *cfg, GError **errp)
             return opt_error(errp, "chardev", arg, "%s",
                              "socket needs id=ID and path=PATH");
         }
-        if (!g_hash_table_add(ids, g_strdup(id))) {
+        if (g_hash_table_contains(ids, id)) {
             return opt_error(errp, "chardev", arg, "Duplicate ID '%s'", id);
+        }
+        spec = g_new0(MonitorSpec, 1);
+        g_hash_table_insert(ids, g_strdup(id), spec);
+        if (!socket_spec("chardev", arg, o, spec, errp)) {
+            return false;
         }
     }
     for (guint i = 0; i < cfg->mons->len; i++) {
@@ -368,6 +419,52 @@ static bool check_chardevs(const Config *cfg, GError **errp)
             return opt_error(errp, "mon", arg,
                              "mode '%s' is not supported: use mode=control",
                              mode ? mode : "readline");
+        }
+        g_ptr_array_add(specs, g_hash_table_lookup(ids, chardev));
+        g_hash_table_steal(ids, chardev);
+    }
+    return true;
+}
+
+/* -qmp unix:PATH[,server=on][,wait=off] */
+static bool parse_qmp_options(const Config *cfg, GPtrArray *specs,
+                              GError **errp)
+{
+    static const char *const known[] = { "path", "server", "wait", NULL };
+
+    for (guint i = 0; i < cfg->qmps->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->qmps, i);
+        g_autoptr(QemuOpts) o = NULL;
+        MonitorSpec *spec;
+
+        if (!g_str_has_prefix(arg, "unix:")) {
+            return opt_error(errp, "qmp", arg,
+                             "'%s' is not a QMP channel: use unix:PATH", arg);
+        }
+        o = parse_opt("qmp", arg, "path", known, errp);
+        if (!o) {
+            return false;
+        }
+        spec = g_new0(MonitorSpec, 1);
+        g_ptr_array_add(specs, spec);
+        if (!socket_spec("qmp", arg, o, spec, errp)) {
+            return false;
+        }
+        g_free(spec->path);
+        spec->path = g_strdup(qemu_opt_get(o, "path") + strlen("unix:"));
+    }
+    return true;
+}
+
+static bool start_monitors(const GPtrArray *specs, GError **errp)
+{
+    for (guint i = 0; i < specs->len; i++) {
+        const MonitorSpec *spec = g_ptr_array_index(specs, i);
+
+        if (spec->server ? !qmp_listen(spec->path, spec->wait, errp)
+                         : !qmp_connect(spec->path, errp)) {
+            g_prefix_error(errp, "QMP monitor: ");
+            return false;
         }
     }
     return true;
@@ -497,13 +594,25 @@ static bool apply_name(const char *arg, GError **errp)
 
 static gboolean on_quit_signal(gpointer opaque)
 {
-    g_main_loop_quit(((Machine *)opaque)->loop);
+    (void)opaque;
+    qemu_system_shutdown("host-signal");
     return G_SOURCE_CONTINUE;
 }
 
 /* The qtest client hanging up ends the run, as nothing else can drive an
  * emulator that has no CPU. */
 static void on_qtest_closed(void *opaque)
+{
+    (void)opaque;
+    qemu_system_shutdown("host-signal");
+}
+
+static void reset_machine(void *opaque)
+{
+    spapr_machine_reset(((Machine *)opaque)->spapr);
+}
+
+static void quit_main_loop(void *opaque)
 {
     g_main_loop_quit(((Machine *)opaque)->loop);
 }
@@ -539,7 +648,9 @@ static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
     if (!parse_mem(cfg, &mopts, errp) ||
         !check_none_only(cfg->displays, "display", errp) ||
         !check_none_only(cfg->audios, "audio", errp) ||
-        !check_accels(cfg->accels, errp) || !check_chardevs(cfg, errp) ||
+        !check_accels(cfg->accels, errp) ||
+        !parse_mon_pairs(cfg, m->monitors, errp) ||
+        !parse_qmp_options(cfg, m->monitors, errp) ||
         (cfg->name && !apply_name(cfg->name, errp)) ||
         !create_netdevs(cfg, errp)) {
         goto out;
@@ -595,6 +706,12 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
         return true;
     }
     m->loop = g_main_loop_new(NULL, FALSE);
+    runstate_set_handlers(&(RunstateHandlers){ reset_machine, quit_main_loop,
+                                               m });
+    qmp_set_machine(m->spapr);
+    if (!start_monitors(m->monitors, errp)) {
+        return false;
+    }
     if (cfg->qtest) {
         if (!open_qtest_log(cfg->qtest_log, &log, errp)) {
             return false;
@@ -611,7 +728,6 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     g_unix_signal_add(SIGTERM, on_quit_signal, m);
     g_unix_signal_add(SIGINT, on_quit_signal, m);
     g_main_loop_run(m->loop);
-    runstate_set(RUN_STATE_SHUTDOWN);
     return true;
 }
 
@@ -620,18 +736,23 @@ int main(int argc, char **argv)
     Config cfg = {
         .devices = g_ptr_array_new(), .netdevs = g_ptr_array_new(),
         .chardevs = g_ptr_array_new(), .mons = g_ptr_array_new(),
+        .qmps = g_ptr_array_new(),
         .accels = g_ptr_array_new(), .displays = g_ptr_array_new(),
         .audios = g_ptr_array_new(),
     };
-    Machine m = { 0 };
+    Machine m = { .monitors = g_ptr_array_new_with_free_func(
+                      monitor_spec_free) };
     g_autoptr(GError) err = NULL;
     /* A client that hangs up must not kill us mid-reply. */
     signal(SIGPIPE, SIG_IGN);
     if (parse_argv(&cfg, argc, argv, &err)) {
         run(&cfg, &m, &err);
     }
+    qmp_cleanup();
+    qmp_set_machine(NULL);
     qtest_server_free(m.qtest);
     spapr_machine_free(m.spapr);
+    g_ptr_array_free(m.monitors, TRUE);
     net_cleanup();
     if (m.loop) {
         g_main_loop_unref(m.loop);

@@ -13,6 +13,7 @@
 #include "hw/net/llan_rx_page.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
+#include "system/runstate.h"
 
 #include <libfdt.h>
 #include <string.h>
@@ -293,11 +294,14 @@ static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
                                      unsigned n, NetRxResult *results)
 {
     SpaprVlanState *s = opaque;
-    bool delivered = false, irq;
+    bool delivered = false, irq, running;
 
     g_mutex_lock(&s->lock);
+    /* Stopped means no frame touches guest memory. */
+    running = runstate_is_running();
     for (unsigned i = 0; i < n; i++) {
-        results[i] = receive_one(s, &frames[i]);
+        results[i] = running ? receive_one(s, &frames[i])
+                             : NET_RX_DROP_VM_STOPPED;
         if (results[i] == NET_RX_DELIVERED) {
             delivered = true;
         } else {
@@ -620,6 +624,7 @@ static int64_t h_multicast_ctrl(SpaprMachineState *spapr, uint64_t opcode,
     uint64_t flags = args[1];
     SpaprVlanFilter f;
     int64_t ret = H_SUCCESS;
+    bool changed;
 
     (void)opcode;
     if (!s || (flags & ~MCAST_KNOWN_FLAGS)) {
@@ -637,10 +642,14 @@ static int64_t h_multicast_ctrl(SpaprMachineState *spapr, uint64_t opcode,
         ret = mcast_table_op(&f, flags & MCAST_OP_MASK, args[2]);
     }
     /* A call that fails changes nothing. */
-    if (ret == H_SUCCESS) {
+    changed = ret == H_SUCCESS && memcmp(&f, &s->filter, sizeof(f));
+    if (changed) {
         s->filter = f;
     }
     g_mutex_unlock(&s->lock);
+    if (changed) {
+        net_nic_rx_filter_changed(s->nic);
+    }
     return ret;
 }
 
@@ -657,6 +666,7 @@ static int64_t h_change_logical_lan_mac(SpaprMachineState *spapr,
     g_mutex_lock(&s->lock);
     s->mac = mac;
     g_mutex_unlock(&s->lock);
+    net_nic_rx_filter_changed(s->nic);
     return H_SUCCESS;
 }
 

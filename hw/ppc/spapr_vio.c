@@ -173,6 +173,15 @@ void spapr_vio_bus_reset(SpaprVioBus *bus)
     }
 }
 
+void spapr_vio_bus_foreach(SpaprVioBus *bus,
+                           void (*fn)(SpaprVioDevice *dev, void *opaque),
+                           void *opaque)
+{
+    for (guint i = 0; i < bus->devices->len; i++) {
+        fn(g_ptr_array_index(bus->devices, i), opaque);
+    }
+}
+
 static bool vio_make_devnode(SpaprVioDevice *dev, void *fdt, int vdevice,
                              GError **errp)
 {

@@ -38,6 +38,7 @@ typedef enum NetRxResult {
     NET_RX_DROP_NO_BUFFER,      /* no posted buffer is large enough */
     NET_RX_DROP_DMA_ERROR,      /* guest memory not mapped for the write */
     NET_RX_DROP_TOO_SHORT,      /* shorter than an Ethernet header */
+    NET_RX_DROP_VM_STOPPED,     /* the machine is not running */
     NET_RX__MAX
 } NetRxResult;
 
@@ -81,11 +82,16 @@ typedef struct NetdevType {
 } NetdevType;
 
 void netdev_type_register(const NetdevType *type);
+bool netdev_type_exists(const char *name);
 void net_print_netdev_types(void);
 
 /* -netdev TYPE,id=ID,...: parses and creates the backend. */
 bool net_netdev_add(const QemuOpts *opts, GError **errp);
 bool net_netdev_exists(const char *id);
+/* Removes a netdev no NIC uses (netdev_del). */
+bool net_netdev_del(const char *id, GError **errp);
+/* The netdev's type name, or NULL when there is no such netdev. */
+const char *net_netdev_type(const char *id);
 /* Frees every netdev (and the NICs' pairing); at exit. */
 void net_cleanup(void);
 
@@ -112,6 +118,17 @@ const char *net_client_name(const NetClientState *nc);
 bool net_client_link_up(const NetClientState *nc);
 void net_client_set_link(NetClientState *nc, bool up);
 void net_client_get_stats(const NetClientState *nc, NetClientStats *stats);
+/*
+ * The guest changed a NIC's receive filter.  The notifier (the monitor's
+ * NIC_RX_FILTER_CHANGED) hears of it once, and again only after
+ * net_nic_rx_filter_rearm() (someone queried the filter).
+ */
+void net_nic_rx_filter_changed(NetClientState *nic);
+void net_nic_rx_filter_rearm(NetClientState *nic);
+void net_set_rx_filter_notifier(void (*fn)(NetClientState *nic));
+/* The peer of a NIC or netdev, or NULL. */
+NetClientState *net_client_peer(const NetClientState *nc);
+
 /* Calls @fn for every NIC and netdev, NICs first. */
 void net_foreach_client(void (*fn)(NetClientState *nc, bool is_nic,
                                    void *opaque), void *opaque);

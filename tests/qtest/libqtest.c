@@ -23,6 +23,9 @@
 struct QTestState {
     pid_t pid;
     int fd;
+    int qmp_fd;
+    GString *qmp_rx;
+    GQueue events;              /* JsonObject *, oldest first */
     char *sock_path, *qmp_path;
     GString *rx;
     GHashTable *irq_level;      /* n -> level + 1 */
@@ -68,13 +71,138 @@ static int accept_child(int lfd, pid_t pid)
     g_error("illan did not connect within %d ms", QTEST_ACCEPT_TIMEOUT_MS);
 }
 
+/* One CRLF-terminated line from the QMP socket, without its end. */
+static char *qmp_read_line(QTestState *s)
+{
+    char *nl;
+
+    while (!(nl = memchr(s->qmp_rx->str, '\n', s->qmp_rx->len))) {
+        char buf[65536];
+        ssize_t n = read(s->qmp_fd, buf, sizeof(buf));
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            g_error("QMP connection closed by illan");
+        }
+        g_string_append_len(s->qmp_rx, buf, n);
+    }
+    {
+        size_t len = nl - s->qmp_rx->str;
+        char *line;
+
+        g_assert_true(len > 0 && s->qmp_rx->str[len - 1] == '\r');
+        line = g_strndup(s->qmp_rx->str, len - 1);
+        g_string_erase(s->qmp_rx, 0, len + 1);
+        return line;
+    }
+}
+
+JsonObject *qtest_qmp_receive(QTestState *s)
+{
+    g_autofree char *line = qmp_read_line(s);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) err = NULL;
+    JsonNode *root;
+
+    if (!json_parser_load_from_data(parser, line, -1, &err)) {
+        g_error("QMP sent invalid JSON '%s': %s", line, err->message);
+    }
+    root = json_parser_get_root(parser);
+    g_assert_true(JSON_NODE_HOLDS_OBJECT(root));
+    return json_object_ref(json_node_get_object(root));
+}
+
+void qtest_qmp_send_raw(QTestState *s, const char *data, size_t len)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        ssize_t n = write(s->qmp_fd, data + done, len - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        g_assert_cmpint(n, >, 0);
+        done += n;
+    }
+}
+
+/* The next reply; events that come first are kept for eventwait. */
+JsonObject *qtest_qmp_reply(QTestState *s)
+{
+    for (;;) {
+        JsonObject *msg = qtest_qmp_receive(s);
+
+        if (!json_object_has_member(msg, "event")) {
+            return msg;
+        }
+        g_queue_push_tail(&s->events, msg);
+    }
+}
+
+JsonObject *qtest_qmp(QTestState *s, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *cmd = NULL;
+
+    va_start(ap, fmt);
+    cmd = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    qtest_qmp_send_raw(s, cmd, strlen(cmd));
+    return qtest_qmp_reply(s);
+}
+
+JsonObject *qtest_qmp_eventwait(QTestState *s, const char *event)
+{
+    for (GList *l = s->events.head; l; l = l->next) {
+        if (!g_strcmp0(json_object_get_string_member(l->data, "event"),
+                       event)) {
+            JsonObject *ev = l->data;
+            g_queue_delete_link(&s->events, l);
+            return ev;
+        }
+    }
+    for (;;) {
+        JsonObject *msg = qtest_qmp_receive(s);
+
+        if (!g_strcmp0(json_object_get_string_member_with_default(
+                           msg, "event", ""), event)) {
+            return msg;
+        }
+        g_queue_push_tail(&s->events, msg);
+    }
+}
+
+bool qtest_qmp_event_pending(QTestState *s, const char *event)
+{
+    for (GList *l = s->events.head; l; l = l->next) {
+        if (!g_strcmp0(json_object_get_string_member(l->data, "event"),
+                       event)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads the greeting and leaves negotiation mode. */
+static void qmp_handshake(QTestState *s)
+{
+    g_autoptr(JsonObject) greeting = qtest_qmp_receive(s);
+    g_autoptr(JsonObject) rsp = NULL;
+
+    g_assert_true(json_object_has_member(greeting, "QMP"));
+    rsp = qtest_qmp(s, "{'execute': 'qmp_capabilities'}");
+    g_assert_true(json_object_has_member(rsp, "return"));
+}
+
 QTestState *qtest_init(const char *extra_args)
 {
     static int counter;
     QTestState *s = g_new0(QTestState, 1);
     g_autofree char *cmd = NULL;
     g_autofree char *rsp = NULL;
-    int lfd;
+    int lfd, qmp_lfd;
 
     s->sock_path = g_strdup_printf("%s/qtest-%d-%d.sock", g_get_tmp_dir(),
                                    getpid(), counter);
@@ -84,6 +212,8 @@ QTestState *qtest_init(const char *extra_args)
     s->irq_level = g_hash_table_new(g_direct_hash, g_direct_equal);
     s->irq_raises = g_hash_table_new(g_direct_hash, g_direct_equal);
     lfd = listen_unix(s->sock_path);
+    qmp_lfd = listen_unix(s->qmp_path);
+    s->qmp_rx = g_string_new(NULL);
     cmd = g_strdup_printf("exec %s -qtest unix:%s -qtest-log %s "
                           "-chardev socket,path=%s,id=char0 "
                           "-mon chardev=char0,mode=control -display none "
@@ -100,6 +230,10 @@ QTestState *qtest_init(const char *extra_args)
     s->fd = accept_child(lfd, s->pid);
     g_assert_cmpint(s->fd, >=, 0);
     close(lfd);
+    s->qmp_fd = accept_child(qmp_lfd, s->pid);
+    g_assert_cmpint(s->qmp_fd, >=, 0);
+    close(qmp_lfd);
+    qmp_handshake(s);
     rsp = qtest_cmd(s, "endianness");
     g_assert_cmpstr(rsp, ==, "OK big");
     return s;
@@ -139,6 +273,9 @@ void qtest_quit_signal(QTestState *s, int sig)
     g_assert_true(WIFEXITED(status));
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
     close(s->fd);
+    close(s->qmp_fd);
+    g_string_free(s->qmp_rx, TRUE);
+    g_queue_clear_full(&s->events, (GDestroyNotify)json_object_unref);
     unlink(s->sock_path);
     unlink(s->qmp_path);
     g_free(s->sock_path);

@@ -7,6 +7,7 @@
 #define LIBQTEST_H
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,6 +20,18 @@ QTestState *qtest_initf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 void qtest_quit(QTestState *s);
 /* The same with another signal (SIGINT must end illan cleanly too). */
 void qtest_quit_signal(QTestState *s, int sig);
+
+/*
+ * QMP: qtest_init() has read the greeting and negotiated.  Replies and
+ * events are JSON objects the caller unrefs.  Events that arrive while a
+ * reply is awaited are kept for qtest_qmp_eventwait().
+ */
+JsonObject *qtest_qmp(QTestState *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+JsonObject *qtest_qmp_reply(QTestState *s);
+JsonObject *qtest_qmp_receive(QTestState *s);
+JsonObject *qtest_qmp_eventwait(QTestState *s, const char *event);
+bool qtest_qmp_event_pending(QTestState *s, const char *event);
+void qtest_qmp_send_raw(QTestState *s, const char *data, size_t len);
 
 /* Sends one line and returns the reply line (IRQ lines are consumed). */
 char *qtest_cmd(QTestState *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

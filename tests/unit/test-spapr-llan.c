@@ -8,6 +8,7 @@
 #include "hw/ppc/spapr.h"
 #include "net/net.h"
 #include "qemu/option.h"
+#include "system/runstate.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -107,6 +108,7 @@ static void fixture_init(Fixture *f, bool pools)
                                     pools ? "on" : "off", NULL);
     f->unit = f->lan->vdev.reg;
     spapr_machine_reset(f->spapr);
+    runstate_set(RUN_STATE_RUNNING);
     spapr_irq_intercept(f->spapr, count_irq, f);
     /* Identity-map the first 4 MiB read/write. */
     tcet = spapr_tce_find_by_liobn(spapr_tce_registry(f->spapr), f->unit);
@@ -421,6 +423,37 @@ static void test_register_resets_filters(void)
     fixture_free(&f);
 }
 
+/* While the machine is stopped no frame reaches guest memory; each is
+ * counted as vm-stopped, and delivery resumes with the machine. */
+static void test_stopped_machine(void)
+{
+    Fixture f;
+    SpaprVlanStats vs;
+    NetClientStats st;
+    uint64_t entry;
+
+    fixture_init(&f, true);
+    open_lan(&f);
+    add_buffers(&f, 4, 512);
+    vm_stop();
+    g_assert_cmpint(runstate_get(), ==, RUN_STATE_PAUSED);
+    inject(&f, 3, 60, to_us);
+    wait_frames(&f, 3);
+    g_assert_true(guest_ram_ld_be(spapr_ram(f.spapr), RXQ, 8, &entry));
+    g_assert_cmphex(entry, ==, 0);
+    vm_start();
+    inject(&f, 1, 60, to_us);
+    wait_frames(&f, 4);
+    spapr_vlan_get_stats(f.lan, &vs);
+    net_client_get_stats(f.lan->nic, &st);
+    g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_VM_STOPPED], ==, 3);
+    g_assert_cmpuint(st.rx_results[NET_RX_DROP_VM_STOPPED], ==, 3);
+    g_assert_cmpuint(vs.rx_frames, ==, 1);
+    g_assert_true(guest_ram_ld_be(spapr_ram(f.spapr), RXQ, 8, &entry));
+    g_assert_cmphex(entry, !=, 0);
+    fixture_free(&f);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -438,5 +471,6 @@ int main(int argc, char **argv)
                     test_wrap_needs_writable_toggle);
     g_test_add_func("/spapr-llan/register-resets-filters",
                     test_register_resets_filters);
+    g_test_add_func("/spapr-llan/stopped-machine", test_stopped_machine);
     return g_test_run();
 }

@@ -52,6 +52,10 @@ SpaprVioDevice *spapr_vio_find_by_reg(SpaprVioBus *bus, uint64_t reg);
 /* Finds a device by id or "/machine/peripheral/ID". */
 SpaprVioDevice *spapr_vio_find_by_path(SpaprVioBus *bus, const char *path);
 void spapr_vio_bus_reset(SpaprVioBus *bus);
+/* Calls @fn for each device in plug order. */
+void spapr_vio_bus_foreach(SpaprVioBus *bus,
+                           void (*fn)(SpaprVioDevice *dev, void *opaque),
+                           void *opaque);
 bool spapr_vio_bus_fdt(SpaprVioBus *bus, void *fdt, GError **errp);
 
 /* The IRQ number PAPR assigns to a unit address. */

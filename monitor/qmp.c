@@ -1,0 +1,459 @@
+/*
+ * The QMP monitor's transport and dispatch.  Every client gets the
+ * greeting at once, must negotiate with qmp_capabilities, and then gets
+ * one reply per request and every event.  Input is split by json-stream
+ * and parsed by json-glib; anything malformed is answered with an error,
+ * and the client is only dropped when it hangs up.
+ */
+#include "monitor/qmp.h"
+#include "monitor/json-stream.h"
+#include "qemu/option.h"
+
+#include <errno.h>
+#include <glib-unix.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define QMP_READ_CHUNK  4096
+#define ILLAN_MAJOR     0
+#define ILLAN_MINOR     1
+#define ILLAN_MICRO     0
+
+typedef struct QmpClient {
+    int fd;
+    guint watch;
+    JsonStream *stream;
+    bool negotiated;
+} QmpClient;
+
+typedef struct QmpListener {
+    int fd;
+    guint watch;
+    char *path;
+} QmpListener;
+
+static GPtrArray *clients;      /* QmpClient * */
+static GPtrArray *listeners;    /* QmpListener * */
+
+void qmp_error_set(QmpError *err, const char *cls, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    g_free(err->desc);
+    err->cls = cls;
+    err->desc = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+}
+
+static void client_write(QmpClient *c, JsonNode *root)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *text = NULL;
+    g_autofree char *line = NULL;
+    size_t len, done = 0;
+
+    json_generator_set_root(gen, root);
+    text = json_generator_to_data(gen, NULL);
+    line = g_strconcat(text, "\r\n", NULL);
+    len = strlen(line);
+    while (done < len && c->fd >= 0) {
+        ssize_t n = send(c->fd, line + done, len - done, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return;     /* the read side sees the hang-up and drops it */
+        }
+        done += n;
+    }
+}
+
+static void client_write_object(QmpClient *c, JsonObject *obj)
+{
+    g_autoptr(JsonNode) root = json_node_new(JSON_NODE_OBJECT);
+
+    json_node_take_object(root, obj);
+    client_write(c, root);
+}
+
+static void send_greeting(QmpClient *c)
+{
+    JsonObject *ver = json_object_new(), *qemu = json_object_new();
+    JsonObject *qmp = json_object_new(), *greeting = json_object_new();
+
+    json_object_set_int_member(qemu, "micro", ILLAN_MICRO);
+    json_object_set_int_member(qemu, "minor", ILLAN_MINOR);
+    json_object_set_int_member(qemu, "major", ILLAN_MAJOR);
+    json_object_set_object_member(ver, "qemu", qemu);
+    json_object_set_string_member(ver, "package", "illan");
+    json_object_set_object_member(qmp, "version", ver);
+    json_object_set_array_member(qmp, "capabilities", json_array_new());
+    json_object_set_object_member(greeting, "QMP", qmp);
+    client_write_object(c, greeting);
+}
+
+static void send_error(QmpClient *c, const QmpError *err, JsonNode *id)
+{
+    JsonObject *reply = json_object_new(), *error = json_object_new();
+
+    json_object_set_string_member(error, "class", err->cls);
+    json_object_set_string_member(error, "desc", err->desc);
+    json_object_set_object_member(reply, "error", error);
+    if (id) {
+        json_object_set_member(reply, "id", json_node_copy(id));
+    }
+    client_write_object(c, reply);
+}
+
+static void send_return(QmpClient *c, JsonNode *value, JsonNode *id)
+{
+    JsonObject *reply = json_object_new();
+
+    json_object_set_member(reply, "return", value);
+    if (id) {
+        json_object_set_member(reply, "id", json_node_copy(id));
+    }
+    client_write_object(c, reply);
+}
+
+static const char *arg_type_name(QmpArgType type)
+{
+    switch (type) {
+    case QMP_ARG_STR: return "string";
+    case QMP_ARG_INT: return "int";
+    case QMP_ARG_BOOL: return "boolean";
+    case QMP_ARG_ARRAY: return "array";
+    }
+    g_assert_not_reached();
+}
+
+static bool arg_has_type(JsonNode *node, QmpArgType type)
+{
+    GType vt = JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node)
+                                           : G_TYPE_INVALID;
+
+    switch (type) {
+    case QMP_ARG_STR: return vt == G_TYPE_STRING;
+    case QMP_ARG_INT: return vt == G_TYPE_INT64;
+    case QMP_ARG_BOOL: return vt == G_TYPE_BOOLEAN;
+    case QMP_ARG_ARRAY: return JSON_NODE_HOLDS_ARRAY(node);
+    }
+    g_assert_not_reached();
+}
+
+/* Checks @args against the command's declared arguments. */
+static bool check_args(const QmpCommand *cmd, JsonObject *args, QmpError *err)
+{
+    g_autoptr(GList) names = json_object_get_members(args);
+
+    for (const QmpArg *a = cmd->args; a && a->name; a++) {
+        JsonNode *node = json_object_get_member(args, a->name);
+
+        if (!node) {
+            if (!a->optional) {
+                qmp_error_set(err, QMP_ERROR_GENERIC,
+                              "Parameter '%s' is missing", a->name);
+                return false;
+            }
+        } else if (!arg_has_type(node, a->type)) {
+            qmp_error_set(err, QMP_ERROR_GENERIC,
+                          "Invalid parameter type for '%s', expected: %s",
+                          a->name, arg_type_name(a->type));
+            return false;
+        }
+    }
+    for (GList *l = names; l && !cmd->takes_any_args; l = l->next) {
+        bool known = false;
+
+        for (const QmpArg *a = cmd->args; a && a->name && !known; a++) {
+            known = !strcmp(a->name, l->data);
+        }
+        if (!known) {
+            qmp_error_set(err, QMP_ERROR_GENERIC,
+                          "Parameter '%s' is unexpected", (char *)l->data);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The request's envelope: execute, arguments, id and nothing else. */
+static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
+                                       JsonObject **args, QmpError *err)
+{
+    g_autoptr(GList) names = json_object_get_members(req);
+    JsonNode *exec = json_object_get_member(req, "execute");
+    JsonNode *argn = json_object_get_member(req, "arguments");
+    const char *name;
+    const QmpCommand *cmd;
+
+    for (GList *l = names; l; l = l->next) {
+        if (strcmp(l->data, "execute") && strcmp(l->data, "arguments") &&
+            strcmp(l->data, "id")) {
+            qmp_error_set(err, QMP_ERROR_GENERIC,
+                          "QMP input member '%s' is unexpected",
+                          (char *)l->data);
+            return NULL;
+        }
+    }
+    if (!exec) {
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "QMP input lacks member 'execute'");
+        return NULL;
+    }
+    if (!arg_has_type(exec, QMP_ARG_STR)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "QMP input member 'execute' must be a string");
+        return NULL;
+    }
+    if (argn && !JSON_NODE_HOLDS_OBJECT(argn)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "QMP input member 'arguments' must be an object");
+        return NULL;
+    }
+    *args = argn ? json_node_get_object(argn) : NULL;
+    name = json_node_get_string(exec);
+    if (!c->negotiated && strcmp(name, "qmp_capabilities")) {
+        qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
+                      "Expecting capabilities negotiation with "
+                      "'qmp_capabilities'");
+        return NULL;
+    }
+    if (c->negotiated && !strcmp(name, "qmp_capabilities")) {
+        qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
+                      "Capabilities negotiation is already complete, "
+                      "command ignored");
+        return NULL;
+    }
+    cmd = qmp_find_command(name);
+    if (!cmd) {
+        qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
+                      "The command %s has not been found", name);
+    }
+    return cmd;
+}
+
+static void dispatch(QmpClient *c, JsonObject *req)
+{
+    JsonNode *id = json_object_get_member(req, "id");
+    g_autoptr(JsonObject) empty = json_object_new();
+    QmpError err = { 0 };
+    JsonObject *args = NULL;
+    const QmpCommand *cmd = check_request(c, req, &args, &err);
+    JsonNode *ret = NULL;
+
+    if (cmd && check_args(cmd, args ? args : empty, &err)) {
+        ret = cmd->fn(args ? args : empty, &err);
+    }
+    if (ret) {
+        if (!strcmp(cmd->name, "qmp_capabilities")) {
+            c->negotiated = true;
+        }
+        send_return(c, ret, id);
+    } else {
+        send_error(c, &err, id);
+    }
+    g_free(err.desc);
+}
+
+static void on_text(void *opaque, const char *text, JsonStreamError error)
+{
+    QmpClient *c = opaque;
+    g_autoptr(JsonParser) parser = json_parser_new_immutable();
+    g_autoptr(GError) perr = NULL;
+    QmpError err = { 0 };
+    JsonNode *root;
+
+    if (error) {
+        qmp_error_set(&err, QMP_ERROR_GENERIC, "JSON parse error, %s",
+                      error == JSON_STREAM_TOO_BIG ? "input too large"
+                                                   : "nesting too deep");
+    } else if (!json_parser_load_from_data(parser, text, -1, &perr)) {
+        qmp_error_set(&err, QMP_ERROR_GENERIC, "JSON parse error, %s",
+                      perr->message);
+    } else if (!(root = json_parser_get_root(parser)) ||
+               !JSON_NODE_HOLDS_OBJECT(root)) {
+        qmp_error_set(&err, QMP_ERROR_GENERIC,
+                      "QMP input must be a JSON object");
+    } else {
+        dispatch(c, json_node_get_object(root));
+        return;
+    }
+    send_error(c, &err, NULL);
+    g_free(err.desc);
+}
+
+static void client_free(QmpClient *c)
+{
+    if (c->watch) {
+        g_source_remove(c->watch);
+    }
+    close(c->fd);
+    json_stream_free(c->stream);
+    g_free(c);
+}
+
+static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    QmpClient *c = opaque;
+    char buf[QMP_READ_CHUNK];
+    ssize_t n = read(fd, buf, sizeof(buf));
+
+    (void)cond;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        return G_SOURCE_CONTINUE;
+    }
+    if (n <= 0) {
+        c->watch = 0;
+        g_ptr_array_remove(clients, c);
+        client_free(c);
+        return G_SOURCE_REMOVE;
+    }
+    json_stream_feed(c->stream, buf, n);
+    return G_SOURCE_CONTINUE;
+}
+
+static void client_add(int fd)
+{
+    QmpClient *c = g_new0(QmpClient, 1);
+
+    c->fd = fd;
+    c->stream = json_stream_new(on_text, c);
+    if (!clients) {
+        clients = g_ptr_array_new();
+    }
+    g_ptr_array_add(clients, c);
+    c->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                             client_readable, c);
+    send_greeting(c);
+}
+
+static gboolean listener_readable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+
+    (void)cond, (void)opaque;
+    if (cfd >= 0) {
+        client_add(cfd);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static bool unix_addr(const char *path, struct sockaddr_un *addr,
+                      GError **errp)
+{
+    *addr = (struct sockaddr_un){ .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(addr->sun_path)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "socket path '%s' is too long",
+                    path);
+        return false;
+    }
+    strcpy(addr->sun_path, path);
+    return true;
+}
+
+bool qmp_listen(const char *path, bool wait, GError **errp)
+{
+    struct sockaddr_un addr;
+    QmpListener *l;
+    int fd;
+
+    if (!unix_addr(path, &addr, errp)) {
+        return false;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unlink(path);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+        listen(fd, 8) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Failed to listen on '%s': %s",
+                    path, g_strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return false;
+    }
+    l = g_new0(QmpListener, 1);
+    l->fd = fd;
+    l->path = g_strdup(path);
+    if (!listeners) {
+        listeners = g_ptr_array_new();
+    }
+    g_ptr_array_add(listeners, l);
+    if (wait) {
+        listener_readable(fd, G_IO_IN, NULL);
+    }
+    l->watch = g_unix_fd_add(fd, G_IO_IN, listener_readable, l);
+    return true;
+}
+
+bool qmp_connect(const char *path, GError **errp)
+{
+    struct sockaddr_un addr;
+    int fd;
+
+    if (!unix_addr(path, &addr, errp)) {
+        return false;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Failed to connect to '%s': %s",
+                    path, g_strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return false;
+    }
+    client_add(fd);
+    return true;
+}
+
+void qmp_cleanup(void)
+{
+    for (guint i = 0; clients && i < clients->len; i++) {
+        client_free(g_ptr_array_index(clients, i));
+    }
+    g_clear_pointer(&clients, g_ptr_array_unref);
+    for (guint i = 0; listeners && i < listeners->len; i++) {
+        QmpListener *l = g_ptr_array_index(listeners, i);
+
+        g_source_remove(l->watch);
+        close(l->fd);
+        unlink(l->path);
+        g_free(l->path);
+        g_free(l);
+    }
+    g_clear_pointer(&listeners, g_ptr_array_unref);
+}
+
+void qmp_event_emit(const char *name, JsonObject *data)
+{
+    gint64 now = g_get_real_time();
+
+    for (guint i = 0; clients && i < clients->len; i++) {
+        QmpClient *c = g_ptr_array_index(clients, i);
+        JsonObject *ev, *ts;
+
+        if (!c->negotiated) {
+            continue;
+        }
+        ev = json_object_new();
+        ts = json_object_new();
+        json_object_set_string_member(ev, "event", name);
+        if (data) {
+            json_object_set_object_member(ev, "data",
+                                          json_object_ref(data));
+        }
+        json_object_set_int_member(ts, "seconds", now / G_USEC_PER_SEC);
+        json_object_set_int_member(ts, "microseconds",
+                                   now % G_USEC_PER_SEC);
+        json_object_set_object_member(ev, "timestamp", ts);
+        client_write_object(c, ev);
+    }
+    if (data) {
+        json_object_unref(data);
+    }
+}
