@@ -327,6 +327,7 @@ static bool check_accels(GPtrArray *accels, GError **errp)
 
 /* Where a QMP monitor lives: listen on a path, or connect to one. */
 typedef struct MonitorSpec {
+    char *option;           /* for errors: "-qmp ARG" or "-mon ARG" */
     char *path;
     bool server;
     bool wait;
@@ -336,6 +337,7 @@ static void monitor_spec_free(gpointer p)
 {
     MonitorSpec *m = p;
 
+    g_free(m->option);
     g_free(m->path);
     g_free(m);
 }
@@ -404,6 +406,7 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
         const char *arg = g_ptr_array_index(cfg->mons, i);
         g_autoptr(QemuOpts) o = parse_opt("mon", arg, "chardev", mk, errp);
         const char *chardev, *mode;
+        MonitorSpec *spec;
 
         if (!o) {
             return false;
@@ -420,8 +423,10 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
                              "mode '%s' is not supported: use mode=control",
                              mode ? mode : "readline");
         }
-        g_ptr_array_add(specs, g_hash_table_lookup(ids, chardev));
+        spec = g_hash_table_lookup(ids, chardev);
         g_hash_table_steal(ids, chardev);
+        spec->option = g_strdup_printf("-mon %s", arg);
+        g_ptr_array_add(specs, spec);
     }
     return true;
 }
@@ -452,6 +457,7 @@ static bool parse_qmp_options(const Config *cfg, GPtrArray *specs,
         }
         g_free(spec->path);
         spec->path = g_strdup(qemu_opt_get(o, "path") + strlen("unix:"));
+        spec->option = g_strdup_printf("-qmp %s", arg);
     }
     return true;
 }
@@ -463,7 +469,7 @@ static bool start_monitors(const GPtrArray *specs, GError **errp)
 
         if (spec->server ? !qmp_listen(spec->path, spec->wait, errp)
                          : !qmp_connect(spec->path, errp)) {
-            g_prefix_error(errp, "QMP monitor: ");
+            g_prefix_error(errp, "%s: ", spec->option);
             return false;
         }
     }

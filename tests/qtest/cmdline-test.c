@@ -151,6 +151,15 @@ static void test_errors(void)
         { "-accel qtest -accel bogus,x=1", "-accel bogus,x=1: Invalid "
           "parameter 'x'" },
         { "-name guest=x,color=red", "Invalid parameter 'color'" },
+        { "-qmp tcp:localhost:4444", "is not a QMP channel: use unix:PATH" },
+        { "-qmp unix:/nonexistent/q.sock",
+          "illan: -qmp unix:/nonexistent/q.sock: Failed to connect to "
+          "'/nonexistent/q.sock'" },
+        { "-qmp unix:/nonexistent/q.sock,server=on,wait=off",
+          "-qmp unix:/nonexistent/q.sock,server=on,wait=off: Failed to "
+          "listen on '/nonexistent/q.sock'" },
+        { "-qmp unix:/tmp/illan-q.sock,server=maybe",
+          "Parameter 'server' expects 'on' or 'off'" },
         { "-device spapr-vlan,", "Expected a parameter after the trailing ','" },
         { "-M pseries,dumpdtb=/nonexistent/x.dtb",
           "cannot write /nonexistent/x.dtb: No such file or directory" },

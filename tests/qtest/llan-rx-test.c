@@ -494,6 +494,181 @@ static void test_stream_backend(void)
     g_free(r.dev_path);
 }
 
+/* The NIC's entry of x-query-net-stats (owned by @stats). */
+static JsonObject *nic_stats(JsonObject *stats)
+{
+    JsonObject *ret = json_object_get_object_member(stats, "return");
+    JsonArray *nics = json_object_get_array_member(ret, "nics");
+
+    g_assert_cmpuint(json_array_get_length(nics), ==, 1);
+    return json_array_get_object_element(nics, 0);
+}
+
+static JsonObject *netdev_stats(JsonObject *stats)
+{
+    JsonObject *ret = json_object_get_object_member(stats, "return");
+    JsonArray *netdevs = json_object_get_array_member(ret, "netdevs");
+
+    g_assert_cmpuint(json_array_get_length(netdevs), ==, 1);
+    return json_array_get_object_element(netdevs, 0);
+}
+
+static gint64 dropped(JsonObject *rx, const char *reason)
+{
+    return json_object_get_int_member(
+        json_object_get_object_member(rx, "dropped"), reason);
+}
+
+/* frames = delivered + every drop reason, and the result. */
+static gint64 assert_balanced(JsonObject *rx)
+{
+    JsonObject *drops = json_object_get_object_member(rx, "dropped");
+    g_autoptr(GList) reasons = json_object_get_members(drops);
+    gint64 sum = json_object_get_int_member(rx, "delivered");
+
+    for (GList *l = reasons; l; l = l->next) {
+        sum += json_object_get_int_member(drops, l->data);
+    }
+    g_assert_cmpint(sum, ==, json_object_get_int_member(rx, "frames"));
+    return sum;
+}
+
+/* Waits until the NIC has counted @total frames. */
+static JsonObject *stats_after(Rig *r, gint64 total)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+    for (;;) {
+        JsonObject *stats = qtest_qmp(r->qts,
+                                      "{'execute': 'x-query-net-stats'}");
+        JsonObject *rx = json_object_get_object_member(nic_stats(stats), "rx");
+
+        if (json_object_get_int_member(rx, "frames") >= total) {
+            return stats;
+        }
+        json_object_unref(stats);
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(2000);
+    }
+}
+
+/* Counters balance with no buffers posted, with filters on and with
+ * buffers posted, on the NIC and its netdev alike. */
+static void test_counters_balance(void)
+{
+    QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
+                          .pool_size = { 2048 }, .pool_count = { 2 },
+                          .pool_active = { false } };
+    const uint8_t other[6] = { 0x52, 0x54, 0x00, 0x77, 0x77, 0x77 };
+    Rig r;
+    JsonObject *stats, *nic_rx, *dev;
+
+    rig_start(&r, "on", &conf);
+    for (uint16_t i = 0; i < 5; i++) {
+        inject(&r, our_mac, 60, i);                 /* no buffers posted */
+    }
+    stats = stats_after(&r, 5);
+    g_assert_cmpint(dropped(json_object_get_object_member(nic_stats(stats),
+                                                          "rx"),
+                            "no-buffer"), ==, 5);
+    json_object_unref(stats);
+    g_assert_cmpint(qtest_hcallv(r.qts, H_MULTICAST_CTRL, UNIT, 0x50000, 0),
+                    ==, H_SUCCESS);
+    for (uint16_t i = 0; i < 4; i++) {
+        inject(&r, other, 60, i);                   /* filtered */
+    }
+    /* Not mapped yet: refused, and nothing is posted. */
+    g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, UNIT,
+                                 qibmveth_bd(2048, 0x8000000)), ==,
+                    H_PARAMETER);
+    qtest_tce_map(r.qts, UNIT, 0x8000000, 0x8000000, 0x2000, 3);
+    for (int i = 0; i < 3; i++) {
+        g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, UNIT,
+                                     qibmveth_bd(2048, 0x8000000 + i * 2048)),
+                        ==, H_SUCCESS);
+    }
+    for (uint16_t i = 0; i < 3; i++) {
+        inject(&r, our_mac, 60, 100 + i);           /* delivered */
+    }
+    stats = stats_after(&r, 12);
+    nic_rx = json_object_get_object_member(nic_stats(stats), "rx");
+    g_assert_cmpint(assert_balanced(nic_rx), ==, 12);
+    g_assert_cmpint(assert_balanced(json_object_get_object_member(
+                        netdev_stats(stats), "rx")), ==, 12);
+    g_assert_cmpint(json_object_get_int_member(nic_rx, "delivered"), ==, 3);
+    g_assert_cmpint(dropped(nic_rx, "no-buffer"), ==, 5);
+    g_assert_cmpint(dropped(nic_rx, "filtered"), ==, 4);
+    dev = json_object_get_object_member(nic_stats(stats), "device");
+    g_assert_cmpint(json_object_get_int_member(dev, "rx-frames"), ==, 3);
+    g_assert_cmpint(json_object_get_int_member(
+                        json_object_get_object_member(dev, "rx-dropped"),
+                        "no-buffer"), ==, 5);
+    g_assert_cmpuint(qibmveth_rx_no_buffer(r.veth), ==, 5);
+    json_object_unref(stats);
+    rig_stop(&r);
+}
+
+/* QMP stop: frames are dropped as vm-stopped and touch no guest memory;
+ * cont brings delivery back. */
+static void test_stop_quiesces(void)
+{
+    Rig r;
+    JsonObject *rsp, *stats;
+    uint16_t tag;
+
+    rig_start(&r, "on", NULL);
+    rsp = qtest_qmp(r.qts, "{'execute': 'stop'}");
+    g_assert_true(json_object_has_member(rsp, "return"));
+    json_object_unref(rsp);
+    json_object_unref(qtest_qmp_eventwait(r.qts, "STOP"));
+    for (uint16_t i = 0; i < 4; i++) {
+        inject(&r, our_mac, 60, i);
+    }
+    stats = stats_after(&r, 4);
+    g_assert_cmpint(dropped(json_object_get_object_member(nic_stats(stats),
+                                                          "rx"),
+                            "vm-stopped"), ==, 4);
+    json_object_unref(stats);
+    g_assert_cmphex(qtest_readq(r.qts, qibmveth_rxq(r.veth)), ==, 0);
+    json_object_unref(qtest_qmp(r.qts, "{'execute': 'cont'}"));
+    json_object_unref(qtest_qmp_eventwait(r.qts, "RESUME"));
+    inject(&r, our_mac, 60, 9);
+    expect_frame(&r, &tag);
+    g_assert_cmpuint(tag, ==, 9);
+    rig_stop(&r);
+}
+
+/* NIC_RX_FILTER_CHANGED: once per change until query-rx-filter re-arms. */
+static void test_rx_filter_event(void)
+{
+    Rig r;
+    JsonObject *ev, *data, *rsp;
+
+    rig_start(&r, "on", NULL);
+    mcast(&r, 0x50000, 0);
+    ev = qtest_qmp_eventwait(r.qts, "NIC_RX_FILTER_CHANGED");
+    data = json_object_get_object_member(ev, "data");
+    g_assert_cmpstr(json_object_get_string_member(data, "name"), ==,
+                    "l-lan@71000000");
+    g_assert_cmpstr(json_object_get_string_member(data, "path"), ==,
+                    "/machine/peripheral/l-lan@71000000");
+    json_object_unref(ev);
+    /* Not re-armed: a second change says nothing. */
+    mcast(&r, 1, 0x01005e000001ULL);
+    rsp = qtest_qmp(r.qts, "{'execute': 'query-rx-filter'}");
+    g_assert_false(qtest_qmp_event_pending(r.qts, "NIC_RX_FILTER_CHANGED"));
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_array_get_object_element(
+                            json_object_get_array_member(rsp, "return"), 0),
+                        "unicast"), ==, "normal");
+    json_object_unref(rsp);
+    /* Re-armed by the query: the MAC change is reported. */
+    g_assert_cmpint(qtest_hcallv(r.qts, H_CHANGE_LOGICAL_LAN_MAC, UNIT,
+                                 0x525400999999ULL), ==, H_SUCCESS);
+    json_object_unref(qtest_qmp_eventwait(r.qts, "NIC_RX_FILTER_CHANGED"));
+    rig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -511,5 +686,8 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-rx/odd-buffer", test_odd_buffer);
     g_test_add_func("/llan-rx/send-gather", test_send_gather);
     g_test_add_func("/llan-rx/stream-backend", test_stream_backend);
+    g_test_add_func("/llan-rx/counters-balance", test_counters_balance);
+    g_test_add_func("/llan-rx/stop-quiesces", test_stop_quiesces);
+    g_test_add_func("/llan-rx/rx-filter-event", test_rx_filter_event);
     return g_test_run();
 }
