@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <glib-unix.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,6 +19,8 @@
 #include <unistd.h>
 
 #define QMP_READ_CHUNK  4096
+/* How long a client that does not read its replies may hold us up. */
+#define QMP_SEND_TIMEOUT_MS 2000
 #define ILLAN_MAJOR     0
 #define ILLAN_MINOR     1
 #define ILLAN_MICRO     0
@@ -60,15 +63,24 @@ static void client_write(QmpClient *c, JsonNode *root)
     text = json_generator_to_data(gen, NULL);
     line = g_strconcat(text, "\r\n", NULL);
     len = strlen(line);
-    while (done < len && c->fd >= 0) {
-        ssize_t n = send(c->fd, line + done, len - done, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) {
+    while (done < len) {
+        ssize_t n = send(c->fd, line + done, len - done,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+
+        if (n > 0) {
+            done += n;
+        } else if (n < 0 && errno == EINTR) {
             continue;
+        } else if (n < 0 && errno == EAGAIN &&
+                   poll(&p, 1, QMP_SEND_TIMEOUT_MS) == 1) {
+            continue;
+        } else {
+            /* Gone, or not reading: hang up rather than stall the main
+             * loop; the read side then drops the client. */
+            shutdown(c->fd, SHUT_RDWR);
+            return;
         }
-        if (n <= 0) {
-            return;     /* the read side sees the hang-up and drops it */
-        }
-        done += n;
     }
 }
 
