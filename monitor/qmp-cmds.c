@@ -59,15 +59,8 @@ static JsonNode *qmp_capabilities(JsonObject *args, QmpError *err)
 
 static JsonNode *query_version(JsonObject *args, QmpError *err)
 {
-    JsonObject *ver = json_object_new(), *qemu = json_object_new();
-
     (void)args, (void)err;
-    json_object_set_int_member(qemu, "major", 0);
-    json_object_set_int_member(qemu, "minor", 1);
-    json_object_set_int_member(qemu, "micro", 0);
-    json_object_set_object_member(ver, "qemu", qemu);
-    json_object_set_string_member(ver, "package", "illan");
-    return object_node(ver);
+    return object_node(qmp_version_info());
 }
 
 static void add_command_name(const QmpCommand *cmd, void *opaque)
@@ -139,32 +132,9 @@ static JsonNode *qmp_quit(JsonObject *args, QmpError *err)
 
 /* Devices: the spapr-vlan NICs and the QOM-style paths of devices. */
 
-typedef struct FindDev {
-    const char *id;
-    SpaprVioDevice *found;
-} FindDev;
-
-static void match_id(SpaprVioDevice *dev, void *opaque)
-{
-    FindDev *f = opaque;
-
-    if (!strcmp(dev->qdev.id, f->id)) {
-        f->found = dev;
-    }
-}
-
 static SpaprVioDevice *find_device(const char *id)
 {
-    FindDev f = { .id = id };
-
-    spapr_vio_bus_foreach(spapr_vio_bus(machine), match_id, &f);
-    return f.found;
-}
-
-static SpaprVlanState *as_vlan(SpaprVioDevice *dev)
-{
-    return dev && !strcmp(dev->qdev.klass->name, TYPE_SPAPR_VLAN) ?
-           (SpaprVlanState *)dev : NULL;
+    return spapr_vio_find_by_path(spapr_vio_bus(machine), id);
 }
 
 static const char *rx_state(bool all, bool none)
@@ -215,7 +185,7 @@ static JsonObject *rx_filter_info(SpaprVlanState *s)
 
 static void add_rx_filter(SpaprVioDevice *dev, void *opaque)
 {
-    SpaprVlanState *s = as_vlan(dev);
+    SpaprVlanState *s = spapr_vlan_from_vio(dev);
 
     if (s) {
         json_array_add_object_element(opaque, rx_filter_info(s));
@@ -279,9 +249,7 @@ static void add_child(SpaprVioDevice *dev, void *opaque)
 
 static SpaprVioDevice *device_at(const char *path, QmpError *err)
 {
-    const char *id = g_str_has_prefix(path, PERIPHERAL "/") ?
-                     path + strlen(PERIPHERAL "/") : path;
-    SpaprVioDevice *dev = find_device(id);
+    SpaprVioDevice *dev = find_device(path);
 
     if (!dev) {
         qmp_error_set(err, QMP_ERROR_DEVICE_NOT_FOUND,
@@ -410,6 +378,12 @@ static bool flatten_opts(JsonObject *obj, const char *prefix, GString *out,
                                       : g_strdup(l->data);
         g_autofree char *text = NULL;
 
+        /* Keys go into option syntax unescaped: no ',' or '=' in them. */
+        if (strpbrk(l->data, ",=") || !*(char *)l->data) {
+            qmp_error_set(err, QMP_ERROR_GENERIC,
+                          "Parameter name '%s' is not valid", (char *)l->data);
+            return false;
+        }
         if (JSON_NODE_HOLDS_OBJECT(v)) {
             if (!flatten_opts(json_node_get_object(v), key, out, err)) {
                 return false;
@@ -555,7 +529,7 @@ static void set_peer_name(JsonObject *o, const char *key, NetClientState *nc)
 
 static void add_nic_stats(SpaprVioDevice *dev, void *opaque)
 {
-    SpaprVlanState *s = as_vlan(dev);
+    SpaprVlanState *s = spapr_vlan_from_vio(dev);
     JsonObject *o;
     NetClientStats st;
 

@@ -8,28 +8,28 @@
 #include "monitor/qmp.h"
 #include "monitor/json-stream.h"
 #include "qemu/option.h"
+#include "qemu/unix-socket.h"
 
 #include <errno.h>
 #include <glib-unix.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define QMP_READ_CHUNK  4096
-/* How long a client that does not read its replies may hold us up. */
-#define QMP_SEND_TIMEOUT_MS 2000
-#define ILLAN_MAJOR     0
-#define ILLAN_MINOR     1
-#define ILLAN_MICRO     0
+/* Output a client may leave unread before it is hung up on: room for a
+ * few replies that echo a 1 MiB input back, escaped. */
+#define QMP_MAX_PENDING_OUTPUT  (16u << 20)
 
 typedef struct QmpClient {
     int fd;
     guint watch;
+    guint out_watch;        /* set while output waits for the socket */
+    GString *out;
     JsonStream *stream;
     bool negotiated;
+    bool hung_up;           /* we gave up on it; the read side drops it */
 } QmpClient;
 
 typedef struct QmpListener {
@@ -52,36 +52,69 @@ void qmp_error_set(QmpError *err, const char *cls, const char *fmt, ...)
     va_end(ap);
 }
 
+static void hang_up(QmpClient *c)
+{
+    c->hung_up = true;
+    g_string_truncate(c->out, 0);
+    shutdown(c->fd, SHUT_RDWR);
+}
+
+static gboolean client_writable(gint fd, GIOCondition cond, gpointer opaque);
+
+/* Sends what the socket takes now and leaves the rest to a G_IO_OUT
+ * watch, so a slow reader never holds up the main loop. */
+static void client_flush(QmpClient *c)
+{
+    while (c->out->len && !c->hung_up) {
+        ssize_t n = send(c->fd, c->out->str, c->out->len,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (n > 0) {
+            g_string_erase(c->out, 0, n);
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && errno == EAGAIN) {
+            if (!c->out_watch) {
+                c->out_watch = g_unix_fd_add(c->fd, G_IO_OUT,
+                                             client_writable, c);
+            }
+            return;
+        } else {
+            hang_up(c);
+        }
+    }
+}
+
+static gboolean client_writable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    QmpClient *c = opaque;
+
+    (void)fd, (void)cond;
+    client_flush(c);
+    if (c->out->len && !c->hung_up) {
+        return G_SOURCE_CONTINUE;
+    }
+    c->out_watch = 0;
+    return G_SOURCE_REMOVE;
+}
+
 static void client_write(QmpClient *c, JsonNode *root)
 {
     g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autofree char *text = NULL;
-    g_autofree char *line = NULL;
-    size_t len, done = 0;
 
+    if (c->hung_up) {
+        return;
+    }
     json_generator_set_root(gen, root);
     text = json_generator_to_data(gen, NULL);
-    line = g_strconcat(text, "\r\n", NULL);
-    len = strlen(line);
-    while (done < len) {
-        ssize_t n = send(c->fd, line + done, len - done,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        struct pollfd p = { .fd = c->fd, .events = POLLOUT };
-
-        if (n > 0) {
-            done += n;
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else if (n < 0 && errno == EAGAIN &&
-                   poll(&p, 1, QMP_SEND_TIMEOUT_MS) == 1) {
-            continue;
-        } else {
-            /* Gone, or not reading: hang up rather than stall the main
-             * loop; the read side then drops the client. */
-            shutdown(c->fd, SHUT_RDWR);
-            return;
-        }
+    g_string_append(c->out, text);
+    g_string_append(c->out, "\r\n");
+    if (c->out->len > QMP_MAX_PENDING_OUTPUT) {
+        hang_up(c);
+        return;
     }
+    client_flush(c);
 }
 
 static void client_write_object(QmpClient *c, JsonObject *obj)
@@ -92,17 +125,23 @@ static void client_write_object(QmpClient *c, JsonObject *obj)
     client_write(c, root);
 }
 
-static void send_greeting(QmpClient *c)
+JsonObject *qmp_version_info(void)
 {
     JsonObject *ver = json_object_new(), *qemu = json_object_new();
-    JsonObject *qmp = json_object_new(), *greeting = json_object_new();
 
-    json_object_set_int_member(qemu, "micro", ILLAN_MICRO);
-    json_object_set_int_member(qemu, "minor", ILLAN_MINOR);
-    json_object_set_int_member(qemu, "major", ILLAN_MAJOR);
+    json_object_set_int_member(qemu, "micro", ILLAN_VERSION_MICRO);
+    json_object_set_int_member(qemu, "minor", ILLAN_VERSION_MINOR);
+    json_object_set_int_member(qemu, "major", ILLAN_VERSION_MAJOR);
     json_object_set_object_member(ver, "qemu", qemu);
     json_object_set_string_member(ver, "package", "illan");
-    json_object_set_object_member(qmp, "version", ver);
+    return ver;
+}
+
+static void send_greeting(QmpClient *c)
+{
+    JsonObject *qmp = json_object_new(), *greeting = json_object_new();
+
+    json_object_set_object_member(qmp, "version", qmp_version_info());
     json_object_set_array_member(qmp, "capabilities", json_array_new());
     json_object_set_object_member(greeting, "QMP", qmp);
     client_write_object(c, greeting);
@@ -304,6 +343,10 @@ static void client_free(QmpClient *c)
     if (c->watch) {
         g_source_remove(c->watch);
     }
+    if (c->out_watch) {
+        g_source_remove(c->out_watch);
+    }
+    g_string_free(c->out, TRUE);
     close(c->fd);
     json_stream_free(c->stream);
     g_free(c);
@@ -325,7 +368,9 @@ static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque)
         client_free(c);
         return G_SOURCE_REMOVE;
     }
-    json_stream_feed(c->stream, buf, n);
+    if (!c->hung_up) {
+        json_stream_feed(c->stream, buf, n);
+    }
     return G_SOURCE_CONTINUE;
 }
 
@@ -334,6 +379,7 @@ static void client_add(int fd)
     QmpClient *c = g_new0(QmpClient, 1);
 
     c->fd = fd;
+    c->out = g_string_new(NULL);
     c->stream = json_stream_new(on_text, c);
     if (!clients) {
         clients = g_ptr_array_new();
@@ -355,37 +401,12 @@ static gboolean listener_readable(gint fd, GIOCondition cond, gpointer opaque)
     return G_SOURCE_CONTINUE;
 }
 
-static bool unix_addr(const char *path, struct sockaddr_un *addr,
-                      GError **errp)
-{
-    *addr = (struct sockaddr_un){ .sun_family = AF_UNIX };
-    if (strlen(path) >= sizeof(addr->sun_path)) {
-        g_set_error(errp, ILLAN_ERROR, 0, "socket path '%s' is too long",
-                    path);
-        return false;
-    }
-    strcpy(addr->sun_path, path);
-    return true;
-}
-
 bool qmp_listen(const char *path, bool wait, GError **errp)
 {
-    struct sockaddr_un addr;
+    int fd = unix_socket_listen(path, errp);
     QmpListener *l;
-    int fd;
 
-    if (!unix_addr(path, &addr, errp)) {
-        return false;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    unlink(path);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-        listen(fd, 8) < 0) {
-        g_set_error(errp, ILLAN_ERROR, 0, "Failed to listen on '%s': %s",
-                    path, g_strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
+    if (fd < 0) {
         return false;
     }
     l = g_new0(QmpListener, 1);
@@ -404,19 +425,9 @@ bool qmp_listen(const char *path, bool wait, GError **errp)
 
 bool qmp_connect(const char *path, GError **errp)
 {
-    struct sockaddr_un addr;
-    int fd;
+    int fd = unix_socket_connect(path, errp);
 
-    if (!unix_addr(path, &addr, errp)) {
-        return false;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        g_set_error(errp, ILLAN_ERROR, 0, "Failed to connect to '%s': %s",
-                    path, g_strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
+    if (fd < 0) {
         return false;
     }
     client_add(fd);
@@ -434,7 +445,7 @@ void qmp_cleanup(void)
 
         g_source_remove(l->watch);
         close(l->fd);
-        unlink(l->path);
+        unix_socket_unlink(l->path);
         g_free(l->path);
         g_free(l);
     }

@@ -1,10 +1,10 @@
 /* Socket addresses for the socket backends (see net/socket-addr.h). */
 #include "net/socket-addr.h"
+#include "qemu/unix-socket.h"
 
 #include <errno.h>
 #include <netdb.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -167,15 +167,6 @@ bool net_socket_parse_addr(const QemuOpts *opts, const char *prefix,
 
 /* A socket file left by a run that did not clean up would make bind()
  * fail; anything other than a socket is left alone, and bind() says so. */
-static void unlink_stale_socket(const char *path)
-{
-    struct stat st;
-
-    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-        unlink(path);
-    }
-}
-
 /* A new socket of @socktype bound to @addr, or -1. */
 int net_socket_new_bound(int socktype, const struct sockaddr_storage *addr,
                          socklen_t addr_len, const char *desc, GError **errp)
@@ -190,7 +181,7 @@ int net_socket_new_bound(int socktype, const struct sockaddr_storage *addr,
         return -1;
     }
     if (addr->ss_family == AF_UNIX) {
-        unlink_stale_socket(((const struct sockaddr_un *)addr)->sun_path);
+        unix_socket_unlink(((const struct sockaddr_un *)addr)->sun_path);
     } else if (socktype == SOCK_STREAM) {
         /* A restarted server must not wait out its old connections. */
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));

@@ -17,6 +17,7 @@
  */
 #include "net/net.h"
 #include "net/socket-addr.h"
+#include "qemu/bswap.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 
@@ -85,12 +86,6 @@ static void G_GNUC_PRINTF(2, 3) stream_drop_peer(StreamState *s,
     stream_close_peer(s);
 }
 
-static uint32_t load_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-           (uint32_t)p[2] << 8 | p[3];
-}
-
 /*
  * Hands over every complete frame in the buffer, in batches, and keeps a
  * partial one for the next read.  The NIC may send from within a batch and
@@ -104,7 +99,7 @@ static void stream_deliver_frames(StreamState *s)
     int fd = s->fd;
 
     while (s->fill - pos >= STREAM_HEADER_LEN) {
-        uint32_t len = load_be32(s->buf + pos);
+        uint32_t len = ldn_be_p(s->buf + pos, STREAM_HEADER_LEN);
 
         if (len == 0 || len > NET_FRAME_MAX) {
             net_backend_deliver(s->nc, frames, n);
@@ -222,14 +217,13 @@ static bool write_all(int fd, struct iovec *iov, size_t iovcnt)
 static bool stream_send(void *opaque, const uint8_t *data, size_t len)
 {
     StreamState *s = opaque;
-    uint8_t header[STREAM_HEADER_LEN] = {
-        len >> 24, len >> 16, len >> 8, len,
-    };
+    uint8_t header[STREAM_HEADER_LEN];
     struct iovec iov[2] = {
         { .iov_base = header, .iov_len = sizeof(header) },
         { .iov_base = (void *)data, .iov_len = len },
     };
 
+    stn_be_p(header, sizeof(header), len);
     if (s->fd < 0) {
         return false;
     }

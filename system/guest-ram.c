@@ -4,6 +4,7 @@
  * test) writes them, so large -m values cost nothing up front.
  */
 #include "system/guest-ram.h"
+#include "qemu/bswap.h"
 #include "qemu/option.h"
 
 #include <errno.h>
@@ -97,10 +98,7 @@ bool guest_ram_ld_be(GuestRam *ram, uint64_t gpa, unsigned size,
     if (!p) {
         return false;
     }
-    *val = 0;
-    for (unsigned i = 0; i < size; i++) {
-        *val = (*val << 8) | p[i];
-    }
+    *val = ldn_be_p(p, size);
     return true;
 }
 
@@ -112,8 +110,6 @@ bool guest_ram_st_be(GuestRam *ram, uint64_t gpa, unsigned size, uint64_t val)
     if (!p) {
         return false;
     }
-    for (unsigned i = size; i-- > 0; val >>= 8) {
-        p[i] = val & 0xff;
-    }
+    stn_be_p(p, size, val);
     return true;
 }

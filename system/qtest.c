@@ -1,11 +1,12 @@
 /*
- * The qtest server.  Every line gets exactly one OK/FAIL/ERR reply; input
- * is parsed strictly and checked against guest RAM before use, so nothing
- * a client sends can crash or wedge the process.
+ * The qtest server.  Every non-empty line gets exactly one OK/FAIL/ERR
+ * reply; input is parsed strictly and checked against guest RAM before
+ * use, so nothing a client sends can crash or wedge the process.
  */
 #include "system/qtest.h"
 #include "hw/ppc/spapr_vio.h"
 #include "qemu/option.h"
+#include "qemu/unix-socket.h"
 #include "qemu/timer.h"
 
 #include <errno.h>
@@ -13,8 +14,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 /* Bounds on what one request may move, so a request cannot make the
@@ -30,6 +29,7 @@ struct QTestServer {
     bool owns_fd;
     guint watch;
     GString *inbuf;
+    size_t scanned;             /* inbuf up to here holds no newline */
     bool discarding;            /* skipping the rest of an overlong line */
     FILE *log;
     int64_t start_us;
@@ -589,27 +589,36 @@ static void handle_line(QTestServer *qs, char *line, size_t len)
     qtest_send(qs, reply->str);
 }
 
+/* Handles every complete line, then drops them from the buffer at once;
+ * the search resumes where the last one stopped, so neither a flood of
+ * short lines nor one long line costs more than linear time. */
 static void consume_input(QTestServer *qs)
 {
+    size_t start = 0;
     char *nl;
 
-    while ((nl = memchr(qs->inbuf->str, '\n', qs->inbuf->len))) {
-        size_t len = nl - qs->inbuf->str;
+    while ((nl = memchr(qs->inbuf->str + qs->scanned, '\n',
+                        qs->inbuf->len - qs->scanned))) {
+        char *line = qs->inbuf->str + start;
+        size_t len = nl - line;
 
         *nl = '\0';
         if (qs->discarding) {
             qs->discarding = false;
         } else {
-            handle_line(qs, qs->inbuf->str, len);
+            handle_line(qs, line, len);
         }
-        g_string_erase(qs->inbuf, 0, len + 1);
+        start = qs->scanned = nl - qs->inbuf->str + 1;
     }
+    g_string_erase(qs->inbuf, 0, start);
+    qs->scanned = qs->inbuf->len;
     if (qs->inbuf->len > QTEST_MAX_LINE) {
         if (!qs->discarding) {
             qtest_send(qs, "FAIL line too long");
         }
         qs->discarding = true;
         g_string_truncate(qs->inbuf, 0);
+        qs->scanned = 0;
     }
 }
 
@@ -635,29 +644,6 @@ static gboolean qtest_readable(gint fd, GIOCondition cond, gpointer opaque)
     return G_SOURCE_CONTINUE;
 }
 
-static int connect_unix(const char *path, GError **errp)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    int fd;
-
-    if (strlen(path) >= sizeof(addr.sun_path)) {
-        g_set_error(errp, ILLAN_ERROR, 0, "socket path '%s' is too long",
-                    path);
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        g_set_error(errp, ILLAN_ERROR, 0, "Failed to connect to '%s': %s",
-                    path, g_strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    return fd;
-}
-
 QTestServer *qtest_server_start(const char *spec, FILE *log,
                                 SpaprMachineState *spapr,
                                 QTestClosedFn closed, void *opaque,
@@ -677,7 +663,7 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
         qs->in_fd = STDIN_FILENO;
         qs->out_fd = STDOUT_FILENO;
     } else if (g_str_has_prefix(spec, "unix:")) {
-        qs->in_fd = qs->out_fd = connect_unix(spec + 5, errp);
+        qs->in_fd = qs->out_fd = unix_socket_connect(spec + 5, errp);
         qs->owns_fd = true;
         if (qs->in_fd < 0) {
             goto fail;

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#define ILLAN_VERSION "0.1.0"
 #define DEFAULT_RAM_SIZE (256ULL << 20)
 
 typedef struct CmdOption {
@@ -337,6 +336,9 @@ static void monitor_spec_free(gpointer p)
 {
     MonitorSpec *m = p;
 
+    if (!m) {
+        return;     /* a chardev id whose spec a -mon took */
+    }
     g_free(m->option);
     g_free(m->path);
     g_free(m);
@@ -407,24 +409,31 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
         g_autoptr(QemuOpts) o = parse_opt("mon", arg, "chardev", mk, errp);
         const char *chardev, *mode;
         MonitorSpec *spec;
+        gpointer key;
 
         if (!o) {
             return false;
         }
         chardev = qemu_opt_get(o, "chardev");
         mode = qemu_opt_get(o, "mode");
-        if (!chardev || !g_hash_table_contains(ids, chardev)) {
+        if (!chardev || !g_hash_table_lookup_extended(ids, chardev, NULL,
+                                                      (gpointer *)&spec)) {
             return opt_error(errp, "mon", arg,
                              "chardev '%s' is not defined by -chardev",
                              chardev ? chardev : "");
+        }
+        if (!spec) {
+            return opt_error(errp, "mon", arg,
+                             "chardev '%s' already has a monitor", chardev);
         }
         if (g_strcmp0(mode, "control")) {
             return opt_error(errp, "mon", arg,
                              "mode '%s' is not supported: use mode=control",
                              mode ? mode : "readline");
         }
-        spec = g_hash_table_lookup(ids, chardev);
-        g_hash_table_steal(ids, chardev);
+        /* The monitor owns the spec now; the id stays, marked taken. */
+        g_hash_table_steal_extended(ids, chardev, &key, NULL);
+        g_hash_table_insert(ids, key, NULL);
         spec->option = g_strdup_printf("-mon %s", arg);
         g_ptr_array_add(specs, spec);
     }
@@ -446,18 +455,29 @@ static bool parse_qmp_options(const Config *cfg, GPtrArray *specs,
             return opt_error(errp, "qmp", arg,
                              "'%s' is not a QMP channel: use unix:PATH", arg);
         }
-        o = parse_opt("qmp", arg, "path", known, errp);
+        o = parse_opt("qmp", arg + strlen("unix:"), "path", known, errp);
+        if (o && strcmp(qemu_opts_key(o, 0), "path")) {
+            g_clear_pointer(&o, qemu_opts_free);
+            g_set_error(errp, ILLAN_ERROR, 0, "the socket path must follow "
+                        "unix:");
+        }
+        for (guint k = 1; o && k < qemu_opts_count(o); k++) {
+            if (!strcmp(qemu_opts_key(o, k), "path")) {
+                g_clear_pointer(&o, qemu_opts_free);
+                g_set_error(errp, ILLAN_ERROR, 0, "Invalid parameter 'path' "
+                            "(the path follows unix:)");
+            }
+        }
         if (!o) {
+            g_prefix_error(errp, "-qmp %s: ", arg);
             return false;
         }
         spec = g_new0(MonitorSpec, 1);
         g_ptr_array_add(specs, spec);
+        spec->option = g_strdup_printf("-qmp %s", arg);
         if (!socket_spec("qmp", arg, o, spec, errp)) {
             return false;
         }
-        g_free(spec->path);
-        spec->path = g_strdup(qemu_opt_get(o, "path") + strlen("unix:"));
-        spec->option = g_strdup_printf("-qmp %s", arg);
     }
     return true;
 }
@@ -606,11 +626,11 @@ static gboolean on_quit_signal(gpointer opaque)
 }
 
 /* The qtest client hanging up ends the run, as nothing else can drive an
- * emulator that has no CPU. */
+ * emulator that has no CPU; like closing QEMU's window, a host UI event. */
 static void on_qtest_closed(void *opaque)
 {
     (void)opaque;
-    qemu_system_shutdown("host-signal");
+    qemu_system_shutdown("host-ui");
 }
 
 static void reset_machine(void *opaque)

@@ -3,10 +3,10 @@
  * buffers: at most five comparisons per frame, then a LIFO pop.
  */
 #include "hw/net/llan_rx_pools.h"
+#include "hw/net/llan_bd.h"
 
 #include <string.h>
 
-#define BD_LEN(bd)  ((uint32_t)((bd) >> 32) & 0xFFFFFF)
 
 void llan_rx_pools_reset(LlanRxPools *pools)
 {
@@ -63,7 +63,7 @@ static LlanRxPool *claim_empty_pool(LlanRxPools *pools, int32_t size)
 
 LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd)
 {
-    int32_t size = BD_LEN(bd);
+    int32_t size = LLAN_BD_LEN(bd);
     LlanRxPool *p = pool_of_size(pools, size);
 
     if (!p) {
@@ -81,7 +81,7 @@ LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd)
 
 void llan_rx_pools_unadd(LlanRxPools *pools, uint64_t bd)
 {
-    LlanRxPool *p = pool_of_size(pools, BD_LEN(bd));
+    LlanRxPool *p = pool_of_size(pools, LLAN_BD_LEN(bd));
 
     if (p && p->count > 0 && p->bds[p->count - 1] == bd) {
         p->bds[--p->count] = 0;

@@ -10,7 +10,9 @@
  * is used, and every frame that is not delivered is counted by reason.
  */
 #include "hw/net/spapr_llan.h"
+#include "hw/net/llan_bd.h"
 #include "hw/net/llan_rx_page.h"
+#include "qemu/bswap.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 #include "system/runstate.h"
@@ -21,11 +23,6 @@
 /* H_VIO_SIGNAL mode bit 0 enables the receive interrupt. */
 #define VLAN_SIGNAL_MASK    0x1
 
-#define BD_VALID            0x8000000000000000ULL
-#define BD_TOGGLE           0x4000000000000000ULL
-#define BD_LEN(bd)          ((uint32_t)((bd) >> 32) & 0xFFFFFF)
-#define BD_ADDR(bd)         ((bd) & 0xFFFFFFFFULL)
-#define BD_MAKE(len, addr)  (BD_VALID | (uint64_t)(len) << 32 | (addr))
 
 #define RXQ_ENTRY_SIZE      16
 #define RXQ_CTRL_TOGGLE     0x80
@@ -61,25 +58,15 @@ static bool dma_ld64(SpaprVioDevice *dev, uint64_t ioba, uint64_t *val)
     if (!spapr_vio_dma_read(dev, ioba, be, sizeof(be))) {
         return false;
     }
-    *val = 0;
-    for (int i = 0; i < 8; i++) {
-        *val = (*val << 8) | be[i];
-    }
+    *val = ldn_be_p(be, 8);
     return true;
-}
-
-static void put_be(uint8_t *p, unsigned size, uint64_t val)
-{
-    for (int i = size - 1; i >= 0; i--, val >>= 8) {
-        p[i] = val & 0xff;
-    }
 }
 
 static bool dma_st64(SpaprVioDevice *dev, uint64_t ioba, uint64_t val)
 {
     uint8_t be[8];
 
-    put_be(be, 8, val);
+    stn_be_p(be, 8, val);
     return spapr_vio_dma_write(dev, ioba, be, sizeof(be));
 }
 
@@ -100,21 +87,23 @@ static MACAddr mac_from_u64(uint64_t v)
 {
     MACAddr mac;
 
-    for (int i = 5; i >= 0; i--, v >>= 8) {
-        mac.a[i] = v & 0xff;
-    }
+    stn_be_p(mac.a, 6, v);
     return mac;
 }
 
 /* The device behind a unit address, only if it is a logical LAN. */
-static SpaprVlanState *vlan_find(SpaprMachineState *spapr, uint64_t reg)
+SpaprVlanState *spapr_vlan_from_vio(SpaprVioDevice *dev)
 {
-    SpaprVioDevice *dev = spapr_vio_find_by_reg(spapr_vio_bus(spapr), reg);
-
     if (!dev || strcmp(dev->qdev.klass->name, TYPE_SPAPR_VLAN)) {
         return NULL;
     }
     return (SpaprVlanState *)dev;
+}
+
+static SpaprVlanState *vlan_find(SpaprMachineState *spapr, uint64_t reg)
+{
+    return spapr_vlan_from_vio(spapr_vio_find_by_reg(spapr_vio_bus(spapr),
+                                                     reg));
 }
 
 /* Filters: off delivers everything (as QEMU did); on delivers our MAC,
@@ -184,25 +173,30 @@ static void count_no_buffer(SpaprVlanState *s)
     }
 }
 
-static NetRxResult take_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd)
+/* Takes a buffer of at least @need bytes; false with *drop set when the
+ * frame cannot have one. */
+static bool take_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd,
+                        NetRxResult *drop)
 {
     if (s->use_rx_buffer_pools) {
         if (llan_rx_pool_take_best_fit(&s->pools, need, bd)) {
-            return NET_RX_DELIVERED;
+            return true;
         }
     } else {
         switch (llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
                                             &s->use_buf_ptr, need, bd)) {
         case LLAN_PAGE_OK:
-            return NET_RX_DELIVERED;
+            return true;
         case LLAN_PAGE_DMA_ERROR:
-            return NET_RX_DROP_DMA_ERROR;
+            *drop = NET_RX_DROP_DMA_ERROR;
+            return false;
         case LLAN_PAGE_NONE:
             break;
         }
     }
     count_no_buffer(s);
-    return NET_RX_DROP_NO_BUFFER;
+    *drop = NET_RX_DROP_NO_BUFFER;
+    return false;
 }
 
 /* Writes the entry for a frame of @len in the buffer whose handle is
@@ -217,14 +211,14 @@ static bool write_rxq_entry(SpaprVlanState *s, uint64_t handle, uint32_t len)
     if (!dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &qbd)) {
         return false;
     }
-    qlen = BD_LEN(qbd);
+    qlen = LLAN_BD_LEN(qbd);
     if (qlen < RXQ_ENTRY_SIZE) {
         return false;
     }
     if (s->rxq_ptr + RXQ_ENTRY_SIZE > qlen) {
         /* The guest shrank its queue under us: wrap early. */
         s->rxq_ptr = 0;
-        qbd ^= BD_TOGGLE;
+        qbd ^= LLAN_BD_TOGGLE;
         if (!dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, qbd)) {
             return false;
         }
@@ -236,23 +230,23 @@ static bool write_rxq_entry(SpaprVlanState *s, uint64_t handle, uint32_t len)
                              DMA_DEVICE_WRITES)) {
         return false;
     }
-    put_be(entry + 2, 2, RX_DATA_OFFSET);
-    put_be(entry + 4, 4, len);
-    put_be(entry + 8, 8, handle);
-    entry[0] = RXQ_CTRL_VALID | ((qbd & BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
-    if (!spapr_vio_dma_write(&s->vdev, BD_ADDR(qbd) + s->rxq_ptr + 1,
+    stn_be_p(entry + 2, 2, RX_DATA_OFFSET);
+    stn_be_p(entry + 4, 4, len);
+    stn_be_p(entry + 8, 8, handle);
+    entry[0] = RXQ_CTRL_VALID | ((qbd & LLAN_BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
+    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(qbd) + s->rxq_ptr + 1,
                              entry + 1, sizeof(entry) - 1)) {
         return false;
     }
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    if (!spapr_vio_dma_write(&s->vdev, BD_ADDR(qbd) + s->rxq_ptr, entry, 1)) {
+    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(qbd) + s->rxq_ptr, entry, 1)) {
         return false;
     }
     s->rxq_ptr += RXQ_ENTRY_SIZE;
     if (s->rxq_ptr >= qlen) {
         s->rxq_ptr = 0;
         return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD,
-                        qbd ^ BD_TOGGLE);
+                        qbd ^ LLAN_BD_TOGGLE);
     }
     return true;
 }
@@ -260,7 +254,7 @@ static bool write_rxq_entry(SpaprVlanState *s, uint64_t handle, uint32_t len)
 static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
 {
     uint64_t bd, handle;
-    NetRxResult r;
+    NetRxResult drop;
 
     if (!s->isopen) {
         return NET_RX_DROP_NOT_REGISTERED;
@@ -268,25 +262,24 @@ static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
     if (!filter_accepts(s, f->data)) {
         return NET_RX_DROP_FILTERED;
     }
-    r = take_buffer(s, f->len + RX_DATA_OFFSET, &bd);
-    if (r != NET_RX_DELIVERED) {
-        return r;
+    if (!take_buffer(s, f->len + RX_DATA_OFFSET, &bd, &drop)) {
+        return drop;
     }
-    /* The buffer is the guest's again only through the queue entry; if
-     * that cannot be written the buffer is lost, as on real firmware. */
     /* A page-mode guest can plant valid descriptors it never posted. */
     if (s->rx_bufs) {
         s->rx_bufs--;
     }
-    if (!spapr_vio_dma_write(&s->vdev, BD_ADDR(bd) + RX_DATA_OFFSET, f->data,
-                             f->len) ||
-        !dma_ld64(&s->vdev, BD_ADDR(bd), &handle) ||
+    /* The buffer is the guest's again only through its queue entry: if a
+     * DMA below fails, the buffer is lost, as on PAPR firmware. */
+    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET,
+                             f->data, f->len) ||
+        !dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
         !write_rxq_entry(s, handle, f->len)) {
         return NET_RX_DROP_DMA_ERROR;
     }
     s->stats.rx_frames++;
     s->stats.rx_bytes += f->len;
-    s->stats.rx_buffer_bytes += BD_LEN(bd);
+    s->stats.rx_buffer_bytes += LLAN_BD_LEN(bd);
     return NET_RX_DELIVERED;
 }
 
@@ -329,9 +322,9 @@ static bool page_ok(SpaprVioDevice *dev, uint64_t addr)
 static bool bd_ok(SpaprVioDevice *dev, uint64_t bd, uint32_t align,
                   uint32_t min_len)
 {
-    return !(BD_ADDR(bd) % align) && !(BD_LEN(bd) % align) &&
-           BD_LEN(bd) >= min_len &&
-           spapr_vio_dma_valid(dev, BD_ADDR(bd), BD_LEN(bd), DMA_BOTH);
+    return !(LLAN_BD_ADDR(bd) % align) && !(LLAN_BD_LEN(bd) % align) &&
+           LLAN_BD_LEN(bd) >= min_len &&
+           spapr_vio_dma_valid(dev, LLAN_BD_ADDR(bd), LLAN_BD_LEN(bd), DMA_BOTH);
 }
 
 static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
@@ -343,15 +336,15 @@ static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
         return H_RESOURCE;
     }
     if (!page_ok(dev, buf_list) || !page_ok(dev, filter_list) ||
-        !(rec_queue & BD_VALID) ||
+        !(rec_queue & LLAN_BD_VALID) ||
         !bd_ok(dev, rec_queue, RXQ_ENTRY_SIZE, RXQ_ENTRY_SIZE)) {
         return H_PARAMETER;
     }
-    if (!dma_st64(dev, buf_list + BUF_LIST_RXQ_BD, rec_queue & ~BD_TOGGLE) ||
+    if (!dma_st64(dev, buf_list + BUF_LIST_RXQ_BD, rec_queue & ~LLAN_BD_TOGGLE) ||
         !dma_st64(dev, buf_list + BUF_LIST_FILTER_BD,
-                  BD_MAKE(LLAN_PAGE_SIZE, filter_list)) ||
+                  LLAN_BD(LLAN_PAGE_SIZE, filter_list)) ||
         !dma_zero(dev, buf_list + 16, LLAN_PAGE_SIZE - 16) ||
-        !dma_zero(dev, BD_ADDR(rec_queue), BD_LEN(rec_queue))) {
+        !dma_zero(dev, LLAN_BD_ADDR(rec_queue), LLAN_BD_LEN(rec_queue))) {
         return H_PARAMETER;
     }
     s->buf_list = buf_list;
@@ -529,19 +522,19 @@ static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
     uint64_t total = 0;
     unsigned n = 0;
 
-    while (n < LLAN_MAX_TX_BDS && (bds[n] & BD_VALID)) {
-        total += BD_LEN(bds[n++]);
+    while (n < LLAN_MAX_TX_BDS && (bds[n] & LLAN_BD_VALID)) {
+        total += LLAN_BD_LEN(bds[n++]);
     }
     if (total > LLAN_MAX_FRAME) {
         return H_RESOURCE;
     }
     total = 0;
     for (unsigned i = 0; i < n; i++) {
-        if (!spapr_vio_dma_read(&s->vdev, BD_ADDR(bds[i]), s->tx_buf + total,
-                                BD_LEN(bds[i]))) {
+        if (!spapr_vio_dma_read(&s->vdev, LLAN_BD_ADDR(bds[i]), s->tx_buf + total,
+                                LLAN_BD_LEN(bds[i]))) {
             return H_DEST_PARM;
         }
-        total += BD_LEN(bds[i]);
+        total += LLAN_BD_LEN(bds[i]);
     }
     *len = total;
     return H_SUCCESS;

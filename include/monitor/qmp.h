@@ -60,6 +60,10 @@ bool qmp_listen(const char *path, bool wait, GError **errp);
 bool qmp_connect(const char *path, GError **errp);
 void qmp_cleanup(void);
 
+/* {"qemu": {"major", "minor", "micro"}, "package"}: for the greeting and
+ * query-version. */
+JsonObject *qmp_version_info(void);
+
 /* Sends @name (with @data, taken; may be NULL) to every client past
  * capability negotiation. */
 void qmp_event_emit(const char *name, JsonObject *data);

@@ -152,6 +152,11 @@ static void test_errors(void)
           "parameter 'x'" },
         { "-name guest=x,color=red", "Invalid parameter 'color'" },
         { "-qmp tcp:localhost:4444", "is not a QMP channel: use unix:PATH" },
+        { "-qmp unix:/tmp/illan-q.sock,path=b,server=on,wait=off",
+          "Invalid parameter" },
+        { "-chardev socket,id=c,path=/tmp/illan-m.sock "
+          "-mon chardev=c,mode=control -mon chardev=c,mode=control",
+          "chardev 'c' already has a monitor" },
         { "-qmp unix:/nonexistent/q.sock",
           "illan: -qmp unix:/nonexistent/q.sock: Failed to connect to "
           "'/nonexistent/q.sock'" },

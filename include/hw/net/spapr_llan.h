@@ -65,6 +65,9 @@ typedef struct SpaprVlanState {
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
 } SpaprVlanState;
 
+/* @dev as a logical LAN, or NULL when it is another kind of VIO device. */
+SpaprVlanState *spapr_vlan_from_vio(SpaprVioDevice *dev);
+
 /* A copy of the device's counters and pool table. */
 void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats);
 void spapr_vlan_get_filter(SpaprVlanState *s, SpaprVlanFilter *filter);
