@@ -48,10 +48,16 @@ static JsonNode *qmp_capabilities(JsonObject *args, QmpError *err)
 
     if (enable && json_array_get_length(enable)) {
         JsonNode *cap = json_array_get_element(enable, 0);
-        qmp_error_set(err, QMP_ERROR_GENERIC, "Capability '%s' not available",
-                      JSON_NODE_HOLDS_VALUE(cap) &&
-                      json_node_get_value_type(cap) == G_TYPE_STRING ?
-                      json_node_get_string(cap) : "?");
+
+        if (!JSON_NODE_HOLDS_VALUE(cap) ||
+            json_node_get_value_type(cap) != G_TYPE_STRING) {
+            qmp_error_set(err, QMP_ERROR_GENERIC, "Invalid parameter type "
+                          "for 'enable', expected: array of strings");
+        } else {
+            qmp_error_set(err, QMP_ERROR_GENERIC,
+                          "Capability '%s' not available",
+                          json_node_get_string(cap));
+        }
         return NULL;
     }
     return empty_return();

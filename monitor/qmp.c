@@ -41,15 +41,19 @@ typedef struct QmpListener {
 static GPtrArray *clients;      /* QmpClient * */
 static GPtrArray *listeners;    /* QmpListener * */
 
+/* Messages may quote the client's bytes (json-glib's do): they are made
+ * valid UTF-8 before they go into a reply. */
 void qmp_error_set(QmpError *err, const char *cls, const char *fmt, ...)
 {
+    g_autofree char *text = NULL;
     va_list ap;
 
     va_start(ap, fmt);
+    text = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
     g_free(err->desc);
     err->cls = cls;
-    err->desc = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
+    err->desc = g_utf8_make_valid(text, -1);
 }
 
 static void hang_up(QmpClient *c)
@@ -311,6 +315,52 @@ static void dispatch(QmpClient *c, JsonObject *req)
     g_free(err.desc);
 }
 
+/* json-glib turns \u0000 into a NUL that silently ends the string. */
+static bool has_nul_escape(const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        if (*p != '\\') {
+            continue;
+        }
+        if (p[1] == 'u' && !strncmp(p + 2, "0000", 4)) {
+            return true;
+        }
+        if (p[1]) {
+            p++;    /* the escaped character, so "\\u0000" is not one */
+        }
+    }
+    return false;
+}
+
+/* ... and lets a lone surrogate escape through as bytes that are not
+ * UTF-8, which a reply would then carry to the client. */
+static bool node_is_utf8(JsonNode *node)
+{
+    if (JSON_NODE_HOLDS_OBJECT(node)) {
+        JsonObject *obj = json_node_get_object(node);
+        g_autoptr(GList) names = json_object_get_members(obj);
+
+        for (GList *l = names; l; l = l->next) {
+            if (!g_utf8_validate(l->data, -1, NULL) ||
+                !node_is_utf8(json_object_get_member(obj, l->data))) {
+                return false;
+            }
+        }
+    } else if (JSON_NODE_HOLDS_ARRAY(node)) {
+        JsonArray *arr = json_node_get_array(node);
+
+        for (guint i = 0; i < json_array_get_length(arr); i++) {
+            if (!node_is_utf8(json_array_get_element(arr, i))) {
+                return false;
+            }
+        }
+    } else if (JSON_NODE_HOLDS_VALUE(node) &&
+               json_node_get_value_type(node) == G_TYPE_STRING) {
+        return g_utf8_validate(json_node_get_string(node), -1, NULL);
+    }
+    return true;
+}
+
 static void on_text(void *opaque, const char *text, JsonStreamError error)
 {
     QmpClient *c = opaque;
@@ -323,9 +373,16 @@ static void on_text(void *opaque, const char *text, JsonStreamError error)
         qmp_error_set(&err, QMP_ERROR_GENERIC, "JSON parse error, %s",
                       error == JSON_STREAM_TOO_BIG ? "input too large"
                                                    : "nesting too deep");
+    } else if (has_nul_escape(text)) {
+        qmp_error_set(&err, QMP_ERROR_GENERIC,
+                      "JSON parse error, \\u0000 is not allowed in a string");
     } else if (!json_parser_load_from_data(parser, text, -1, &perr)) {
         qmp_error_set(&err, QMP_ERROR_GENERIC, "JSON parse error, %s",
                       perr->message);
+    } else if (!node_is_utf8(json_parser_get_root(parser))) {
+        qmp_error_set(&err, QMP_ERROR_GENERIC,
+                      "JSON parse error, a string is not valid UTF-8 (a "
+                      "lone surrogate escape?)");
     } else if (!(root = json_parser_get_root(parser)) ||
                !JSON_NODE_HOLDS_OBJECT(root)) {
         qmp_error_set(&err, QMP_ERROR_GENERIC,

@@ -734,6 +734,10 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     m->loop = g_main_loop_new(NULL, FALSE);
     runstate_set_handlers(&(RunstateHandlers){ reset_machine, quit_main_loop,
                                                m });
+    /* Before any client can see us, so a signal never finds us without
+     * a handler. */
+    g_unix_signal_add(SIGTERM, on_quit_signal, m);
+    g_unix_signal_add(SIGINT, on_quit_signal, m);
     qmp_set_machine(m->spapr);
     if (!start_monitors(m->monitors, errp)) {
         return false;
@@ -751,8 +755,6 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     }
     spapr_machine_reset(m->spapr);
     runstate_set(cfg->start_paused ? RUN_STATE_PRELAUNCH : RUN_STATE_RUNNING);
-    g_unix_signal_add(SIGTERM, on_quit_signal, m);
-    g_unix_signal_add(SIGINT, on_quit_signal, m);
     g_main_loop_run(m->loop);
     return true;
 }
