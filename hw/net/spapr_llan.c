@@ -311,7 +311,7 @@ static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
     }
 }
 
-/* Hcalls.  Each takes the device lock once. */
+/* The work of the hcalls, under the device lock. */
 
 static bool page_ok(SpaprVioDevice *dev, uint64_t addr)
 {
@@ -358,41 +358,6 @@ static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
     return H_SUCCESS;
 }
 
-static int64_t h_register_logical_lan(SpaprMachineState *spapr,
-                                      uint64_t opcode, uint64_t *args)
-{
-    SpaprVlanState *s = vlan_find(spapr, args[0]);
-    int64_t ret;
-
-    (void)opcode;
-    if (!s) {
-        return H_PARAMETER;
-    }
-    g_mutex_lock(&s->lock);
-    ret = register_locked(s, args[1], args[2], args[3]);
-    g_mutex_unlock(&s->lock);
-    return ret;
-}
-
-static int64_t h_free_logical_lan(SpaprMachineState *spapr, uint64_t opcode,
-                                  uint64_t *args)
-{
-    SpaprVlanState *s = vlan_find(spapr, args[0]);
-    int64_t ret = H_RESOURCE;
-
-    (void)opcode;
-    if (!s) {
-        return H_PARAMETER;
-    }
-    g_mutex_lock(&s->lock);
-    if (s->isopen) {
-        vlan_reset_locked(s);
-        ret = H_SUCCESS;
-    }
-    g_mutex_unlock(&s->lock);
-    return ret;
-}
-
 /* Posts one receive buffer; the caller has checked the descriptor. */
 static int64_t add_buffer_locked(SpaprVlanState *s, uint64_t bd)
 {
@@ -422,28 +387,6 @@ static int64_t add_buffer_locked(SpaprVlanState *s, uint64_t bd)
 static bool rx_bd_ok(SpaprVlanState *s, uint64_t bd)
 {
     return bd_ok(&s->vdev, bd, 4, 16);
-}
-
-static int64_t h_add_logical_lan_buffer(SpaprMachineState *spapr,
-                                        uint64_t opcode, uint64_t *args)
-{
-    SpaprVlanState *s = vlan_find(spapr, args[0]);
-    int64_t ret;
-
-    (void)opcode;
-    if (!s) {
-        return H_PARAMETER;
-    }
-    g_mutex_lock(&s->lock);
-    if (!rx_bd_ok(s, args[1])) {
-        ret = H_PARAMETER;
-    } else if (!s->isopen) {
-        ret = H_RESOURCE;
-    } else {
-        ret = add_buffer_locked(s, args[1]);
-    }
-    g_mutex_unlock(&s->lock);
-    return ret;
 }
 
 /* Undoes the first @n adds of a bulk call that failed part-way. */
@@ -498,22 +441,6 @@ static int64_t add_buffers_locked(SpaprVlanState *s, const uint64_t *bds)
     return H_SUCCESS;
 }
 
-static int64_t h_add_logical_lan_buffers(SpaprMachineState *spapr,
-                                         uint64_t opcode, uint64_t *args)
-{
-    SpaprVlanState *s = vlan_find(spapr, args[0]);
-    int64_t ret;
-
-    (void)opcode;
-    if (!s) {
-        return H_PARAMETER;
-    }
-    g_mutex_lock(&s->lock);
-    ret = add_buffers_locked(s, &args[1]);
-    g_mutex_unlock(&s->lock);
-    return ret;
-}
-
 /* Gathers the frame from up to six descriptors; the first one without
  * VALID ends the list.  Returns the length, or an hcall error. */
 static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
@@ -562,25 +489,6 @@ static int64_t send_locked(SpaprVlanState *s, const uint64_t *args)
     return H_SUCCESS;
 }
 
-static int64_t h_send_logical_lan(SpaprMachineState *spapr, uint64_t opcode,
-                                  uint64_t *args)
-{
-    SpaprVlanState *s = vlan_find(spapr, args[0]);
-    int64_t ret;
-
-    (void)opcode;
-    if (!s) {
-        return H_PARAMETER;
-    }
-    g_mutex_lock(&s->lock);
-    ret = send_locked(s, args);
-    if (ret != H_SUCCESS) {
-        s->stats.tx_errors++;
-    }
-    g_mutex_unlock(&s->lock);
-    return ret;
-}
-
 static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
 {
     MACAddr mac = mac_from_u64(addr);
@@ -610,21 +518,65 @@ static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
     return H_SUCCESS;
 }
 
-static int64_t h_multicast_ctrl(SpaprMachineState *spapr, uint64_t opcode,
-                                uint64_t *args)
-{
-    SpaprVlanState *s = vlan_find(spapr, args[0]);
-    uint64_t flags = args[1];
-    SpaprVlanFilter f;
-    int64_t ret = H_SUCCESS;
-    bool changed;
+/*
+ * The hcalls.  h_vlan() does what every one of them shares: the unit
+ * address must name a logical LAN, the call runs under the device lock,
+ * and a change to the receive filter is announced once the lock is
+ * dropped.  Each function below gets the arguments r4.. (args[0] is the
+ * unit address) and may write outputs back into them.
+ */
+typedef int64_t (*VlanHcallFn)(SpaprVlanState *s, uint64_t *args);
 
-    (void)opcode;
-    if (!s || (flags & ~MCAST_KNOWN_FLAGS)) {
+static int64_t vlan_register(SpaprVlanState *s, uint64_t *args)
+{
+    return register_locked(s, args[1], args[2], args[3]);
+}
+
+static int64_t vlan_free(SpaprVlanState *s, uint64_t *args)
+{
+    (void)args;
+    if (!s->isopen) {
+        return H_RESOURCE;
+    }
+    vlan_reset_locked(s);
+    return H_SUCCESS;
+}
+
+static int64_t vlan_add_buffer(SpaprVlanState *s, uint64_t *args)
+{
+    if (!rx_bd_ok(s, args[1])) {
         return H_PARAMETER;
     }
-    g_mutex_lock(&s->lock);
-    f = s->filter;
+    if (!s->isopen) {
+        return H_RESOURCE;
+    }
+    return add_buffer_locked(s, args[1]);
+}
+
+static int64_t vlan_add_buffers(SpaprVlanState *s, uint64_t *args)
+{
+    return add_buffers_locked(s, &args[1]);
+}
+
+static int64_t vlan_send(SpaprVlanState *s, uint64_t *args)
+{
+    int64_t ret = send_locked(s, args);
+
+    if (ret != H_SUCCESS) {
+        s->stats.tx_errors++;
+    }
+    return ret;
+}
+
+static int64_t vlan_multicast_ctrl(SpaprVlanState *s, uint64_t *args)
+{
+    uint64_t flags = args[1];
+    SpaprVlanFilter f = s->filter;
+    int64_t ret = H_SUCCESS;
+
+    if (flags & ~MCAST_KNOWN_FLAGS) {
+        return H_PARAMETER;
+    }
     if (flags & MCAST_RECV_MODIFY) {
         f.rx_multicast = flags & MCAST_RECV_ENABLE;
     }
@@ -635,47 +587,77 @@ static int64_t h_multicast_ctrl(SpaprMachineState *spapr, uint64_t opcode,
         ret = mcast_table_op(&f, flags & MCAST_OP_MASK, args[2]);
     }
     /* A call that fails changes nothing. */
-    changed = ret == H_SUCCESS && memcmp(&f, &s->filter, sizeof(f));
-    if (changed) {
+    if (ret == H_SUCCESS && memcmp(&f, &s->filter, sizeof(f))) {
         s->filter = f;
+        s->rx_filter_changed = true;
     }
+    return ret;
+}
+
+static int64_t vlan_change_mac(SpaprVlanState *s, uint64_t *args)
+{
+    MACAddr mac = mac_from_u64(args[1]);
+
+    if (args[1] >> 48 || (mac.a[0] & 1) || args[1] == 0) {
+        return H_PARAMETER;
+    }
+    s->mac = mac;
+    s->rx_filter_changed = true;
+    return H_SUCCESS;
+}
+
+/* The only attribute is a capability the guest cannot change. */
+static int64_t vlan_attributes(SpaprVlanState *s, uint64_t *args)
+{
+    const uint64_t attrs = ILLAN_RX_MULTI_BUFF_SUPPORT;
+    uint64_t wanted = (attrs & ~args[1]) | args[2];
+
+    (void)s;
+    args[0] = attrs;
+    return wanted == attrs ? H_SUCCESS : H_CONSTRAINED;
+}
+
+static const struct {
+    uint64_t opcode;
+    VlanHcallFn fn;
+    unsigned nout;
+} vlan_hcalls[] = {
+    { H_REGISTER_LOGICAL_LAN, vlan_register, 0 },
+    { H_FREE_LOGICAL_LAN, vlan_free, 0 },
+    { H_ADD_LOGICAL_LAN_BUFFER, vlan_add_buffer, 0 },
+    { H_ADD_LOGICAL_LAN_BUFFERS, vlan_add_buffers, 0 },
+    { H_SEND_LOGICAL_LAN, vlan_send, 0 },
+    { H_MULTICAST_CTRL, vlan_multicast_ctrl, 0 },
+    { H_CHANGE_LOGICAL_LAN_MAC, vlan_change_mac, 0 },
+    { H_ILLAN_ATTRIBUTES, vlan_attributes, 1 },
+};
+
+static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
+                      uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+    VlanHcallFn fn = NULL;
+    bool changed;
+    int64_t ret;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(vlan_hcalls); i++) {
+        if (vlan_hcalls[i].opcode == opcode) {
+            fn = vlan_hcalls[i].fn;
+        }
+    }
+    g_assert(fn);
+    if (!s) {
+        return H_PARAMETER;
+    }
+    g_mutex_lock(&s->lock);
+    ret = fn(s, args);
+    changed = s->rx_filter_changed;
+    s->rx_filter_changed = false;
     g_mutex_unlock(&s->lock);
     if (changed) {
         net_nic_rx_filter_changed(s->nic);
     }
     return ret;
-}
-
-static int64_t h_change_logical_lan_mac(SpaprMachineState *spapr,
-                                        uint64_t opcode, uint64_t *args)
-{
-    SpaprVlanState *s = vlan_find(spapr, args[0]);
-    MACAddr mac = mac_from_u64(args[1]);
-
-    (void)opcode;
-    if (!s || args[1] >> 48 || (mac.a[0] & 1) || args[1] == 0) {
-        return H_PARAMETER;
-    }
-    g_mutex_lock(&s->lock);
-    s->mac = mac;
-    g_mutex_unlock(&s->lock);
-    net_nic_rx_filter_changed(s->nic);
-    return H_SUCCESS;
-}
-
-/* The only attribute is a capability the guest cannot change. */
-static int64_t h_illan_attributes(SpaprMachineState *spapr, uint64_t opcode,
-                                  uint64_t *args)
-{
-    const uint64_t attrs = ILLAN_RX_MULTI_BUFF_SUPPORT;
-    uint64_t wanted = (attrs & ~args[1]) | args[2];
-
-    (void)opcode;
-    if (!vlan_find(spapr, args[0])) {
-        return H_PARAMETER;
-    }
-    args[0] = attrs;
-    return wanted == attrs ? H_SUCCESS : H_CONSTRAINED;
 }
 
 /* Type, properties, device tree. */
@@ -842,17 +824,9 @@ static const SpaprVioDeviceClass spapr_vlan_class = {
 static void spapr_vlan_register(void)
 {
     device_class_register(&spapr_vlan_class.parent);
-    spapr_register_hypercall(H_REGISTER_LOGICAL_LAN, h_register_logical_lan,
-                             0);
-    spapr_register_hypercall(H_FREE_LOGICAL_LAN, h_free_logical_lan, 0);
-    spapr_register_hypercall(H_ADD_LOGICAL_LAN_BUFFER,
-                             h_add_logical_lan_buffer, 0);
-    spapr_register_hypercall(H_ADD_LOGICAL_LAN_BUFFERS,
-                             h_add_logical_lan_buffers, 0);
-    spapr_register_hypercall(H_SEND_LOGICAL_LAN, h_send_logical_lan, 0);
-    spapr_register_hypercall(H_MULTICAST_CTRL, h_multicast_ctrl, 0);
-    spapr_register_hypercall(H_CHANGE_LOGICAL_LAN_MAC,
-                             h_change_logical_lan_mac, 0);
-    spapr_register_hypercall(H_ILLAN_ATTRIBUTES, h_illan_attributes, 1);
+    for (size_t i = 0; i < G_N_ELEMENTS(vlan_hcalls); i++) {
+        spapr_register_hypercall(vlan_hcalls[i].opcode, h_vlan,
+                                 vlan_hcalls[i].nout);
+    }
 }
 illan_init(spapr_vlan_register)

@@ -61,6 +61,7 @@ typedef struct SpaprVlanState {
     uint64_t rxq_ptr;
     LlanRxPools pools;
     SpaprVlanFilter filter;
+    bool rx_filter_changed;     /* by this hcall; announced after it */
     SpaprVlanStats stats;
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
 } SpaprVlanState;
