@@ -1,10 +1,7 @@
 /* Hcall dispatch: H_FUNCTION for what is not there, and H_VIO_SIGNAL. */
+#include "hw/ppc/hcall.h"
 #include "libqtest.h"
 
-#define H_SUCCESS       0
-#define H_FUNCTION      (-2)
-#define H_PARAMETER     (-4)
-#define H_VIO_SIGNAL    0x104
 
 static void test_unknown_opcodes(void)
 {

@@ -2,6 +2,7 @@
  * libqtest for illan.  Like QEMU's, the test listens on two unix sockets
  * (qtest and QMP) and the emulator connects to them as a client.
  */
+#include "hw/ppc/hcall.h"
 #include "libqtest.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 
 #define QTEST_ACCEPT_TIMEOUT_MS 50000
 #define QTEST_QUIT_TIMEOUT_MS   30000
-#define H_PUT_TCE               0x20
 
 struct QTestState {
     pid_t pid;

@@ -3,25 +3,10 @@
  * success and every error path, including guests that pass unmapped or
  * read-only memory and descriptors of odd sizes and alignments.
  */
+#include "hw/ppc/hcall.h"
 #include "libqtest.h"
 
-#define H_SUCCESS       0
-#define H_CONSTRAINED   4
-#define H_HARDWARE      (-1)
-#define H_PARAMETER     (-4)
-#define H_NOT_FOUND     (-7)
-#define H_DROPPED       (-12)
-#define H_DEST_PARM     (-14)
-#define H_RESOURCE      (-16)
 
-#define H_REGISTER_LOGICAL_LAN      0x114
-#define H_FREE_LOGICAL_LAN          0x118
-#define H_ADD_LOGICAL_LAN_BUFFER    0x11C
-#define H_SEND_LOGICAL_LAN          0x120
-#define H_MULTICAST_CTRL            0x130
-#define H_CHANGE_LOGICAL_LAN_MAC    0x14C
-#define H_ILLAN_ATTRIBUTES          0x244
-#define H_ADD_LOGICAL_LAN_BUFFERS   0x248
 
 #define UNIT        0x71000000ULL
 #define BD_VALID    0x8000000000000000ULL

@@ -1,12 +1,7 @@
 /* The TCE hcalls: each one's success and each of its error paths. */
+#include "hw/ppc/hcall.h"
 #include "libqtest.h"
 
-#define H_SUCCESS           0
-#define H_PARAMETER         (-4)
-#define H_GET_TCE           0x1C
-#define H_PUT_TCE           0x20
-#define H_STUFF_TCE         0x138
-#define H_PUT_TCE_INDIRECT  0x13C
 
 #define LIOBN       0x71000000ULL
 #define WINDOW      0x10000000ULL

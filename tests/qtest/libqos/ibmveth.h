@@ -10,28 +10,8 @@
 #ifndef LIBQOS_IBMVETH_H
 #define LIBQOS_IBMVETH_H
 
+#include "hw/ppc/hcall.h"
 #include "libqtest.h"
-
-/* Hcall opcodes (PAPR; the last two come from Linux's hvcall.h). */
-#define H_VIO_SIGNAL                0x104
-#define H_REGISTER_LOGICAL_LAN      0x114
-#define H_FREE_LOGICAL_LAN          0x118
-#define H_ADD_LOGICAL_LAN_BUFFER    0x11C
-#define H_SEND_LOGICAL_LAN          0x120
-#define H_MULTICAST_CTRL            0x130
-#define H_CHANGE_LOGICAL_LAN_MAC    0x14C
-#define H_ILLAN_ATTRIBUTES          0x244
-#define H_ADD_LOGICAL_LAN_BUFFERS   0x248
-
-/* Hcall return codes (r3). */
-#define H_SUCCESS                   0
-#define H_BUSY                      1
-#define H_HARDWARE                  (-1)
-#define H_FUNCTION                  (-2)
-#define H_PARAMETER                 (-4)
-#define H_DROPPED                   (-12)
-#define H_DEST_PARM                 (-14)
-#define H_RESOURCE                  (-16)
 
 /* H_ILLAN_ATTRIBUTES: the firmware takes up to 8 rx buffers per hcall. */
 #define IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT 0x40000ULL
