@@ -15,39 +15,12 @@
 #include <errno.h>
 #include <glib-unix.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 
 #define DEFAULT_RAM_SIZE (256ULL << 20)
-
-typedef struct CmdOption {
-    const char *name;
-    const char *arg;        /* NULL: takes no argument */
-    const char *help;
-} CmdOption;
-
-static const CmdOption cmd_options[] = {
-    { "machine", "TYPE[,dumpdtb=FILE]", "select the machine type (-M help lists them)" },
-    { "M", "TYPE[,dumpdtb=FILE]", "same as -machine" },
-    { "m", "SIZE", "guest RAM size (default 256M; a bare number means MiB)" },
-    { "device", "DRIVER[,prop=value...]", "add a device (-device help, -device DRIVER,help)" },
-    { "netdev", "TYPE,id=ID[,...]", "add a network backend (-netdev help)" },
-    { "qtest", "unix:PATH|stdio", "serve the qtest protocol on PATH (connecting to it) or stdio" },
-    { "qtest-log", "FILE|none", "log qtest traffic to FILE (default stderr)" },
-    { "chardev", "socket,id=ID,path=PATH", "define a socket character device" },
-    { "mon", "chardev=ID,mode=control", "attach a QMP monitor to a character device" },
-    { "qmp", "unix:PATH[,server=on][,wait=off]", "QMP monitor on a unix socket (server=on: listen)" },
-    { "display", "none", "no display (the only kind)" },
-    { "audio", "none", "no audio (the only kind)" },
-    { "accel", "qtest", "accelerator; repeat for a fallback list (only qtest exists)" },
-    { "nodefaults", NULL, "create no default devices" },
-    { "S", NULL, "do not start the machine (run state prelaunch)" },
-    { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process" },
-    { "version", NULL, "print the version and exit" },
-    { "h", NULL, "print this help and exit" },
-    { "help", NULL, "print this help and exit" },
-};
 
 typedef struct Config {
     const char *machine;
@@ -65,6 +38,49 @@ typedef struct Config {
     GPtrArray *displays;
     GPtrArray *audios;
 } Config;
+
+/* What an option does with its argument. */
+typedef enum OptAction {
+    OPT_SET,        /* the last one counts: a const char * in Config */
+    OPT_APPEND,     /* each one counts: a GPtrArray * in Config */
+    OPT_FLAG,       /* a bool in Config */
+    OPT_IGNORE,     /* accepted for QEMU compatibility */
+    OPT_VERSION,
+    OPT_HELP,
+} OptAction;
+
+typedef struct CmdOption {
+    const char *name;
+    const char *arg;        /* NULL: takes no argument */
+    const char *help;
+    OptAction action;
+    size_t field;           /* offset in Config, for SET/APPEND/FLAG */
+} CmdOption;
+
+#define CFG(f) offsetof(Config, f)
+
+static const CmdOption cmd_options[] = {
+    { "machine", "TYPE[,dumpdtb=FILE]", "select the machine type (-M help lists them)", OPT_SET, CFG(machine) },
+    { "M", "TYPE[,dumpdtb=FILE]", "same as -machine", OPT_SET, CFG(machine) },
+    { "m", "SIZE", "guest RAM size (default 256M; a bare number means MiB)", OPT_SET, CFG(mem) },
+    { "device", "DRIVER[,prop=value...]", "add a device (-device help, -device DRIVER,help)", OPT_APPEND, CFG(devices) },
+    { "netdev", "TYPE,id=ID[,...]", "add a network backend (-netdev help)", OPT_APPEND, CFG(netdevs) },
+    { "qtest", "unix:PATH|stdio", "serve the qtest protocol on PATH (connecting to it) or stdio", OPT_SET, CFG(qtest) },
+    { "qtest-log", "FILE|none", "log qtest traffic to FILE (default stderr)", OPT_SET, CFG(qtest_log) },
+    { "chardev", "socket,id=ID,path=PATH", "define a socket character device", OPT_APPEND, CFG(chardevs) },
+    { "mon", "chardev=ID,mode=control", "attach a QMP monitor to a character device", OPT_APPEND, CFG(mons) },
+    { "qmp", "unix:PATH[,server=on][,wait=off]", "QMP monitor on a unix socket (server=on: listen)", OPT_APPEND, CFG(qmps) },
+    { "display", "none", "no display (the only kind)", OPT_APPEND, CFG(displays) },
+    { "audio", "none", "no audio (the only kind)", OPT_APPEND, CFG(audios) },
+    { "accel", "qtest", "accelerator; repeat for a fallback list (only qtest exists)", OPT_APPEND, CFG(accels) },
+    /* illan creates no default devices in any case. */
+    { "nodefaults", NULL, "create no default devices", OPT_IGNORE, 0 },
+    { "S", NULL, "do not start the machine (run state prelaunch)", OPT_FLAG, CFG(start_paused) },
+    { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process", OPT_SET, CFG(name) },
+    { "version", NULL, "print the version and exit", OPT_VERSION, 0 },
+    { "h", NULL, "print this help and exit", OPT_HELP, 0 },
+    { "help", NULL, "print this help and exit", OPT_HELP, 0 },
+};
 
 typedef struct Machine {
     SpaprMachineState *spapr;
@@ -135,42 +151,26 @@ static bool parse_argv(Config *cfg, int argc, char **argv, GError **errp)
             }
             arg = argv[++i];
         }
-        if (!strcmp(o->name, "machine") || !strcmp(o->name, "M")) {
-            cfg->machine = arg;
-        } else if (!strcmp(o->name, "m")) {
-            cfg->mem = arg;
-        } else if (!strcmp(o->name, "device")) {
-            g_ptr_array_add(cfg->devices, (gpointer)arg);
-        } else if (!strcmp(o->name, "netdev")) {
-            g_ptr_array_add(cfg->netdevs, (gpointer)arg);
-        } else if (!strcmp(o->name, "chardev")) {
-            g_ptr_array_add(cfg->chardevs, (gpointer)arg);
-        } else if (!strcmp(o->name, "qmp")) {
-            g_ptr_array_add(cfg->qmps, (gpointer)arg);
-        } else if (!strcmp(o->name, "mon")) {
-            g_ptr_array_add(cfg->mons, (gpointer)arg);
-        } else if (!strcmp(o->name, "accel")) {
-            g_ptr_array_add(cfg->accels, (gpointer)arg);
-        } else if (!strcmp(o->name, "display")) {
-            g_ptr_array_add(cfg->displays, (gpointer)arg);
-        } else if (!strcmp(o->name, "audio")) {
-            g_ptr_array_add(cfg->audios, (gpointer)arg);
-        } else if (!strcmp(o->name, "qtest")) {
-            cfg->qtest = arg;
-        } else if (!strcmp(o->name, "qtest-log")) {
-            cfg->qtest_log = arg;
-        } else if (!strcmp(o->name, "name")) {
-            cfg->name = arg;
-        } else if (!strcmp(o->name, "S")) {
-            cfg->start_paused = true;
-        } else if (!strcmp(o->name, "version")) {
+        switch (o->action) {
+        case OPT_SET:
+            *(const char **)((char *)cfg + o->field) = arg;
+            break;
+        case OPT_APPEND:
+            g_ptr_array_add(*(GPtrArray **)((char *)cfg + o->field),
+                            (gpointer)arg);
+            break;
+        case OPT_FLAG:
+            *(bool *)((char *)cfg + o->field) = true;
+            break;
+        case OPT_IGNORE:
+            break;
+        case OPT_VERSION:
             printf("illan version " ILLAN_VERSION "\n");
             return false;
-        } else if (!strcmp(o->name, "h") || !strcmp(o->name, "help")) {
+        case OPT_HELP:
             usage();
             return false;
         }
-        /* -nodefaults: illan creates no default devices in any case. */
     }
     return true;
 }
@@ -643,6 +643,35 @@ static void quit_main_loop(void *opaque)
     g_main_loop_quit(((Machine *)opaque)->loop);
 }
 
+/* Every option that is not the machine's, checked before anything is
+ * built; netdevs are created here so that devices can name them. */
+static bool check_options(const Config *cfg, Machine *m,
+                          MachineOptions *mopts, GError **errp)
+{
+    return parse_mem(cfg, mopts, errp) &&
+           check_none_only(cfg->displays, "display", errp) &&
+           check_none_only(cfg->audios, "audio", errp) &&
+           check_accels(cfg->accels, errp) &&
+           parse_mon_pairs(cfg, m->monitors, errp) &&
+           parse_qmp_options(cfg, m->monitors, errp) &&
+           (!cfg->name || apply_name(cfg->name, errp)) &&
+           create_netdevs(cfg, errp);
+}
+
+static bool create_devices(const Config *cfg, SpaprMachineState *spapr,
+                           GError **errp)
+{
+    for (guint i = 0; i < cfg->devices->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->devices, i);
+
+        if (!create_device(spapr, arg, errp)) {
+            g_prefix_error(errp, "-device %s: ", arg);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
                           GError **errp)
 {
@@ -652,11 +681,7 @@ static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
 
     mc = select_machine(cfg, &mopts, &help, errp);
     if (help) {
-        if (mc) {
-            machine_print_options(mc);
-        } else {
-            machine_class_print_list();
-        }
+        mc ? machine_print_options(mc) : machine_class_print_list();
         *exit_now = true;
         return true;
     }
@@ -664,21 +689,11 @@ static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
         return false;
     }
     qdev_set_globals(mc->compat_props);
-    if (!print_help_requests(cfg, exit_now, errp)) {
+    if (!print_help_requests(cfg, exit_now, errp) || *exit_now) {
+        ok = !*errp;
         goto out;
     }
-    if (*exit_now) {
-        ok = true;
-        goto out;
-    }
-    if (!parse_mem(cfg, &mopts, errp) ||
-        !check_none_only(cfg->displays, "display", errp) ||
-        !check_none_only(cfg->audios, "audio", errp) ||
-        !check_accels(cfg->accels, errp) ||
-        !parse_mon_pairs(cfg, m->monitors, errp) ||
-        !parse_qmp_options(cfg, m->monitors, errp) ||
-        (cfg->name && !apply_name(cfg->name, errp)) ||
-        !create_netdevs(cfg, errp)) {
+    if (!check_options(cfg, m, &mopts, errp)) {
         goto out;
     }
     m->spapr = spapr_machine_new(mc, &mopts, errp);
@@ -686,19 +701,13 @@ static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
         g_prefix_error(errp, "-m %s: ", cfg->mem ? cfg->mem : "256M");
         goto out;
     }
-    for (guint i = 0; i < cfg->devices->len; i++) {
-        const char *arg = g_ptr_array_index(cfg->devices, i);
-
-        if (!create_device(m->spapr, arg, errp)) {
-            g_prefix_error(errp, "-device %s: ", arg);
-            goto out;
-        }
-    }
-    if (!spapr_machine_done(m->spapr, exit_now, errp)) {
-        g_prefix_error(errp, "-machine %s: ", cfg->machine);
+    if (!create_devices(cfg, m->spapr, errp)) {
         goto out;
     }
-    ok = true;
+    ok = spapr_machine_done(m->spapr, exit_now, errp);
+    if (!ok) {
+        g_prefix_error(errp, "-machine %s: ", cfg->machine);
+    }
 out:
     g_free((char *)mopts.dumpdtb);
     return ok;
