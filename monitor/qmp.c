@@ -236,15 +236,9 @@ static bool check_args(const QmpCommand *cmd, JsonObject *args, QmpError *err)
     return true;
 }
 
-/* The request's envelope: execute, arguments, id and nothing else. */
-static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
-                                       JsonObject **args, QmpError *err)
+static bool only_envelope_members(JsonObject *req, QmpError *err)
 {
     g_autoptr(GList) names = json_object_get_members(req);
-    JsonNode *exec = json_object_get_member(req, "execute");
-    JsonNode *argn = json_object_get_member(req, "arguments");
-    const char *name;
-    const QmpCommand *cmd;
 
     for (GList *l = names; l; l = l->next) {
         if (strcmp(l->data, "execute") && strcmp(l->data, "arguments") &&
@@ -252,8 +246,43 @@ static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
             qmp_error_set(err, QMP_ERROR_GENERIC,
                           "QMP input member '%s' is unexpected",
                           (char *)l->data);
-            return NULL;
+            return false;
         }
+    }
+    return true;
+}
+
+/* Only qmp_capabilities before negotiation, and only then. */
+static bool allowed_now(QmpClient *c, const char *name, QmpError *err)
+{
+    bool capabilities = !strcmp(name, "qmp_capabilities");
+
+    if (!c->negotiated && !capabilities) {
+        qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
+                      "Expecting capabilities negotiation with "
+                      "'qmp_capabilities'");
+        return false;
+    }
+    if (c->negotiated && capabilities) {
+        qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
+                      "Capabilities negotiation is already complete, "
+                      "command ignored");
+        return false;
+    }
+    return true;
+}
+
+/* The request's envelope: execute, arguments, id and nothing else. */
+static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
+                                       JsonObject **args, QmpError *err)
+{
+    JsonNode *exec = json_object_get_member(req, "execute");
+    JsonNode *argn = json_object_get_member(req, "arguments");
+    const char *name;
+    const QmpCommand *cmd;
+
+    if (!only_envelope_members(req, err)) {
+        return NULL;
     }
     if (!exec) {
         qmp_error_set(err, QMP_ERROR_GENERIC,
@@ -272,16 +301,7 @@ static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
     }
     *args = argn ? json_node_get_object(argn) : NULL;
     name = json_node_get_string(exec);
-    if (!c->negotiated && strcmp(name, "qmp_capabilities")) {
-        qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
-                      "Expecting capabilities negotiation with "
-                      "'qmp_capabilities'");
-        return NULL;
-    }
-    if (c->negotiated && !strcmp(name, "qmp_capabilities")) {
-        qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
-                      "Capabilities negotiation is already complete, "
-                      "command ignored");
+    if (!allowed_now(c, name, err)) {
         return NULL;
     }
     cmd = qmp_find_command(name);
