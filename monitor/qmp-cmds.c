@@ -234,6 +234,19 @@ static void rx_filter_changed(NetClientState *nic)
     qmp_event_emit("NIC_RX_FILTER_CHANGED", data);
 }
 
+/* A backend's host interface went down, up, away or came back. */
+static void netdev_link_changed(NetClientState *backend, const char *state,
+                                const char *detail)
+{
+    JsonObject *data = json_object_new();
+
+    json_object_set_string_member(data, "netdev-id",
+                                  net_client_name(backend));
+    json_object_set_string_member(data, "state", state);
+    json_object_set_string_member(data, "detail", detail);
+    qmp_event_emit("NETDEV_LINK_CHANGED", data);
+}
+
 /* qom-list and qom-get over /machine/peripheral/ID and its properties. */
 
 static JsonObject *qom_entry(const char *name, const char *type)
@@ -558,6 +571,7 @@ static void add_netdev_stats(NetClientState *nc, bool is_nic, void *opaque)
 {
     JsonObject *o;
     NetClientStats st;
+    GVariant *backend;
 
     if (is_nic) {
         return;
@@ -571,6 +585,12 @@ static void add_netdev_stats(NetClientState *nc, bool is_nic, void *opaque)
     json_object_set_object_member(o, "rx", rx_stats(&st));
     json_object_set_int_member(o, "rx-errors", st.rx_errors);
     json_object_set_object_member(o, "tx", tx_stats(&st));
+    backend = net_backend_query(nc);
+    if (backend) {
+        json_object_set_member(o, "backend",
+                               json_gvariant_serialize(backend));
+        g_variant_unref(backend);
+    }
     json_array_add_object_element(opaque, o);
 }
 
@@ -647,4 +667,5 @@ void qmp_set_machine(SpaprMachineState *spapr)
 {
     machine = spapr;
     net_set_rx_filter_notifier(spapr ? rx_filter_changed : NULL);
+    net_set_link_event_notifier(spapr ? netdev_link_changed : NULL);
 }

@@ -177,6 +177,11 @@ static bool dgram_create(const char *id, const QemuOpts *opts, GError **errp)
 static const NetdevType dgram_type = {
     .name = "dgram",
     .desc = "UDP or unix datagram socket, one frame per datagram",
+    .help =
+        "local.type=inet|unix   address family of the bound socket\n"
+        "local.host=H,local.port=P   (inet) or local.path=PATH (unix)\n"
+        "remote.type=inet|unix  where frames the guest sends go (required)\n"
+        "remote.host=H,remote.port=P (inet) or remote.path=PATH (unix)\n",
     .create = dgram_create,
 };
 

@@ -7,10 +7,11 @@
  * is called once per batch, and each frame is counted on both clients under
  * the result the NIC (or the core) gave it.
  *
- * Single-threaded for now: everything here runs on the main thread, from
- * the GLib main loop (backend watches) or from hcalls.  Nothing locks.  The
- * I/O threads of the af-xdp backend will call net_backend_deliver() from
- * their own threads, and will bring the locking with them.
+ * Threads: the registry (add, del, pairing) belongs to the main thread.
+ * Frames cross on any thread: the af-xdp I/O threads deliver, several at
+ * once, while hcalls send.  The counters have one lock, taken once per
+ * batch and once per sent frame, never around a call into the NIC or the
+ * backend; link states are atomic.
  */
 #include "net/net.h"
 
@@ -34,6 +35,9 @@ struct NetClientState {
 };
 
 static void (*rx_filter_notifier)(NetClientState *nic);
+static void (*link_event_notifier)(NetClientState *backend, const char *state,
+                                   const char *detail);
+static GMutex stats_lock;
 
 static GPtrArray *netdev_types;
 /* In creation order; net_foreach_client() walks NICs, then netdevs. */
@@ -87,6 +91,18 @@ void net_print_netdev_types(void)
         const NetdevType *t = g_ptr_array_index(netdev_types, i);
         printf("%-10s %s\n", t->name, t->desc);
     }
+}
+
+bool net_print_netdev_help(const char *name)
+{
+    const NetdevType *t = find_type(name);
+
+    if (!t) {
+        return false;
+    }
+    printf("%s options (id=ID is required):\n%s", t->name,
+           t->help ? t->help : "");
+    return true;
 }
 
 static NetClientState *find_backend(const char *id)
@@ -283,19 +299,17 @@ const char *net_rx_result_name(NetRxResult result)
     return names[result];
 }
 
-static void count_rx_batch(NetClientState *nc, const NetFrame *frames,
-                           unsigned n)
+static void count_rx_batch_locked(NetClientState *nc, uint64_t frames,
+                                  uint64_t bytes)
 {
     nc->stats.rx_batches++;
-    nc->stats.rx_frames += n;
-    for (unsigned i = 0; i < n; i++) {
-        nc->stats.rx_bytes += frames[i].len;
-    }
+    nc->stats.rx_frames += frames;
+    nc->stats.rx_bytes += bytes;
 }
 
 /* Counts @count frames under @result on the backend and, if any, its NIC. */
-static void count_rx_result(NetClientState *backend, NetRxResult result,
-                            uint64_t count)
+static void count_rx_result_locked(NetClientState *backend,
+                                   NetRxResult result, uint64_t count)
 {
     backend->stats.rx_results[result] += count;
     if (backend->peer) {
@@ -303,12 +317,33 @@ static void count_rx_result(NetClientState *backend, NetRxResult result,
     }
 }
 
-/* Hands the frames long enough to carry an Ethernet header to the NIC, in
- * one call, and counts every frame's result. */
-static void deliver_to_nic(NetClientState *backend, const NetFrame *frames,
-                           unsigned n)
+/* What one batch did, counted under the lock in one go. */
+typedef struct RxTally {
+    uint64_t bytes;
+    uint64_t by_result[NET_RX__MAX];
+} RxTally;
+
+static void count_rx(NetClientState *backend, unsigned n,
+                     const RxTally *tally)
 {
-    NetClientState *nic = backend->peer;
+    g_mutex_lock(&stats_lock);
+    count_rx_batch_locked(backend, n, tally->bytes);
+    if (backend->peer) {
+        count_rx_batch_locked(backend->peer, n, tally->bytes);
+    }
+    for (unsigned r = 0; r < NET_RX__MAX; r++) {
+        if (tally->by_result[r]) {
+            count_rx_result_locked(backend, r, tally->by_result[r]);
+        }
+    }
+    g_mutex_unlock(&stats_lock);
+}
+
+/* Hands the frames long enough to carry an Ethernet header to the NIC, in
+ * one call, and tallies every frame's result. */
+static void deliver_to_nic(NetClientState *nic, const NetFrame *frames,
+                           unsigned n, RxTally *tally)
+{
     NetFrame passed[NET_BATCH_MAX];
     NetRxResult results[NET_BATCH_MAX];
     unsigned n_passed = 0;
@@ -318,43 +353,49 @@ static void deliver_to_nic(NetClientState *backend, const NetFrame *frames,
             passed[n_passed++] = frames[i];
         }
     }
-    count_rx_result(backend, NET_RX_DROP_TOO_SHORT, n - n_passed);
+    tally->by_result[NET_RX_DROP_TOO_SHORT] += n - n_passed;
     if (n_passed == 0) {
         return;
     }
     nic->nic_ops->receive_batch(nic->opaque, passed, n_passed, results);
     for (unsigned i = 0; i < n_passed; i++) {
         g_assert((unsigned)results[i] < NET_RX__MAX);
-        count_rx_result(backend, results[i], 1);
+        tally->by_result[results[i]]++;
     }
 }
 
 uint64_t net_backend_rx_error(NetClientState *backend)
 {
-    return ++backend->stats.rx_errors;
+    uint64_t n;
+
+    g_mutex_lock(&stats_lock);
+    n = ++backend->stats.rx_errors;
+    g_mutex_unlock(&stats_lock);
+    return n;
 }
 
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n)
 {
     NetClientState *nic = backend->peer;
+    RxTally tally = { 0 };
 
     g_assert(!backend->is_nic);
     g_assert(n <= NET_BATCH_MAX);
     if (n == 0) {
         return;
     }
-    count_rx_batch(backend, frames, n);
+    for (unsigned i = 0; i < n; i++) {
+        tally.bytes += frames[i].len;
+    }
     if (!nic) {
-        count_rx_result(backend, NET_RX_DROP_NO_NIC, n);
-        return;
+        tally.by_result[NET_RX_DROP_NO_NIC] = n;
+    } else if (!net_client_link_up(backend) || !net_client_link_up(nic)) {
+        tally.by_result[NET_RX_DROP_LINK_DOWN] = n;
+    } else {
+        deliver_to_nic(nic, frames, n, &tally);
     }
-    count_rx_batch(nic, frames, n);
-    if (!backend->link_up || !nic->link_up) {
-        count_rx_result(backend, NET_RX_DROP_LINK_DOWN, n);
-        return;
-    }
-    deliver_to_nic(backend, frames, n);
+    count_rx(backend, n, &tally);
 }
 
 typedef enum TxOutcome {
@@ -382,10 +423,12 @@ static void count_tx_on(NetClientState *nc, TxOutcome outcome, size_t len)
 /* Counts on the NIC and, if any, its netdev, so both balance. */
 static bool count_tx(NetClientState *nic, TxOutcome outcome, size_t len)
 {
+    g_mutex_lock(&stats_lock);
     count_tx_on(nic, outcome, len);
     if (nic->peer) {
         count_tx_on(nic->peer, outcome, len);
     }
+    g_mutex_unlock(&stats_lock);
     return outcome == TX_SENT;
 }
 
@@ -394,7 +437,8 @@ bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len)
     NetClientState *backend = nic->peer;
 
     g_assert(nic->is_nic);
-    if (!backend || !nic->link_up || !backend->link_up) {
+    if (!backend || !net_client_link_up(nic) ||
+        !net_client_link_up(backend)) {
         return count_tx(nic, TX_DROPPED, len);
     }
     if (len == 0 || len > NET_FRAME_MAX ||
@@ -411,17 +455,44 @@ const char *net_client_name(const NetClientState *nc)
 
 bool net_client_link_up(const NetClientState *nc)
 {
-    return nc->link_up;
+    return __atomic_load_n(&nc->link_up, __ATOMIC_ACQUIRE);
 }
 
 void net_client_set_link(NetClientState *nc, bool up)
 {
-    nc->link_up = up;
+    __atomic_store_n(&nc->link_up, up, __ATOMIC_RELEASE);
 }
 
 void net_client_get_stats(const NetClientState *nc, NetClientStats *stats)
 {
+    g_mutex_lock(&stats_lock);
     *stats = nc->stats;
+    g_mutex_unlock(&stats_lock);
+}
+
+void net_backend_link_event(NetClientState *backend, const char *state,
+                            const char *detail)
+{
+    g_assert(!backend->is_nic);
+    if (link_event_notifier) {
+        link_event_notifier(backend, state, detail);
+    }
+}
+
+void net_set_link_event_notifier(void (*fn)(NetClientState *backend,
+                                            const char *state,
+                                            const char *detail))
+{
+    link_event_notifier = fn;
+}
+
+GVariant *net_backend_query(NetClientState *backend)
+{
+    g_assert(!backend->is_nic);
+    if (!backend->backend_ops->query) {
+        return NULL;
+    }
+    return g_variant_ref_sink(backend->backend_ops->query(backend->opaque));
 }
 
 void net_nic_rx_filter_changed(NetClientState *nic)

@@ -347,6 +347,10 @@ static bool stream_create(const char *id, const QemuOpts *opts, GError **errp)
 static const NetdevType stream_type = {
     .name = "stream",
     .desc = "TCP or unix stream socket, each frame after its 4-byte length",
+    .help =
+        "server=on|off          listen (on) or connect (off)\n"
+        "addr.type=inet|unix    address family\n"
+        "addr.host=H,addr.port=P (inet) or addr.path=PATH (unix)\n",
     .create = stream_create,
 };
 

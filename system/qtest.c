@@ -40,6 +40,9 @@ struct QTestServer {
     IrqLine intercept_orig;
     bool intercept_xics;
     GHashTable *irq_levels;     /* irq -> last level reported */
+    /* Interrupts are raised on af-xdp I/O threads too: one writer at a
+     * time on the socket and the level table. */
+    GMutex out_lock;
 };
 
 typedef struct QTestCmd {
@@ -61,7 +64,7 @@ static void qtest_log(QTestServer *qs, char kind, const char *text)
     }
 }
 
-static void qtest_send(QTestServer *qs, const char *line)
+static void qtest_send_locked(QTestServer *qs, const char *line)
 {
     g_autofree char *out = g_strconcat(line, "\n", NULL);
     size_t len = strlen(out), done = 0;
@@ -79,20 +82,29 @@ static void qtest_send(QTestServer *qs, const char *line)
     }
 }
 
+static void qtest_send(QTestServer *qs, const char *line)
+{
+    g_mutex_lock(&qs->out_lock);
+    qtest_send_locked(qs, line);
+    g_mutex_unlock(&qs->out_lock);
+}
+
 /* Level changes on an intercepted line, reported as QEMU does. */
 static void report_irq(QTestServer *qs, int n, int level)
 {
-    gpointer old = g_hash_table_lookup(qs->irq_levels, GINT_TO_POINTER(n));
+    gpointer old;
     g_autofree char *line = NULL;
 
     level = !!level;
-    if (GPOINTER_TO_INT(old) == level + 1) {
-        return;
+    g_mutex_lock(&qs->out_lock);
+    old = g_hash_table_lookup(qs->irq_levels, GINT_TO_POINTER(n));
+    if (GPOINTER_TO_INT(old) != level + 1) {
+        g_hash_table_insert(qs->irq_levels, GINT_TO_POINTER(n),
+                            GINT_TO_POINTER(level + 1));
+        line = g_strdup_printf("IRQ %s %d", level ? "raise" : "lower", n);
+        qtest_send_locked(qs, line);
     }
-    g_hash_table_insert(qs->irq_levels, GINT_TO_POINTER(n),
-                        GINT_TO_POINTER(level + 1));
-    line = g_strdup_printf("IRQ %s %d", level ? "raise" : "lower", n);
-    qtest_send(qs, line);
+    g_mutex_unlock(&qs->out_lock);
 }
 
 static void intercept_out_handler(void *opaque, int n, int level)
@@ -657,6 +669,7 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
     qs->start_us = g_get_monotonic_time();
     qs->inbuf = g_string_new(NULL);
     qs->irq_levels = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_mutex_init(&qs->out_lock);
     qs->in_fd = qs->out_fd = -1;
     qs->log = log;
     if (!strcmp(spec, "stdio")) {
@@ -707,6 +720,7 @@ void qtest_server_free(QTestServer *qs)
         fclose(qs->log);
     }
     g_hash_table_destroy(qs->irq_levels);
+    g_mutex_clear(&qs->out_lock);
     g_string_free(qs->inbuf, TRUE);
     g_free(qs);
 }

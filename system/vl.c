@@ -532,11 +532,27 @@ static bool print_help_requests(const Config *cfg, bool *printed,
     }
     for (guint i = 0; i < cfg->netdevs->len; i++) {
         const char *arg = g_ptr_array_index(cfg->netdevs, i);
+        g_autoptr(QemuOpts) opts = NULL;
+        const char *type;
 
         if (!strcmp(arg, "help") || !strcmp(arg, "?")) {
             net_print_netdev_types();
             *printed = true;
+            continue;
         }
+        opts = parse_opt("netdev", arg, "type", NULL, errp);
+        if (!opts) {
+            return false;
+        }
+        if (!qemu_opts_wants_help(opts)) {
+            continue;
+        }
+        type = qemu_opt_get(opts, "type");
+        if (!type || !net_print_netdev_help(type)) {
+            return opt_error(errp, "netdev", arg, "%s",
+                             "no such netdev type (-netdev help lists them)");
+        }
+        *printed = true;
     }
     return true;
 }
@@ -785,12 +801,14 @@ int main(int argc, char **argv)
     if (parse_argv(&cfg, argc, argv, &err)) {
         run(&cfg, &m, &err);
     }
+    /* Backends first: their I/O threads deliver into the devices and
+     * raise interrupts through qtest until they are stopped. */
+    net_cleanup();
     qmp_cleanup();
     qmp_set_machine(NULL);
     qtest_server_free(m.qtest);
     spapr_machine_free(m.spapr);
     g_ptr_array_free(m.monitors, TRUE);
-    net_cleanup();
     if (m.loop) {
         g_main_loop_unref(m.loop);
     }

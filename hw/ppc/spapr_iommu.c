@@ -80,9 +80,14 @@ void spapr_tce_table_free(SpaprTceTable *tcet)
     }
 }
 
+/* Entries are read by the af-xdp I/O threads while hcalls and resets
+ * write them, so every access is one atomic 64-bit load or store: a DMA
+ * sees an entry as it was before a change or after it, never half. */
 void spapr_tce_table_reset(SpaprTceTable *tcet)
 {
-    memset(tcet->table, 0, tcet->nb_table * sizeof(uint64_t));
+    for (uint32_t i = 0; i < tcet->nb_table; i++) {
+        __atomic_store_n(&tcet->table[i], 0, __ATOMIC_RELAXED);
+    }
 }
 
 uint32_t spapr_tce_table_liobn(const SpaprTceTable *tcet)
@@ -108,7 +113,7 @@ bool spapr_tce_put(SpaprTceTable *tcet, uint64_t ioba, uint64_t tce)
     if (!tce_index(tcet, ioba, &idx)) {
         return false;
     }
-    tcet->table[idx] = tce;
+    __atomic_store_n(&tcet->table[idx], tce, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -119,7 +124,7 @@ bool spapr_tce_get(const SpaprTceTable *tcet, uint64_t ioba, uint64_t *tce)
     if (!tce_index(tcet, ioba, &idx)) {
         return false;
     }
-    *tce = tcet->table[idx];
+    *tce = __atomic_load_n(&tcet->table[idx], __ATOMIC_RELAXED);
     return true;
 }
 
@@ -131,7 +136,7 @@ bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
     if (!tce_index(tcet, ioba, &idx)) {
         return false;
     }
-    tce = tcet->table[idx];
+    tce = __atomic_load_n(&tcet->table[idx], __ATOMIC_RELAXED);
     if ((tce & TCE_PERM_MASK & dir) != (uint64_t)dir) {
         return false;
     }

@@ -70,11 +70,15 @@ typedef struct NetBackendOps {
     /* Sends one frame; false when it could not be sent. */
     bool (*send)(void *opaque, const uint8_t *data, size_t len);
     void (*cleanup)(void *opaque);
+    /* Optional: the backend's own state and counters, as an a{sv}
+     * dictionary (floating reference), for x-query-net-stats. */
+    GVariant *(*query)(void *opaque);
 } NetBackendOps;
 
 typedef struct NetdevType {
     const char *name;
     const char *desc;
+    const char *help;       /* -netdev TYPE,help: one line per option */
     /* Creates the backend from its options and registers it with
      * net_backend_new(@id, ...).  Keys other than type and id are the
      * backend's to check. */
@@ -84,6 +88,8 @@ typedef struct NetdevType {
 void netdev_type_register(const NetdevType *type);
 bool netdev_type_exists(const char *name);
 void net_print_netdev_types(void);
+/* -netdev TYPE,help; false when there is no such type. */
+bool net_print_netdev_help(const char *type);
 
 /* -netdev TYPE,id=ID,...: parses and creates the backend. */
 bool net_netdev_add(const QemuOpts *opts, GError **errp);
@@ -98,9 +104,24 @@ void net_cleanup(void);
 /* For backends: the client the registry knows as @id. */
 NetClientState *net_backend_new(const char *id, const NetBackendOps *ops,
                                 void *opaque);
-/* Hands @n (at most NET_BATCH_MAX) frames to the attached NIC. */
+/* Hands @n (at most NET_BATCH_MAX) frames to the attached NIC.  Safe
+ * from any thread: the af-xdp I/O threads call it, several at once. */
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n);
+/*
+ * The backend's link changed: @state is "down", "up", "removed" (the host
+ * interface went away), "reopened" (it came back and the backend recovered)
+ * or "failed" (it came back and the backend could not recover), @detail a
+ * sentence for people.  Main thread; the notifier is the monitor's
+ * NETDEV_LINK_CHANGED event.
+ */
+void net_backend_link_event(NetClientState *backend, const char *state,
+                            const char *detail);
+void net_set_link_event_notifier(void (*fn)(NetClientState *backend,
+                                            const char *state,
+                                            const char *detail));
+/* The backend's query() result, or NULL; the caller unrefs it. */
+GVariant *net_backend_query(NetClientState *backend);
 /* Counts input the backend lost before it became a frame; returns the
  * count so far, for the one line the backend logs. */
 uint64_t net_backend_rx_error(NetClientState *backend);

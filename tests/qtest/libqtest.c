@@ -198,6 +198,11 @@ static void qmp_handshake(QTestState *s)
 
 QTestState *qtest_init(const char *extra_args)
 {
+    return qtest_init_wrapped(NULL, extra_args);
+}
+
+QTestState *qtest_init_wrapped(const char *wrapper, const char *extra_args)
+{
     static int counter;
     QTestState *s = g_new0(QTestState, 1);
     g_autofree char *cmd = NULL;
@@ -214,10 +219,11 @@ QTestState *qtest_init(const char *extra_args)
     lfd = listen_unix(s->sock_path);
     qmp_lfd = listen_unix(s->qmp_path);
     s->qmp_rx = g_string_new(NULL);
-    cmd = g_strdup_printf("exec %s -qtest unix:%s -qtest-log %s "
+    cmd = g_strdup_printf("exec %s %s -qtest unix:%s -qtest-log %s "
                           "-chardev socket,path=%s,id=char0 "
                           "-mon chardev=char0,mode=control -display none "
-                          "-audio none %s -accel qtest", illan_binary(),
+                          "-audio none %s -accel qtest",
+                          wrapper ? wrapper : "", illan_binary(),
                           s->sock_path,
                           g_getenv("QTEST_LOG") ? "/dev/fd/2" : "/dev/null",
                           s->qmp_path, extra_args ? extra_args : "");
@@ -250,6 +256,22 @@ QTestState *qtest_initf(const char *fmt, ...)
     return qtest_init(args);
 }
 
+static void qtest_free(QTestState *s)
+{
+    close(s->fd);
+    close(s->qmp_fd);
+    g_string_free(s->qmp_rx, TRUE);
+    g_queue_clear_full(&s->events, (GDestroyNotify)json_object_unref);
+    unlink(s->sock_path);
+    unlink(s->qmp_path);
+    g_free(s->sock_path);
+    g_free(s->qmp_path);
+    g_string_free(s->rx, TRUE);
+    g_hash_table_destroy(s->irq_level);
+    g_hash_table_destroy(s->irq_raises);
+    g_free(s);
+}
+
 void qtest_quit(QTestState *s)
 {
     qtest_quit_signal(s, SIGTERM);
@@ -272,18 +294,7 @@ void qtest_quit_signal(QTestState *s, int sig)
     }
     g_assert_true(WIFEXITED(status));
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-    close(s->fd);
-    close(s->qmp_fd);
-    g_string_free(s->qmp_rx, TRUE);
-    g_queue_clear_full(&s->events, (GDestroyNotify)json_object_unref);
-    unlink(s->sock_path);
-    unlink(s->qmp_path);
-    g_free(s->sock_path);
-    g_free(s->qmp_path);
-    g_string_free(s->rx, TRUE);
-    g_hash_table_destroy(s->irq_level);
-    g_hash_table_destroy(s->irq_raises);
-    g_free(s);
+    qtest_free(s);
 }
 
 void qtest_send_raw(QTestState *s, const char *data, size_t len)
@@ -524,6 +535,22 @@ void qtest_tce_map(QTestState *s, uint32_t liobn, uint64_t ioba,
                                    ((gpa + off) & ~0xfffULL) | perm);
         g_assert_cmpint(ret, ==, 0);
     }
+}
+
+void qtest_kill(QTestState *s)
+{
+    int status;
+
+    kill(s->pid, SIGKILL);
+    g_assert_cmpint(waitpid(s->pid, &status, 0), ==, s->pid);
+    g_assert_true(WIFSIGNALED(status));
+    s->pid = 0;
+    qtest_free(s);
+}
+
+pid_t qtest_pid(QTestState *s)
+{
+    return s->pid;
 }
 
 int illan_run(const char *args, char **out, char **err)

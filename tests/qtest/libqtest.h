@@ -10,16 +10,24 @@
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct QTestState QTestState;
 
 /* Starts illan with libqtest's argument set plus @extra_args. */
 QTestState *qtest_init(const char *extra_args);
 QTestState *qtest_initf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* The same, with illan run by @wrapper (a command line that ends by
+ * running its arguments, e.g. setpriv with capabilities dropped); the
+ * descriptors the test leaves open without FD_CLOEXEC reach illan. */
+QTestState *qtest_init_wrapped(const char *wrapper, const char *extra_args);
+pid_t qtest_pid(QTestState *s);
 /* SIGTERM, then asserts the process exits with status 0. */
 void qtest_quit(QTestState *s);
 /* The same with another signal (SIGINT must end illan cleanly too). */
 void qtest_quit_signal(QTestState *s, int sig);
+/* SIGKILL, as a crash would end it; asserts it died of the signal. */
+void qtest_kill(QTestState *s);
 
 /*
  * QMP: qtest_init() has read the greeting and negotiated.  Replies and

@@ -1,0 +1,27 @@
+/*
+ * Host interface events from rtnetlink, on the main loop: an interface
+ * appeared or changed (with its up/running state), or went away.
+ */
+#ifndef NET_LINK_WATCH_H
+#define NET_LINK_WATCH_H
+
+#include <glib.h>
+#include <stdbool.h>
+
+typedef struct LinkWatch LinkWatch;
+
+typedef struct LinkEvent {
+    bool removed;           /* RTM_DELLINK */
+    unsigned ifindex;
+    const char *ifname;     /* may be NULL */
+    bool up;                /* up and running */
+} LinkEvent;
+
+typedef void (*LinkEventFn)(void *opaque, const LinkEvent *ev);
+
+LinkWatch *link_watch_new(LinkEventFn fn, void *opaque, GError **errp);
+void link_watch_free(LinkWatch *w);
+/* The state a LinkEvent would report for @ifname now; false if absent. */
+bool link_is_up(const char *ifname);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * The XDP side of the af-xdp netdev: the program an interface already
+ * runs (so that a foreign one is refused, never replaced), and our own
+ * redirect program with its XSK map, attached through a bpf_link.  The
+ * link belongs to this process: closing it detaches the program, and so
+ * does the kernel when the process dies, so a crash leaves nothing behind.
+ */
+#ifndef NET_XDP_PROG_H
+#define NET_XDP_PROG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct XdpAttached {
+    uint32_t prog_id;       /* 0: nothing attached */
+    char name[16];          /* the program's name, "" if unreadable */
+    const char *mode;       /* "native", "skb", "hw" or "multi" */
+} XdpAttached;
+
+/* Fills @out; false (errno set) when the kernel cannot be asked. */
+bool xdp_prog_query(unsigned ifindex, XdpAttached *out);
+
+typedef struct XdpRedirect XdpRedirect;
+
+/* Loads the program that sends each frame to the socket of its rx queue
+ * (frames of queues without one go on to the kernel's stack) and attaches
+ * it in @mode_flags (XDP_FLAGS_DRV_MODE or _SKB_MODE).  NULL with errno
+ * set on failure. */
+XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags);
+/* Frames of rx queue @queue go to AF_XDP socket @fd. */
+bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd);
+uint32_t xdp_redirect_prog_id(const XdpRedirect *r);
+/* Detaches and frees; NULL is fine. */
+void xdp_redirect_detach(XdpRedirect *r);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * One AF_XDP queue of the af-xdp netdev: a socket bound to one queue of a
+ * host interface, its UMEM and four rings, and the I/O thread that owns
+ * them.  The thread hands received frames to the net core a batch at a
+ * time and returns them to the fill ring at once; frames the guest sends
+ * are copied into the UMEM by the sending thread and transmitted by the
+ * I/O thread, which reaps the completion ring.
+ */
+#ifndef NET_XSK_QUEUE_H
+#define NET_XSK_QUEUE_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/net.h"
+
+/* Every UMEM frame is one page; a frame never spans two. */
+#define XSK_FRAME_SIZE 4096
+
+typedef struct XskQueue XskQueue;
+
+typedef struct XskQueueConfig {
+    const char *ifname;
+    unsigned ifindex;
+    uint32_t queue_id;
+    bool force_copy;
+    int sock_fd;            /* an unbound AF_XDP socket to use (the
+                               caller closes it), or -1 to create one */
+    uint32_t rx_ring_size;  /* rx and fill rings; as many UMEM frames */
+    uint32_t tx_ring_size;  /* tx and completion rings; as many frames */
+    unsigned batch;         /* frames per delivery, 1..NET_BATCH_MAX */
+    bool spin;              /* never sleep in poll(2) */
+    unsigned busy_poll_usecs;   /* 0: no SO_PREFER_BUSY_POLL */
+} XskQueueConfig;
+
+/* Counters of one queue; "xdp_*" are the kernel's XDP_STATISTICS. */
+typedef struct XskQueueStats {
+    uint64_t rx_frames, rx_batches, rx_wakeups, sleeps;
+    uint64_t tx_frames, tx_kicks, tx_kick_errors, tx_ring_full, tx_oversize;
+    uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_rx_ring_full,
+             xdp_rx_fill_ring_empty_descs, xdp_tx_invalid_descs,
+             xdp_tx_ring_empty_descs;
+} XskQueueStats;
+
+/* UMEM bytes a queue with @cfg's rings locks. */
+size_t xsk_queue_umem_size(const XskQueueConfig *cfg);
+
+/* Creates the UMEM, the rings and the socket, and binds it; the caller
+ * puts the socket in its program's XSK map.  On failure
+ * sets @errno_out to the failing call's errno for the caller's advice.
+ * Delivers to @backend once started. */
+XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
+                         int *errno_out, GError **errp);
+/* Starts the I/O thread. */
+void xsk_queue_start(XskQueue *q);
+/* Stops the thread, closes the socket and frees everything. */
+void xsk_queue_close(XskQueue *q);
+
+/* Copies one frame into the UMEM and queues it for transmission; false
+ * (and counted) when it is too large or the tx ring is full.  Any thread;
+ * senders are serialized. */
+bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len);
+
+/* True once the kernel reported the socket dead (interface gone). */
+bool xsk_queue_failed(const XskQueue *q);
+bool xsk_queue_zero_copy(const XskQueue *q);
+int xsk_queue_fd(const XskQueue *q);
+uint32_t xsk_queue_id(const XskQueue *q);
+void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st);
+
+#endif

@@ -1,0 +1,784 @@
+/*
+ * -netdev af-xdp: frames from a host interface through AF_XDP sockets,
+ * one socket, UMEM and I/O thread per queue (net/xsk-queue.c).
+ *
+ * This file is the netdev around the queues: its options, the checks that
+ * turn the kernel's errnos into advice (no such interface, queue out of
+ * range, missing capability, memlock, native mode refused, a foreign XDP
+ * program), the choice of XDP mode, and the interface's life: link down
+ * and up, removed and back, reported on stderr and as QMP events.
+ *
+ * The guest's frames leave through queue 0: spapr-vlan has one queue, and
+ * one queue keeps them in order.
+ */
+#include "net/net.h"
+#include "net/link-watch.h"
+#include "net/xdp-prog.h"
+#include "net/xsk-queue.h"
+#include "qemu/module.h"
+#include "qemu/option.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/ethtool.h>
+#include <linux/if_link.h>
+#include <linux/sockios.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+/* libxdp's redirect program has a 64-entry XSK map. */
+#define AF_XDP_MAX_QUEUES 64
+#define DEFAULT_RX_RING 2048
+#define DEFAULT_TX_RING 512
+/* F5: a queue closed a moment ago stays busy until a deferred release. */
+#define BIND_RETRIES 20
+#define BIND_RETRY_US 10000
+
+typedef enum AfXdpLink {
+    AF_XDP_LINK_UP,
+    AF_XDP_LINK_DOWN,
+    AF_XDP_LINK_REMOVED,
+} AfXdpLink;
+
+typedef struct AfXdpOptions {
+    char *ifname;
+    uint32_t mode_flags;        /* 0: native, falling back to skb */
+    bool force_copy;
+    unsigned queues, start_queue;
+    bool inhibit;
+    int sock_fds[AF_XDP_MAX_QUEUES];
+    unsigned n_sock_fds;
+    bool spin;
+    unsigned busy_poll_usecs;
+    unsigned batch;
+    uint32_t rx_ring_size, tx_ring_size;
+} AfXdpOptions;
+
+typedef struct AfXdpState {
+    NetClientState *nc;
+    char *id;
+    AfXdpOptions o;
+    unsigned ifindex;
+    const char *mode;           /* "native", "skb", or "external" */
+    XskQueue *queues[AF_XDP_MAX_QUEUES];
+    XdpRedirect *redirect;      /* NULL with inhibit=on */
+    LinkWatch *watch;
+    AfXdpLink link;
+    uint64_t link_changes, reopens;
+} AfXdpState;
+
+static const char *const af_xdp_keys[] = {
+    "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
+    "inhibit", "sock-fds", "spin", "busy-poll", "batch", "rx-ring-size",
+    "tx-ring-size", NULL
+};
+
+/* Options. */
+
+static bool parse_uint_opt(const QemuOpts *opts, const char *key,
+                           unsigned min, unsigned max, unsigned *out,
+                           GError **errp)
+{
+    const char *v = qemu_opt_get(opts, key);
+    uint64_t n;
+
+    if (!v) {
+        return true;
+    }
+    if (!qemu_parse_uint64(key, v, &n, errp)) {
+        return false;
+    }
+    if (n < min || n > max) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "Parameter '%s' expects a value from %u to %u", key, min,
+                    max);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+static bool parse_bool_opt(const QemuOpts *opts, const char *key, bool *out,
+                           GError **errp)
+{
+    const char *v = qemu_opt_get(opts, key);
+
+    return !v || qemu_parse_bool(key, v, out, errp);
+}
+
+static bool parse_ring_opt(const QemuOpts *opts, const char *key,
+                           uint32_t *out, GError **errp)
+{
+    unsigned n = *out;
+
+    if (!parse_uint_opt(opts, key, 64, 16384, &n, errp)) {
+        return false;
+    }
+    if (n & (n - 1)) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "Parameter '%s' must be a power of two (got %u)", key, n);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+static bool parse_mode(const QemuOpts *opts, uint32_t *flags, GError **errp)
+{
+    const char *v = qemu_opt_get(opts, "mode");
+
+    if (!v) {
+        *flags = 0;
+    } else if (!strcmp(v, "native")) {
+        *flags = XDP_FLAGS_DRV_MODE;
+    } else if (!strcmp(v, "skb")) {
+        *flags = XDP_FLAGS_SKB_MODE;
+    } else {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "Parameter 'mode' does not accept value '%s' "
+                    "(native or skb)", v);
+        return false;
+    }
+    return true;
+}
+
+/* sock-fds=a:b:...: open AF_XDP sockets, one per queue. */
+static bool parse_sock_fds(const char *v, AfXdpOptions *o, GError **errp)
+{
+    g_auto(GStrv) parts = g_strsplit(v, ":", -1);
+
+    for (guint i = 0; parts[i]; i++) {
+        uint64_t fd;
+        int domain = 0;
+        socklen_t len = sizeof(domain);
+
+        if (i == AF_XDP_MAX_QUEUES ||
+            !qemu_parse_uint64("sock-fds", parts[i], &fd, errp) ||
+            fd > INT32_MAX) {
+            if (errp && !*errp) {
+                g_set_error(errp, ILLAN_ERROR, 0,
+                            "Parameter 'sock-fds' takes at most %d "
+                            "descriptors", AF_XDP_MAX_QUEUES);
+            }
+            return false;
+        }
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) ||
+            domain != AF_XDP) {
+            g_set_error(errp, ILLAN_ERROR, 0,
+                        "sock-fds: descriptor %s is not an open AF_XDP "
+                        "socket", parts[i]);
+            return false;
+        }
+        o->sock_fds[o->n_sock_fds++] = fd;
+    }
+    return true;
+}
+
+static bool check_combination(AfXdpOptions *o, GError **errp)
+{
+    if (o->inhibit && !o->n_sock_fds) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "inhibit=on needs sock-fds=FD[:FD...]: one AF_XDP socket "
+                    "per queue, already in the XSK map of the program a "
+                    "privileged helper attached");
+        return false;
+    }
+    if (o->n_sock_fds && !o->inhibit) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "sock-fds needs inhibit=on: the sockets belong to a "
+                    "program someone else attached");
+        return false;
+    }
+    if (o->n_sock_fds && o->n_sock_fds != o->queues) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "sock-fds has %u descriptor(s) but queues=%u needs one "
+                    "per queue", o->n_sock_fds, o->queues);
+        return false;
+    }
+    if (o->start_queue + o->queues > AF_XDP_MAX_QUEUES) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "start-queue=%u,queues=%u goes past queue %d, the last "
+                    "the XSK map holds", o->start_queue, o->queues,
+                    AF_XDP_MAX_QUEUES - 1);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
+                          GError **errp)
+{
+    const char *ifname = qemu_opt_get(opts, "ifname");
+    const char *fds = qemu_opt_get(opts, "sock-fds");
+
+    *o = (AfXdpOptions){ .queues = 1, .batch = NET_BATCH_MAX,
+                         .rx_ring_size = DEFAULT_RX_RING,
+                         .tx_ring_size = DEFAULT_TX_RING };
+    if (!qemu_opts_check_keys(opts, af_xdp_keys, errp)) {
+        return false;
+    }
+    if (!ifname || !*ifname) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "Parameter 'ifname' is missing (the host interface, "
+                    "e.g. ifname=veth0)");
+        return false;
+    }
+    o->ifname = g_strdup(ifname);
+    return parse_mode(opts, &o->mode_flags, errp) &&
+           parse_bool_opt(opts, "force-copy", &o->force_copy, errp) &&
+           parse_uint_opt(opts, "queues", 1, AF_XDP_MAX_QUEUES, &o->queues,
+                          errp) &&
+           parse_uint_opt(opts, "start-queue", 0, AF_XDP_MAX_QUEUES - 1,
+                          &o->start_queue, errp) &&
+           parse_bool_opt(opts, "inhibit", &o->inhibit, errp) &&
+           parse_bool_opt(opts, "spin", &o->spin, errp) &&
+           parse_uint_opt(opts, "busy-poll", 0, 1000000, &o->busy_poll_usecs,
+                          errp) &&
+           parse_uint_opt(opts, "batch", 1, NET_BATCH_MAX, &o->batch,
+                          errp) &&
+           parse_ring_opt(opts, "rx-ring-size", &o->rx_ring_size, errp) &&
+           parse_ring_opt(opts, "tx-ring-size", &o->tx_ring_size, errp) &&
+           (!fds || parse_sock_fds(fds, o, errp)) &&
+           check_combination(o, errp);
+}
+
+/* What the host allows, checked before anything is created so that each
+ * refusal says what to do. */
+
+static bool has_cap(const struct __user_cap_data_struct *caps, int cap)
+{
+    return caps[cap / 32].effective & (1u << (cap % 32));
+}
+
+static bool check_capabilities(const AfXdpOptions *o, GError **errp)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct caps[2] = { { 0 } };
+    g_autoptr(GPtrArray) missing = g_ptr_array_new();
+    g_autofree char *list = NULL;
+
+    if (syscall(SYS_capget, &hdr, caps)) {
+        return true;    /* cannot tell: let the kernel decide */
+    }
+    if (!o->n_sock_fds && !has_cap(caps, CAP_NET_RAW)) {
+        g_ptr_array_add(missing, "CAP_NET_RAW (AF_XDP sockets)");
+    }
+    if (!o->inhibit && !has_cap(caps, CAP_NET_ADMIN)) {
+        g_ptr_array_add(missing, "CAP_NET_ADMIN (attaching XDP)");
+    }
+    if (!o->inhibit && !has_cap(caps, CAP_BPF) &&
+        !has_cap(caps, CAP_SYS_ADMIN)) {
+        g_ptr_array_add(missing, "CAP_BPF (loading the XDP program)");
+    }
+    if (missing->len == 0) {
+        return true;
+    }
+    g_ptr_array_add(missing, NULL);
+    list = g_strjoinv(", ", (char **)missing->pdata);
+    g_set_error(errp, ILLAN_ERROR, 0,
+                "no permission: af-xdp needs %s; run as root, grant the "
+                "capabilities, or let a privileged helper create the sockets "
+                "and pass inhibit=on,sock-fds=...", list);
+    return false;
+}
+
+static bool check_memlock(const AfXdpOptions *o, size_t umem_per_queue,
+                          GError **errp)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct caps[2] = { { 0 } };
+    size_t need = umem_per_queue * o->queues;
+    struct rlimit rl;
+
+    if ((!syscall(SYS_capget, &hdr, caps) && has_cap(caps, CAP_IPC_LOCK)) ||
+        getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= need) {
+        return true;
+    }
+    g_set_error(errp, ILLAN_ERROR, 0,
+                "RLIMIT_MEMLOCK too low: the UMEM needs %zu KiB of locked "
+                "memory (%u queue(s) x %u frames x %d bytes) but the limit "
+                "is %llu KiB; raise it (ulimit -l %zu), grant CAP_IPC_LOCK, "
+                "or use smaller rings (rx-ring-size, tx-ring-size)",
+                need / 1024, o->queues, o->rx_ring_size + o->tx_ring_size,
+                XSK_FRAME_SIZE, (unsigned long long)rl.rlim_cur / 1024,
+                need / 1024);
+    return false;
+}
+
+/* The interface's queue count, from ETHTOOL_GCHANNELS; 0 if unknown. */
+static unsigned interface_queues(const char *ifname)
+{
+    struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
+    struct ifreq ifr = { 0 };
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    unsigned n = 0;
+
+    g_strlcpy(ifr.ifr_name, ifname, sizeof(ifr.ifr_name));
+    ifr.ifr_data = (char *)&ch;
+    if (fd >= 0 && ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
+        n = MAX(ch.rx_count, ch.tx_count) + ch.combined_count;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return n;
+}
+
+static bool check_queues(const AfXdpOptions *o, GError **errp)
+{
+    unsigned have = interface_queues(o->ifname);
+    unsigned last = o->start_queue + o->queues - 1;
+
+    if (have && last >= have) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "queue %u out of range: %s has %u queue(s), "
+                    "start-queue=%u,queues=%u needs %u; lower them or add "
+                    "queues (ethtool -L %s rx %u tx %u, or combined %u)",
+                    last, o->ifname, have, o->start_queue, o->queues,
+                    last + 1, o->ifname, last + 1, last + 1, last + 1);
+        return false;
+    }
+    return true;
+}
+
+/* Whatever is attached is someone else's: illan never replaces it. */
+static bool check_attached_program(AfXdpState *s, GError **errp)
+{
+    XdpAttached a;
+
+    if (!xdp_prog_query(s->ifindex, &a) || !a.prog_id) {
+        return true;
+    }
+    g_set_error(errp, ILLAN_ERROR, 0,
+                "an XDP program is already attached to %s (id %u, \"%s\", "
+                "%s mode) and illan does not replace it: remove it (ip link "
+                "set dev %s xdp off) or redirect to sockets of your own and "
+                "pass inhibit=on,sock-fds=...",
+                s->o.ifname, a.prog_id, a.name, a.mode, s->o.ifname);
+    return false;
+}
+
+/* Attaching the program: native, else skb unless a mode was asked for. */
+
+/* Why the program would not attach in @flags' mode, as advice. */
+static void attach_error(AfXdpState *s, uint32_t flags, int err,
+                         GError **errp)
+{
+    const char *ifn = s->o.ifname;
+
+    if ((err == EBUSY || err == EEXIST) && !check_attached_program(s, errp)) {
+        return;
+    }
+    if (err == EPERM || err == EACCES) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "no permission to load or attach XDP on %s (%s): "
+                    "af-xdp needs CAP_BPF and CAP_NET_ADMIN, or "
+                    "inhibit=on,sock-fds=...", ifn, g_strerror(err));
+    } else if (flags == XDP_FLAGS_DRV_MODE) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "native XDP mode refused by %s (%s): the driver cannot "
+                    "run XDP natively here (no support, or an MTU too large "
+                    "for it); use mode=skb", ifn, g_strerror(err));
+    } else {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "cannot attach XDP to %s in skb mode: %s", ifn,
+                    g_strerror(err));
+    }
+}
+
+/* 0, or the errno of the failed attach. */
+static int attach_in_mode(AfXdpState *s, uint32_t flags)
+{
+    s->redirect = xdp_redirect_attach(s->ifindex, flags);
+    if (!s->redirect) {
+        return errno;
+    }
+    s->mode = flags == XDP_FLAGS_SKB_MODE ? "skb" : "native";
+    return 0;
+}
+
+static bool attach_program(AfXdpState *s, GError **errp)
+{
+    uint32_t first = s->o.mode_flags ? s->o.mode_flags : XDP_FLAGS_DRV_MODE;
+    int err = attach_in_mode(s, first), skb_err;
+
+    if (!err) {
+        return true;
+    }
+    /* Only a mode the driver refuses is worth another try in skb mode. */
+    if (s->o.mode_flags || err == EPERM || err == EACCES || err == EBUSY ||
+        err == EEXIST) {
+        attach_error(s, first, err, errp);
+        return false;
+    }
+    skb_err = attach_in_mode(s, XDP_FLAGS_SKB_MODE);
+    if (skb_err) {
+        attach_error(s, XDP_FLAGS_SKB_MODE, skb_err, errp);
+        return false;
+    }
+    fprintf(stderr, "illan: af-xdp netdev '%s': native mode refused by %s "
+            "(%s); using skb mode\n", s->id, s->o.ifname, g_strerror(err));
+    return true;
+}
+
+/* The advice for a queue that would not open. */
+static void explain_open_error(AfXdpState *s, int err, GError **errp)
+{
+    const char *ifn = s->o.ifname;
+    g_autofree char *what = g_strdup((*errp)->message);
+
+    g_clear_error(errp);
+    if (err == EPERM || err == EACCES) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "no permission on %s %s: AF_XDP sockets need CAP_NET_RAW, "
+                    "or inhibit=on,sock-fds=...", ifn, what);
+    } else if (err == ENOBUFS || err == ENOMEM) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "%s %s: the UMEM could not be locked; raise "
+                    "RLIMIT_MEMLOCK (ulimit -l), grant CAP_IPC_LOCK, or use "
+                    "smaller rings (rx-ring-size, tx-ring-size)", ifn, what);
+    } else if (err == EBUSY) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "%s %s: another AF_XDP socket holds this queue", ifn,
+                    what);
+    } else {
+        g_set_error(errp, ILLAN_ERROR, 0, "cannot open AF_XDP on %s %s", ifn,
+                    what);
+    }
+}
+
+static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
+                            GError **errp)
+{
+    XskQueueConfig cfg = {
+        .ifname = s->o.ifname, .ifindex = s->ifindex,
+        .queue_id = s->o.start_queue + i,
+        .force_copy = s->o.force_copy,
+        .sock_fd = s->o.n_sock_fds ? s->o.sock_fds[i] : -1,
+        .rx_ring_size = s->o.rx_ring_size, .tx_ring_size = s->o.tx_ring_size,
+        .batch = s->o.batch, .spin = s->o.spin,
+        .busy_poll_usecs = s->o.busy_poll_usecs,
+    };
+    XskQueue *q = NULL;
+
+    for (int tries = 0; !q && tries < BIND_RETRIES; tries++) {
+        g_clear_error(errp);
+        q = xsk_queue_open(&cfg, s->nc, err, errp);
+        if (!q && *err != EBUSY) {
+            break;
+        }
+        if (!q) {
+            g_usleep(BIND_RETRY_US);
+        }
+    }
+    return q;
+}
+
+/* Sockets first: with the program gone first, frames for a queue whose
+ * socket is still open would reach the stack instead. */
+static void close_queues(AfXdpState *s)
+{
+    for (unsigned i = 0; i < s->o.queues; i++) {
+        xsk_queue_close(s->queues[i]);
+        s->queues[i] = NULL;
+    }
+    xdp_redirect_detach(s->redirect);
+    s->redirect = NULL;
+}
+
+static bool open_queue_sockets(AfXdpState *s, GError **errp)
+{
+    int err = 0;
+
+    for (unsigned i = 0; i < s->o.queues; i++) {
+        s->queues[i] = open_queue(s, i, &err, errp);
+        if (!s->queues[i]) {
+            explain_open_error(s, err, errp);
+            return false;
+        }
+        if (s->redirect &&
+            !xdp_redirect_add_socket(s->redirect, s->o.start_queue + i,
+                                     xsk_queue_fd(s->queues[i]))) {
+            g_set_error(errp, ILLAN_ERROR, 0,
+                        "cannot add the socket of queue %u to the XSK map: "
+                        "%s", s->o.start_queue + i, g_strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The program (unless inhibit=on), then a socket per queue. */
+static bool open_queues(AfXdpState *s, GError **errp)
+{
+    if (s->o.inhibit) {
+        s->mode = "external";
+    } else if (!attach_program(s, errp)) {
+        return false;
+    }
+    if (!open_queue_sockets(s, errp)) {
+        close_queues(s);
+        return false;
+    }
+    return true;
+}
+
+static void start_queues(AfXdpState *s)
+{
+    for (unsigned i = 0; i < s->o.queues; i++) {
+        xsk_queue_start(s->queues[i]);
+    }
+}
+
+/* The interface's life. */
+
+static void report_link(AfXdpState *s, const char *state, const char *fmt,
+                        ...) G_GNUC_PRINTF(3, 4);
+
+static void report_link(AfXdpState *s, const char *state, const char *fmt,
+                        ...)
+{
+    g_autofree char *detail = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    detail = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    s->link_changes++;
+    fprintf(stderr, "illan: af-xdp netdev '%s': %s\n", s->id, detail);
+    net_backend_link_event(s->nc, state, detail);
+}
+
+static void interface_removed(AfXdpState *s)
+{
+    close_queues(s);
+    s->link = AF_XDP_LINK_REMOVED;
+    net_client_set_link(s->nc, false);
+    report_link(s, "removed", "%s was removed; its AF_XDP sockets are "
+                "closed until an interface of that name returns",
+                s->o.ifname);
+}
+
+static void interface_returned(AfXdpState *s, unsigned ifindex)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (s->o.n_sock_fds) {
+        report_link(s, "failed", "%s is back, but the sockets passed with "
+                    "sock-fds died with the old one: restart with new ones",
+                    s->o.ifname);
+        return;
+    }
+    s->ifindex = ifindex;
+    if (!check_attached_program(s, &err) || !open_queues(s, &err)) {
+        report_link(s, "failed", "%s is back but cannot be reopened: %s "
+                    "(retried when it changes again)", s->o.ifname,
+                    err->message);
+        return;
+    }
+    start_queues(s);
+    s->reopens++;
+    s->link = link_is_up(s->o.ifname) ? AF_XDP_LINK_UP : AF_XDP_LINK_DOWN;
+    net_client_set_link(s->nc, s->link == AF_XDP_LINK_UP);
+    report_link(s, "reopened", "%s is back (ifindex %u), %s mode, %u "
+                "queue(s) reopened; link %s", s->o.ifname, ifindex, s->mode,
+                s->o.queues, s->link == AF_XDP_LINK_UP ? "up" : "down");
+}
+
+static void link_event(void *opaque, const LinkEvent *ev)
+{
+    AfXdpState *s = opaque;
+    bool ours = s->link == AF_XDP_LINK_REMOVED
+        ? ev->ifname && !strcmp(ev->ifname, s->o.ifname) && !ev->removed
+        : ev->ifindex == s->ifindex;
+
+    if (!ours) {
+        return;
+    }
+    if (s->link == AF_XDP_LINK_REMOVED) {
+        interface_returned(s, ev->ifindex);
+    } else if (ev->removed) {
+        interface_removed(s);
+    } else if (ev->up != (s->link == AF_XDP_LINK_UP)) {
+        s->link = ev->up ? AF_XDP_LINK_UP : AF_XDP_LINK_DOWN;
+        net_client_set_link(s->nc, ev->up);
+        report_link(s, ev->up ? "up" : "down", "link %s is %s", s->o.ifname,
+                    ev->up ? "up again" : "down");
+    }
+}
+
+/* Backend ops. */
+
+static bool af_xdp_send(void *opaque, const uint8_t *data, size_t len)
+{
+    AfXdpState *s = opaque;
+
+    return s->queues[0] && xsk_queue_send(s->queues[0], data, len);
+}
+
+static void af_xdp_free(void *opaque)
+{
+    AfXdpState *s = opaque;
+
+    link_watch_free(s->watch);
+    close_queues(s);
+    /* Passed sockets are the netdev's from the moment it parsed them. */
+    for (unsigned i = 0; i < s->o.n_sock_fds; i++) {
+        close(s->o.sock_fds[i]);
+    }
+    g_free(s->o.ifname);
+    g_free(s->id);
+    g_free(s);
+}
+
+static const char *link_name(AfXdpLink link)
+{
+    return link == AF_XDP_LINK_UP ? "up"
+         : link == AF_XDP_LINK_DOWN ? "down" : "removed";
+}
+
+static GVariant *queue_stats(XskQueue *q)
+{
+    GVariantDict d;
+    XskQueueStats st;
+
+    xsk_queue_get_stats(q, &st);
+    g_variant_dict_init(&d, NULL);
+#define PUT(key, field) \
+    g_variant_dict_insert(&d, key, "t", (guint64)st.field)
+    g_variant_dict_insert(&d, "queue", "u", xsk_queue_id(q));
+    PUT("rx-frames", rx_frames);
+    PUT("rx-batches", rx_batches);
+    PUT("rx-wakeups", rx_wakeups);
+    PUT("sleeps", sleeps);
+    PUT("tx-frames", tx_frames);
+    PUT("tx-kicks", tx_kicks);
+    PUT("tx-kick-errors", tx_kick_errors);
+    PUT("tx-ring-full", tx_ring_full);
+    PUT("tx-oversize", tx_oversize);
+    PUT("rx_dropped", xdp_rx_dropped);
+    PUT("rx_invalid_descs", xdp_rx_invalid_descs);
+    PUT("rx_ring_full", xdp_rx_ring_full);
+    PUT("rx_fill_ring_empty_descs", xdp_rx_fill_ring_empty_descs);
+    PUT("tx_invalid_descs", xdp_tx_invalid_descs);
+    PUT("tx_ring_empty_descs", xdp_tx_ring_empty_descs);
+#undef PUT
+    return g_variant_dict_end(&d);
+}
+
+static GVariant *af_xdp_query(void *opaque)
+{
+    AfXdpState *s = opaque;
+    GVariantBuilder queues;
+    GVariantDict d;
+
+    g_variant_builder_init(&queues, G_VARIANT_TYPE("aa{sv}"));
+    for (unsigned i = 0; i < s->o.queues && s->queues[i]; i++) {
+        g_variant_builder_add_value(&queues, queue_stats(s->queues[i]));
+    }
+    g_variant_dict_init(&d, NULL);
+    g_variant_dict_insert(&d, "ifname", "s", s->o.ifname);
+    g_variant_dict_insert(&d, "ifindex", "u", s->ifindex);
+    g_variant_dict_insert(&d, "mode", "s", s->mode);
+    g_variant_dict_insert(&d, "zero-copy", "b",
+                          s->queues[0] && xsk_queue_zero_copy(s->queues[0]));
+    g_variant_dict_insert(&d, "link", "s", link_name(s->link));
+    g_variant_dict_insert(&d, "link-changes", "t", (guint64)s->link_changes);
+    g_variant_dict_insert(&d, "reopens", "t", (guint64)s->reopens);
+    g_variant_dict_insert(&d, "queues", "@aa{sv}",
+                          g_variant_builder_end(&queues));
+    return g_variant_dict_end(&d);
+}
+
+static const NetBackendOps af_xdp_ops = {
+    .send = af_xdp_send,
+    .cleanup = af_xdp_free,
+    .query = af_xdp_query,
+};
+
+/* Creation. */
+
+static bool af_xdp_checks(AfXdpState *s, GError **errp)
+{
+    XskQueueConfig sizes = { .rx_ring_size = s->o.rx_ring_size,
+                             .tx_ring_size = s->o.tx_ring_size };
+
+    s->ifindex = if_nametoindex(s->o.ifname);
+    if (!s->ifindex) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "interface '%s' not found (ip link show lists them)",
+                    s->o.ifname);
+        return false;
+    }
+    return check_queues(&s->o, errp) &&
+           check_capabilities(&s->o, errp) &&
+           check_memlock(&s->o, xsk_queue_umem_size(&sizes), errp) &&
+           (s->o.inhibit || check_attached_program(s, errp));
+}
+
+static bool af_xdp_create(const char *id, const QemuOpts *opts,
+                          GError **errp)
+{
+    AfXdpState *s = g_new0(AfXdpState, 1);
+    bool ok;
+
+    s->id = g_strdup(id);
+    ok = parse_options(opts, &s->o, errp) && af_xdp_checks(s, errp) &&
+         (s->watch = link_watch_new(link_event, s, errp)) != NULL;
+    /* The queues deliver to the client, so it exists before they do. */
+    if (ok) {
+        s->nc = net_backend_new(id, &af_xdp_ops, s);
+        ok = open_queues(s, errp);
+    }
+    if (!ok) {
+        if (s->nc) {
+            net_netdev_del(id, NULL);
+        } else {
+            af_xdp_free(s);
+        }
+        return false;
+    }
+    s->link = link_is_up(s->o.ifname) ? AF_XDP_LINK_UP : AF_XDP_LINK_DOWN;
+    net_client_set_link(s->nc, s->link == AF_XDP_LINK_UP);
+    start_queues(s);
+    return true;
+}
+
+static const NetdevType af_xdp_type = {
+    .name = "af-xdp",
+    .desc = "AF_XDP sockets on a host interface, an I/O thread per queue",
+    .help =
+        "ifname=NAME        host interface (required)\n"
+        "mode=native|skb    XDP attach mode (default: native, else skb)\n"
+        "force-copy=on|off  never use zero-copy (default off)\n"
+        "queues=N           sockets on N queues (default 1)\n"
+        "start-queue=M      first queue (default 0)\n"
+        "inhibit=on|off     load no XDP program; needs sock-fds\n"
+        "sock-fds=A[:B...]  AF_XDP sockets made by a privileged helper\n"
+        "spin=on|off        I/O threads spin instead of poll(2) (default off)\n"
+        "busy-poll=USECS    SO_PREFER_BUSY_POLL with SO_BUSY_POLL=USECS\n"
+        "batch=N            frames per batch, 1-64 (default 64)\n"
+        "rx-ring-size=N     rx and fill ring entries (default 2048)\n"
+        "tx-ring-size=N     tx and completion ring entries (default 512)\n",
+    .create = af_xdp_create,
+};
+
+/* libxdp and libbpf narrate their fallbacks on stderr; the netdev reports
+ * what matters in its own words. */
+static void af_xdp_register(void)
+{
+    libxdp_set_print(NULL);
+    libbpf_set_print(NULL);
+    netdev_type_register(&af_xdp_type);
+}
+illan_init(af_xdp_register)

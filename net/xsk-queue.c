@@ -1,0 +1,534 @@
+/*
+ * One AF_XDP queue: UMEM, rings, socket and the I/O thread that owns them.
+ *
+ * The UMEM holds rx_ring_size frames for receive, all of them in the fill
+ * ring, the kernel, the rx ring or the batch in hand, so that returning a
+ * batch to the fill ring always finds room; and tx_ring_size frames for
+ * transmit, free on a stack until the completion ring gives them back.
+ *
+ * The socket is created either by libxdp (told to load no program: the
+ * netdev attaches its own), or passed in already created (sock-fds), in
+ * the map of someone else's program: libxdp 1.3 cannot put a UMEM on a given
+ * socket, so that path registers the UMEM, sizes and maps the rings and
+ * binds with the raw socket options.  Both paths end in the same
+ * xsk_ring_* structures, driven by libxdp's inline ring helpers.
+ */
+#include "net/xsk-queue.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
+#include "qemu/option.h"
+
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+
+/* A transmit the kernel could not finish is retried this soon (ms). */
+#define TX_RETRY_MS 1
+
+/* Counters the I/O thread bumps and any thread reads. */
+#define STAT_ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
+#define STAT_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* The sock-fds path maps the rings itself. */
+typedef struct RingMap {
+    void *addr;
+    size_t len;
+} RingMap;
+
+struct XskQueue {
+    XskQueueConfig cfg;
+    NetClientState *backend;
+    int fd;
+    void *umem_area;
+    size_t umem_size;
+    struct xsk_umem *umem;          /* libxdp path */
+    struct xsk_socket *xsk;         /* libxdp path */
+    RingMap maps[4];                /* sock-fds path */
+    bool zero_copy;
+
+    /* Receive: the I/O thread's alone. */
+    struct xsk_ring_cons rx;
+    struct xsk_ring_prod fill;
+
+    /* Transmit: senders and the I/O thread, under tx_lock. */
+    GMutex tx_lock;
+    struct xsk_ring_prod tx;
+    struct xsk_ring_cons comp;
+    uint64_t *tx_free;
+    uint32_t tx_nfree;
+
+    GThread *thread;
+    int wake_fd;                    /* eventfd: stop, or a tx kick */
+    bool stopping;                  /* atomic */
+    bool tx_kick;                   /* atomic: frames wait in the tx ring */
+    bool failed;                    /* atomic */
+    XskQueueStats stats;            /* the non-xdp_* part */
+};
+
+size_t xsk_queue_umem_size(const XskQueueConfig *cfg)
+{
+    return ((size_t)cfg->rx_ring_size + cfg->tx_ring_size) * XSK_FRAME_SIZE;
+}
+
+/* Raw setup of a passed socket: what xsk_umem__create and
+ * xsk_socket__create do, without creating the socket. */
+
+static bool set_int_opt(int fd, int opt, int value)
+{
+    return setsockopt(fd, SOL_XDP, opt, &value, sizeof(value)) == 0;
+}
+
+static bool map_ring(XskQueue *q, unsigned which, off_t pgoff,
+                     const struct xdp_ring_offset *off, size_t entry,
+                     uint32_t size, struct xsk_ring_cons *ring)
+{
+    size_t len = off->desc + size * entry;
+    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_POPULATE, q->fd, pgoff);
+
+    if (map == MAP_FAILED) {
+        return false;
+    }
+    q->maps[which] = (RingMap){ map, len };
+    ring->mask = size - 1;
+    ring->size = size;
+    ring->producer = (uint32_t *)((char *)map + off->producer);
+    ring->consumer = (uint32_t *)((char *)map + off->consumer);
+    ring->flags = (uint32_t *)((char *)map + off->flags);
+    ring->ring = (char *)map + off->desc;
+    ring->cached_prod = *ring->producer;
+    ring->cached_cons = *ring->consumer;
+    return true;
+}
+
+/* The producer rings keep cached_cons one ring ahead, as libxdp does. */
+static void as_producer(struct xsk_ring_cons *mapped,
+                        struct xsk_ring_prod *prod)
+{
+    memcpy(prod, mapped, sizeof(*prod));
+    prod->cached_cons += prod->size;
+}
+
+static bool setup_passed_socket(XskQueue *q)
+{
+    const XskQueueConfig *c = &q->cfg;
+    struct xdp_umem_reg reg = {
+        .addr = (uintptr_t)q->umem_area, .len = q->umem_size,
+        .chunk_size = XSK_FRAME_SIZE,
+    };
+    struct xdp_mmap_offsets off;
+    socklen_t optlen = sizeof(off);
+    struct xsk_ring_cons fill, tx;
+    struct sockaddr_xdp sxdp = {
+        .sxdp_family = AF_XDP, .sxdp_ifindex = c->ifindex,
+        .sxdp_queue_id = c->queue_id,
+        .sxdp_flags = XDP_USE_NEED_WAKEUP | (c->force_copy ? XDP_COPY : 0),
+    };
+
+    q->fd = c->sock_fd;
+    if (setsockopt(q->fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)) ||
+        !set_int_opt(q->fd, XDP_UMEM_FILL_RING, c->rx_ring_size) ||
+        !set_int_opt(q->fd, XDP_UMEM_COMPLETION_RING, c->tx_ring_size) ||
+        !set_int_opt(q->fd, XDP_RX_RING, c->rx_ring_size) ||
+        !set_int_opt(q->fd, XDP_TX_RING, c->tx_ring_size) ||
+        getsockopt(q->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &optlen)) {
+        return false;
+    }
+    if (!map_ring(q, 0, XDP_UMEM_PGOFF_FILL_RING, &off.fr, sizeof(uint64_t),
+                  c->rx_ring_size, &fill) ||
+        !map_ring(q, 1, XDP_UMEM_PGOFF_COMPLETION_RING, &off.cr,
+                  sizeof(uint64_t), c->tx_ring_size, &q->comp) ||
+        !map_ring(q, 2, XDP_PGOFF_RX_RING, &off.rx, sizeof(struct xdp_desc),
+                  c->rx_ring_size, &q->rx) ||
+        !map_ring(q, 3, XDP_PGOFF_TX_RING, &off.tx, sizeof(struct xdp_desc),
+                  c->tx_ring_size, &tx)) {
+        return false;
+    }
+    as_producer(&fill, &q->fill);
+    as_producer(&tx, &q->tx);
+    return bind(q->fd, (struct sockaddr *)&sxdp, sizeof(sxdp)) == 0;
+}
+
+static bool setup_own_socket(XskQueue *q)
+{
+    const XskQueueConfig *c = &q->cfg;
+    struct xsk_umem_config ucfg = {
+        .fill_size = c->rx_ring_size, .comp_size = c->tx_ring_size,
+        .frame_size = XSK_FRAME_SIZE,
+    };
+    struct xsk_socket_config scfg = {
+        .rx_size = c->rx_ring_size, .tx_size = c->tx_ring_size,
+        .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+        .bind_flags = XDP_USE_NEED_WAKEUP | (c->force_copy ? XDP_COPY : 0),
+    };
+    int err = xsk_umem__create(&q->umem, q->umem_area, q->umem_size,
+                               &q->fill, &q->comp, &ucfg);
+
+    if (!err) {
+        err = xsk_socket__create(&q->xsk, c->ifname, c->queue_id, q->umem,
+                                 &q->rx, &q->tx, &scfg);
+    }
+    if (err) {
+        errno = -err;
+        return false;
+    }
+    q->fd = xsk_socket__fd(q->xsk);
+    return true;
+}
+
+static void set_busy_poll(XskQueue *q)
+{
+    int one = 1, usecs = q->cfg.busy_poll_usecs, budget = q->cfg.batch;
+
+    /* Best effort: kernels without it still work, only without. */
+    setsockopt(q->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof(one));
+    setsockopt(q->fd, SOL_SOCKET, SO_BUSY_POLL, &usecs, sizeof(usecs));
+    setsockopt(q->fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget,
+               sizeof(budget));
+}
+
+/* Every receive frame goes to the fill ring; transmit frames to the free
+ * stack. */
+static void populate_frames(XskQueue *q)
+{
+    uint32_t idx = 0, n = q->cfg.rx_ring_size;
+
+    g_assert(xsk_ring_prod__reserve(&q->fill, n, &idx) == n);
+    for (uint32_t i = 0; i < n; i++) {
+        *xsk_ring_prod__fill_addr(&q->fill, idx + i) =
+            (uint64_t)i * XSK_FRAME_SIZE;
+    }
+    xsk_ring_prod__submit(&q->fill, n);
+    q->tx_free = g_new(uint64_t, q->cfg.tx_ring_size);
+    for (uint32_t i = 0; i < q->cfg.tx_ring_size; i++) {
+        q->tx_free[i] = (uint64_t)(n + i) * XSK_FRAME_SIZE;
+    }
+    q->tx_nfree = q->cfg.tx_ring_size;
+}
+
+static void read_options(XskQueue *q)
+{
+    struct xdp_options opts = { 0 };
+    socklen_t len = sizeof(opts);
+
+    if (!getsockopt(q->fd, SOL_XDP, XDP_OPTIONS, &opts, &len)) {
+        q->zero_copy = opts.flags & XDP_OPTIONS_ZEROCOPY;
+    }
+}
+
+static void release_socket(XskQueue *q)
+{
+    if (q->xsk) {
+        xsk_socket__delete(q->xsk);
+    }
+    if (q->umem) {
+        xsk_umem__delete(q->umem);
+    }
+    for (unsigned i = 0; i < G_N_ELEMENTS(q->maps); i++) {
+        if (q->maps[i].addr) {
+            munmap(q->maps[i].addr, q->maps[i].len);
+        }
+    }
+    if (q->umem_area) {
+        munmap(q->umem_area, q->umem_size);
+    }
+}
+
+static void queue_free(XskQueue *q)
+{
+    release_socket(q);
+    if (q->wake_fd >= 0) {
+        close(q->wake_fd);
+    }
+    g_mutex_clear(&q->tx_lock);
+    g_free(q->tx_free);
+    g_free(q);
+}
+
+XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
+                         int *errno_out, GError **errp)
+{
+    XskQueue *q = g_new0(XskQueue, 1);
+    bool ok;
+
+    q->cfg = *cfg;
+    q->backend = backend;
+    q->fd = -1;
+    q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    g_mutex_init(&q->tx_lock);
+    q->umem_size = xsk_queue_umem_size(cfg);
+    q->umem_area = mmap(NULL, q->umem_size, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q->umem_area == MAP_FAILED) {
+        q->umem_area = NULL;
+        ok = false;
+    } else {
+        ok = cfg->sock_fd >= 0 ? setup_passed_socket(q)
+                               : setup_own_socket(q);
+    }
+    if (!ok || q->wake_fd < 0) {
+        *errno_out = errno;
+        g_set_error(errp, ILLAN_ERROR, 0, "queue %u: %s", cfg->queue_id,
+                    g_strerror(errno));
+        queue_free(q);
+        return NULL;
+    }
+    if (cfg->busy_poll_usecs) {
+        set_busy_poll(q);
+    }
+    read_options(q);
+    populate_frames(q);
+    return q;
+}
+
+/* Receive. */
+
+/* One batch from the rx ring to the NIC and back to the fill ring;
+ * returns how many frames it carried. */
+static unsigned rx_batch(XskQueue *q)
+{
+    NetFrame frames[NET_BATCH_MAX];
+    uint64_t addrs[NET_BATCH_MAX];
+    uint32_t idx = 0, fidx = 0;
+    unsigned n = xsk_ring_cons__peek(&q->rx, q->cfg.batch, &idx);
+
+    if (n == 0) {
+        return 0;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + i);
+
+        frames[i].data = xsk_umem__get_data(q->umem_area, d->addr);
+        frames[i].len = d->len;
+        addrs[i] = d->addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
+    }
+    net_backend_deliver(q->backend, frames, n);
+    xsk_ring_cons__release(&q->rx, n);
+    /* Room is certain: the fill ring holds every receive frame. */
+    g_assert(xsk_ring_prod__reserve(&q->fill, n, &fidx) == n);
+    for (unsigned i = 0; i < n; i++) {
+        *xsk_ring_prod__fill_addr(&q->fill, fidx + i) = addrs[i];
+    }
+    xsk_ring_prod__submit(&q->fill, n);
+    if (xsk_ring_prod__needs_wakeup(&q->fill)) {
+        STAT_ADD(q->stats.rx_wakeups, 1);
+        recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+    }
+    STAT_ADD(q->stats.rx_frames, n);
+    STAT_ADD(q->stats.rx_batches, 1);
+    return n;
+}
+
+/* Transmit. */
+
+static void reap_completions_locked(XskQueue *q)
+{
+    uint32_t idx = 0;
+    unsigned n = xsk_ring_cons__peek(&q->comp, q->cfg.tx_ring_size, &idx);
+
+    for (unsigned i = 0; i < n; i++) {
+        q->tx_free[q->tx_nfree++] = *xsk_ring_cons__comp_addr(&q->comp,
+                                                              idx + i);
+    }
+    xsk_ring_cons__release(&q->comp, n);
+}
+
+/* Frames the kernel has not taken from the tx ring yet. */
+static bool tx_pending_locked(XskQueue *q)
+{
+    return xsk_prod_nb_free(&q->tx, q->cfg.tx_ring_size) <
+           q->cfg.tx_ring_size;
+}
+
+static void request_tx_kick(XskQueue *q)
+{
+    if (!__atomic_exchange_n(&q->tx_kick, true, __ATOMIC_ACQ_REL) &&
+        !q->cfg.spin) {
+        eventfd_write(q->wake_fd, 1);
+    }
+}
+
+bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
+{
+    uint32_t idx = 0;
+    struct xdp_desc *d;
+    uint64_t addr;
+
+    if (len > XSK_FRAME_SIZE) {
+        STAT_ADD(q->stats.tx_oversize, 1);
+        return false;
+    }
+    g_mutex_lock(&q->tx_lock);
+    reap_completions_locked(q);
+    if (q->tx_nfree == 0 || xsk_ring_prod__reserve(&q->tx, 1, &idx) != 1) {
+        g_mutex_unlock(&q->tx_lock);
+        STAT_ADD(q->stats.tx_ring_full, 1);
+        request_tx_kick(q);
+        return false;
+    }
+    addr = q->tx_free[--q->tx_nfree];
+    memcpy(xsk_umem__get_data(q->umem_area, addr), data, len);
+    d = xsk_ring_prod__tx_desc(&q->tx, idx);
+    d->addr = addr;
+    d->len = len;
+    xsk_ring_prod__submit(&q->tx, 1);
+    g_mutex_unlock(&q->tx_lock);
+    STAT_ADD(q->stats.tx_frames, 1);
+    request_tx_kick(q);
+    return true;
+}
+
+/* In copy mode the kernel transmits inside sendto(), a bounded number of
+ * frames per call; what it left is retried on the next round. */
+static void tx_kick(XskQueue *q)
+{
+    bool pending;
+
+    __atomic_store_n(&q->tx_kick, false, __ATOMIC_RELEASE);
+    if (xsk_ring_prod__needs_wakeup(&q->tx)) {
+        STAT_ADD(q->stats.tx_kicks, 1);
+        if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+            errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+            STAT_ADD(q->stats.tx_kick_errors, 1);
+        }
+    }
+    g_mutex_lock(&q->tx_lock);
+    reap_completions_locked(q);
+    pending = tx_pending_locked(q);
+    g_mutex_unlock(&q->tx_lock);
+    if (pending && !xsk_queue_failed(q)) {
+        __atomic_store_n(&q->tx_kick, true, __ATOMIC_RELEASE);
+    }
+}
+
+/* The I/O thread. */
+
+/* Sleeps until the socket has frames, a sender or close wakes us, or a
+ * pending transmit needs its retry. */
+static void wait_for_work(XskQueue *q)
+{
+    struct pollfd fds[2] = {
+        { .fd = q->wake_fd, .events = POLLIN },
+        { .fd = q->fd, .events = POLLIN },
+    };
+    bool kick = __atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE);
+    /* A dead socket would report POLLERR forever: wait for close. */
+    nfds_t nfds = xsk_queue_failed(q) ? 1 : 2;
+    uint64_t ignored;
+
+    STAT_ADD(q->stats.sleeps, 1);
+    if (poll(fds, nfds, kick ? TX_RETRY_MS : -1) <= 0) {
+        return;
+    }
+    if (fds[0].revents & POLLIN) {
+        eventfd_read(q->wake_fd, &ignored);
+    }
+    if (nfds == 2 && (fds[1].revents & (POLLERR | POLLHUP | POLLNVAL))) {
+        __atomic_store_n(&q->failed, true, __ATOMIC_RELEASE);
+    }
+}
+
+static void idle(XskQueue *q)
+{
+    if (!q->cfg.spin) {
+        wait_for_work(q);
+    } else if (q->cfg.busy_poll_usecs) {
+        /* Lets the kernel run the device's NAPI on this thread. */
+        recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+    }
+}
+
+static gpointer io_thread(gpointer opaque)
+{
+    XskQueue *q = opaque;
+
+    while (!__atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE)) {
+        unsigned n = rx_batch(q);
+
+        if (__atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE)) {
+            tx_kick(q);
+        }
+        if (n == 0) {
+            idle(q);
+        }
+    }
+    return NULL;
+}
+
+void xsk_queue_start(XskQueue *q)
+{
+    g_autofree char *name = g_strdup_printf("xsk-%s-q%u", q->cfg.ifname,
+                                            q->cfg.queue_id);
+
+    q->thread = g_thread_new(name, io_thread, q);
+}
+
+void xsk_queue_close(XskQueue *q)
+{
+    if (!q) {
+        return;
+    }
+    if (q->thread) {
+        __atomic_store_n(&q->stopping, true, __ATOMIC_RELEASE);
+        eventfd_write(q->wake_fd, 1);
+        g_thread_join(q->thread);
+    }
+    queue_free(q);
+}
+
+bool xsk_queue_failed(const XskQueue *q)
+{
+    return __atomic_load_n(&q->failed, __ATOMIC_ACQUIRE);
+}
+
+bool xsk_queue_zero_copy(const XskQueue *q)
+{
+    return q->zero_copy;
+}
+
+int xsk_queue_fd(const XskQueue *q)
+{
+    return q->fd;
+}
+
+uint32_t xsk_queue_id(const XskQueue *q)
+{
+    return q->cfg.queue_id;
+}
+
+void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
+{
+    struct xdp_statistics x = { 0 };
+    socklen_t len = sizeof(x);
+
+    st->rx_frames = STAT_GET(q->stats.rx_frames);
+    st->rx_batches = STAT_GET(q->stats.rx_batches);
+    st->rx_wakeups = STAT_GET(q->stats.rx_wakeups);
+    st->sleeps = STAT_GET(q->stats.sleeps);
+    st->tx_frames = STAT_GET(q->stats.tx_frames);
+    st->tx_kicks = STAT_GET(q->stats.tx_kicks);
+    st->tx_kick_errors = STAT_GET(q->stats.tx_kick_errors);
+    st->tx_ring_full = STAT_GET(q->stats.tx_ring_full);
+    st->tx_oversize = STAT_GET(q->stats.tx_oversize);
+    /* The kernel keeps these on the socket; a dead one reads as zero. */
+    getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &x, &len);
+    st->xdp_rx_dropped = x.rx_dropped;
+    st->xdp_rx_invalid_descs = x.rx_invalid_descs;
+    st->xdp_rx_ring_full = x.rx_ring_full;
+    st->xdp_rx_fill_ring_empty_descs = x.rx_fill_ring_empty_descs;
+    st->xdp_tx_invalid_descs = x.tx_invalid_descs;
+    st->xdp_tx_ring_empty_descs = x.tx_ring_empty_descs;
+}

@@ -1,0 +1,823 @@
+/*
+ * -netdev af-xdp on real AF_XDP sockets: a veth pair in a network
+ * namespace of the test's own, frames sent from the peer end with an
+ * AF_PACKET socket reach guest buffers through spapr-vlan (the libqos
+ * ibmveth model is the guest), and frames the guest sends are captured on
+ * the peer.  Native and skb mode, two queues, unprivileged sockets passed
+ * with sock-fds, every refusal of a bad setup, and the interface's life.
+ */
+#include "libqtest.h"
+#include "libqos/ibmveth.h"
+#include "netns.h"
+#include "net/xdp-prog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#define UNIT            0x71000000u
+#define GUEST_MAC       0x525400123456ULL
+#define ETHERTYPE_TEST  0x88b5
+#define WAIT_US         (10 * G_USEC_PER_SEC)
+/* Every capability gone, also across the exec of illan. */
+#define DROP_ALL_CAPS   "setpriv --inh-caps=-all --bounding-set=-all"
+
+static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
+static const size_t frame_sizes[] = { 60, 600, 1514 };
+
+typedef struct Rig {
+    VethPair veth;
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QIbmveth *guest;
+    int pkt;                /* AF_PACKET on the peer end */
+} Rig;
+
+/* Frames. */
+
+/* A test frame to @dst of @len bytes; bytes 14-15 carry @tag. */
+static void build_frame(uint8_t *f, size_t len, const uint8_t *dst,
+                        const uint8_t *src, uint16_t tag)
+{
+    memcpy(f, dst, 6);
+    memcpy(f + 6, src, 6);
+    f[12] = ETHERTYPE_TEST >> 8;
+    f[13] = ETHERTYPE_TEST & 0xff;
+    f[14] = tag >> 8;
+    f[15] = tag;
+    for (size_t i = 16; i < len; i++) {
+        f[i] = i * 7 + tag;
+    }
+}
+
+static size_t tag_size(uint16_t tag)
+{
+    return frame_sizes[tag % G_N_ELEMENTS(frame_sizes)];
+}
+
+/* Sends frames tagged @first.. from the peer end. */
+static void send_frames(Rig *r, uint16_t first, unsigned n)
+{
+    uint8_t f[1514];
+
+    for (unsigned i = 0; i < n; i++) {
+        uint16_t tag = first + i;
+
+        int tries = 0;
+
+        build_frame(f, tag_size(tag), guest_mac, peer_mac, tag);
+        /* A link that just came up may refuse for a moment. */
+        while (!packet_send(r->pkt, f, tag_size(tag))) {
+            g_assert_cmpint(++tries, <, 1000);
+            g_usleep(1000);
+        }
+    }
+}
+
+/* The next frame in the guest's rx queue; checks its bytes, returns its
+ * tag and buffer size. */
+static uint16_t guest_receive(Rig *r, uint32_t *buf_size)
+{
+    static uint8_t data[65536];
+    uint8_t want[1514];
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+    QIbmvethRxEntry e;
+    uint16_t tag;
+
+    while (!qibmveth_poll(r->guest, &e, data, sizeof(data))) {
+        if (g_get_monotonic_time() > deadline) {
+            g_error("no frame reached the guest within %d s",
+                    WAIT_US / 1000000);
+        }
+        g_usleep(1000);
+    }
+    g_assert_true(e.valid);
+    tag = data[14] << 8 | data[15];
+    g_assert_cmpuint(e.len, ==, tag_size(tag));
+    build_frame(want, e.len, guest_mac, peer_mac, tag);
+    g_assert_cmpmem(data, e.len, want, e.len);
+    *buf_size = e.buf_size;
+    return tag;
+}
+
+/* Receives @n frames tagged @first.. in order, each in the smallest
+ * Linux pool that holds it. */
+static void guest_receive_in_order(Rig *r, uint16_t first, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t buf_size;
+        uint16_t tag = guest_receive(r, &buf_size);
+
+        g_assert_cmpuint(tag, ==, first + i);
+        g_assert_cmpuint(buf_size, ==, tag_size(tag) + 8 <= 512 ? 512 : 2048);
+    }
+}
+
+/* The guest sends @n frames; each must arrive on the peer, byte-exact. */
+static void guest_send_captured(Rig *r, unsigned n)
+{
+    uint8_t f[1514], got[2048];
+
+    for (unsigned i = 0; i < n; i++) {
+        size_t len = tag_size(i);
+        ssize_t rn;
+
+        build_frame(f, len, peer_mac, guest_mac, 1000 + i);
+        g_assert_cmpint(qibmveth_send(r->guest, f, len), ==, H_SUCCESS);
+        rn = packet_recv(r->pkt, ETHERTYPE_TEST, got, sizeof(got), 5000);
+        g_assert_cmpint(rn, ==, (ssize_t)len);
+        g_assert_cmpmem(got, len, f, len);
+    }
+}
+
+/* The rig. */
+
+static void rig_start_wrapped(Rig *r, const char *wrapper,
+                              const char *netdev_opts)
+{
+    g_autofree char *args = g_strdup_printf(
+        "-nodefaults -m 512M -netdev af-xdp,id=n0,ifname=%s%s "
+        "-device spapr-vlan,netdev=n0,mac=52:54:00:12:34:56", r->veth.dut,
+        netdev_opts);
+
+    r->qts = qtest_init_wrapped(wrapper, args);
+    r->pkt = packet_socket_open(r->veth.peer);
+}
+
+static void rig_start(Rig *r, unsigned queues, const char *netdev_opts)
+{
+    veth_pair_create(&r->veth, queues);
+    rig_start_wrapped(r, NULL, netdev_opts);
+}
+
+static void rig_open_guest(Rig *r)
+{
+    QIbmvethConf conf;
+    int64_t rc = 0;
+
+    guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
+    qibmveth_conf_linux_defaults(&conf, UNIT);
+    conf.mac = GUEST_MAC;
+    r->guest = qibmveth_open(r->qts, &r->alloc, &conf, &rc);
+    g_assert_nonnull(r->guest);
+}
+
+static void rig_stop(Rig *r)
+{
+    if (r->guest) {
+        g_assert_cmpint(qibmveth_close(r->guest), ==, H_SUCCESS);
+    }
+    qtest_quit(r->qts);
+    close(r->pkt);
+    veth_pair_destroy(&r->veth);
+}
+
+/* Statistics. */
+
+static JsonObject *find_named(JsonArray *a, const char *name)
+{
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonObject *o = json_array_get_object_element(a, i);
+
+        if (!g_strcmp0(json_object_get_string_member(o, "name"), name)) {
+            return o;
+        }
+    }
+    g_error("no statistics for '%s'", name);
+}
+
+/* x-query-net-stats; *@nd is netdev n0 and *@nic the LAN, both owned by
+ * the returned reply. */
+static JsonObject *query_stats(Rig *r, JsonObject **nd, JsonObject **nic)
+{
+    JsonObject *rsp = qtest_qmp(r->qts,
+                                "{'execute': 'x-query-net-stats'}");
+    JsonObject *ret = json_object_get_object_member(rsp, "return");
+
+    g_assert_nonnull(ret);
+    *nd = find_named(json_object_get_array_member(ret, "netdevs"), "n0");
+    if (nic) {
+        JsonArray *nics = json_object_get_array_member(ret, "nics");
+
+        g_assert_cmpuint(json_array_get_length(nics), ==, 1);
+        *nic = json_array_get_object_element(nics, 0);
+    }
+    return rsp;
+}
+
+static gint64 member_int(JsonObject *o, const char *path)
+{
+    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+
+    for (guint i = 0; parts[i + 1]; i++) {
+        o = json_object_get_object_member(o, parts[i]);
+        g_assert_nonnull(o);
+    }
+    return json_object_get_int_member(o, parts[g_strv_length(parts) - 1]);
+}
+
+/* Waits until netdev n0 has seen @frames frames. */
+static void wait_rx_frames(Rig *r, gint64 frames)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+    for (;;) {
+        JsonObject *nd;
+        g_autoptr(JsonObject) rsp = query_stats(r, &nd, NULL);
+        gint64 got = member_int(nd, "rx.frames");
+
+        if (got >= frames) {
+            g_assert_cmpint(got, ==, frames);
+            return;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            g_error("netdev saw %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+                    " frames", got, frames);
+        }
+        g_usleep(2000);
+    }
+}
+
+/* The sum of the "dropped" reasons of @rx. */
+static gint64 dropped_sum(JsonObject *rx)
+{
+    JsonObject *d = json_object_get_object_member(rx, "dropped");
+    g_autoptr(GList) names = json_object_get_members(d);
+    gint64 sum = 0;
+
+    for (GList *l = names; l; l = l->next) {
+        sum += json_object_get_int_member(d, l->data);
+    }
+    return sum;
+}
+
+static JsonObject *backend_queue(JsonObject *nd, guint i)
+{
+    JsonObject *b = json_object_get_object_member(nd, "backend");
+
+    g_assert_nonnull(b);
+    return json_array_get_object_element(
+        json_object_get_array_member(b, "queues"), i);
+}
+
+static const char *backend_str(JsonObject *nd, const char *key)
+{
+    return json_object_get_string_member(
+        json_object_get_object_member(nd, "backend"), key);
+}
+
+static void qmp_ok(Rig *r, const char *cmd)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->qts, cmd);
+
+    g_assert_true(json_object_has_member(rsp, "return"));
+}
+
+/* Receive and send in one mode: frames before the guest opens, frames it
+ * receives, frames while the VM is stopped; then the guest sends. */
+static void check_rx_tx(const char *mode, const char *extra)
+{
+    g_autofree char *opts = g_strdup_printf(",mode=%s%s", mode, extra);
+    JsonObject *nd, *nic;
+    g_autoptr(JsonObject) rsp = NULL;
+    Rig r = { 0 };
+
+    rig_start(&r, 1, opts);
+    send_frames(&r, 0, 5);
+    wait_rx_frames(&r, 5);
+    rig_open_guest(&r);
+    send_frames(&r, 100, 60);
+    guest_receive_in_order(&r, 100, 60);
+    qmp_ok(&r, "{'execute': 'stop'}");
+    send_frames(&r, 200, 7);
+    wait_rx_frames(&r, 72);
+    qmp_ok(&r, "{'execute': 'cont'}");
+    guest_send_captured(&r, 20);
+
+    rsp = query_stats(&r, &nd, &nic);
+    g_assert_cmpstr(backend_str(nd, "mode"), ==, mode);
+    g_assert_cmpstr(backend_str(nd, "link"), ==, "up");
+    g_assert_cmpint(member_int(nd, "rx.frames"), ==, 72);
+    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, 60);
+    g_assert_cmpint(member_int(nd, "rx.dropped.not-registered"), ==, 5);
+    g_assert_cmpint(member_int(nd, "rx.dropped.vm-stopped"), ==, 7);
+    g_assert_cmpint(member_int(nd, "rx.delivered") +
+                    dropped_sum(json_object_get_object_member(nd, "rx")),
+                    ==, 72);
+    g_assert_cmpint(member_int(nic, "device.rx-frames"), ==, 60);
+    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx-frames"), ==, 72);
+    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
+    g_assert_cmpint(member_int(nd, "tx.frames"), ==, 20);
+    g_assert_cmpint(member_int(backend_queue(nd, 0), "tx-frames"), ==, 20);
+    g_test_message("%s%s: peer sent 72, netdev rx 72 = delivered 60 + "
+                   "not-registered 5 + vm-stopped 7; guest sent 20, peer "
+                   "captured 20", mode, extra);
+    rig_stop(&r);
+}
+
+static void test_native(void)
+{
+    check_rx_tx("native", "");
+}
+
+static void test_skb(void)
+{
+    check_rx_tx("skb", ",force-copy=on");
+}
+
+/* The I/O thread spinning instead of sleeping, with small batches. */
+static void test_spin(void)
+{
+    check_rx_tx("native", ",spin=on,batch=8");
+}
+
+static void test_busy_poll(void)
+{
+    check_rx_tx("native", ",spin=on,busy-poll=20,batch=16");
+}
+
+/* Two queues: the peer's frames go to the queue of the CPU that sends. */
+static void test_two_queues(void)
+{
+    g_autoptr(JsonObject) rsp = NULL;
+    g_autofree bool *seen = g_new0(bool, 100);
+    JsonObject *nd;
+    cpu_set_t saved;
+    Rig r = { 0 };
+
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+        g_test_skip("needs two CPUs: veth picks the rx queue by the "
+                    "sending CPU");
+        return;
+    }
+    g_assert_cmpint(sched_getaffinity(0, sizeof(saved), &saved), ==, 0);
+    rig_start(&r, 2, ",queues=2");
+    rig_open_guest(&r);
+    g_assert_true(pin_to_cpu(0));
+    send_frames(&r, 0, 50);
+    g_assert_true(pin_to_cpu(1));
+    send_frames(&r, 50, 50);
+    g_assert_cmpint(sched_setaffinity(0, sizeof(saved), &saved), ==, 0);
+    for (unsigned i = 0; i < 100; i++) {
+        uint32_t buf_size;
+        uint16_t tag = guest_receive(&r, &buf_size);
+
+        g_assert_cmpuint(tag, <, 100);
+        g_assert_false(seen[tag]);
+        seen[tag] = true;
+    }
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpint(member_int(backend_queue(nd, 0), "queue"), ==, 0);
+    g_assert_cmpint(member_int(backend_queue(nd, 1), "queue"), ==, 1);
+    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx-frames"), ==, 50);
+    g_assert_cmpint(member_int(backend_queue(nd, 1), "rx-frames"), ==, 50);
+    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, 100);
+    g_test_message("queues=2: 50 frames sent from CPU0 arrived on queue 0, "
+                   "50 from CPU1 on queue 1, 100 delivered");
+    rig_stop(&r);
+}
+
+/* What a privileged helper does for an unprivileged illan: an AF_XDP
+ * socket per queue in the XSK map of a program it attached (illan's own
+ * redirect program serves as the helper's). */
+typedef struct Helper {
+    int xsk_fd;
+    XdpRedirect *prog;
+} Helper;
+
+static void helper_setup(Helper *h, const char *ifname)
+{
+    h->prog = xdp_redirect_attach(veth_ifindex(ifname), XDP_FLAGS_DRV_MODE);
+    g_assert_nonnull(h->prog);
+    /* No FD_CLOEXEC: illan inherits it. */
+    h->xsk_fd = socket(AF_XDP, SOCK_RAW, 0);
+    g_assert_cmpint(h->xsk_fd, >=, 0);
+    g_assert_true(xdp_redirect_add_socket(h->prog, 0, h->xsk_fd));
+}
+
+static void helper_teardown(Helper *h)
+{
+    close(h->xsk_fd);
+    xdp_redirect_detach(h->prog);
+}
+
+static uint32_t attached_prog(const char *ifname)
+{
+    uint32_t id = 0;
+
+    g_assert_cmpint(bpf_xdp_query_id(veth_ifindex(ifname), 0, &id), ==, 0);
+    return id;
+}
+
+/* "CapEff:" of a process, as /proc shows it. */
+static char *cap_eff(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/status", pid);
+    g_autofree char *text = NULL;
+    char *line;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    line = strstr(text, "CapEff:");
+    g_assert_nonnull(line);
+    return g_strndup(line + 7 + strspn(line + 7, " \t"), 16);
+}
+
+static void test_unprivileged_sock_fds(void)
+{
+    g_autofree char *opts = NULL;
+    g_autofree char *caps = NULL;
+    g_autoptr(JsonObject) rsp = NULL;
+    JsonObject *nd;
+    Helper h;
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    helper_setup(&h, r.veth.dut);
+    /* 1024 + 512 frames of 4 KiB: 6 MiB, under the default 8 MiB
+     * RLIMIT_MEMLOCK an unprivileged process lives with. */
+    opts = g_strdup_printf(",inhibit=on,sock-fds=%d,rx-ring-size=1024",
+                           h.xsk_fd);
+    rig_start_wrapped(&r, DROP_ALL_CAPS, opts);
+    caps = cap_eff(qtest_pid(r.qts));
+    g_assert_cmpstr(caps, ==, "0000000000000000");
+    rig_open_guest(&r);
+    send_frames(&r, 0, 30);
+    guest_receive_in_order(&r, 0, 30);
+    guest_send_captured(&r, 5);
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpstr(backend_str(nd, "mode"), ==, "external");
+    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, 30);
+    rig_stop(&r);
+    g_test_message("illan with CapEff %s received 30 and sent 5 frames on "
+                   "a socket passed with sock-fds", caps);
+    helper_teardown(&h);
+}
+
+/* Refusals. */
+
+/* Runs illan (under @wrapper) to its end, keeping the test's descriptors;
+ * returns the exit status and its stderr. */
+static int run_illan(const char *wrapper, const char *args, char **err)
+{
+    g_autofree char *cmd = g_strdup_printf("exec %s %s %s 2>&1",
+                                           wrapper ? wrapper : "",
+                                           illan_binary(), args);
+    GString *out = g_string_new(NULL);
+    int pipefd[2], status;
+    pid_t pid;
+    char buf[4096];
+    ssize_t n;
+
+    g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
+    pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        dup2(pipefd[1], STDOUT_FILENO);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) {
+        g_string_append_len(out, buf, n);
+    }
+    close(pipefd[0]);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    *err = g_string_free(out, FALSE);
+    return WEXITSTATUS(status);
+}
+
+/* illan -netdev af-xdp,@opts must fail with one line containing @want. */
+static void expect_refusal(const char *wrapper, const char *opts,
+                           const char *want)
+{
+    g_autofree char *args = g_strdup_printf("-nodefaults -netdev af-xdp,"
+                                            "id=n0%s", opts);
+    g_autofree char *err = NULL;
+    int rc = run_illan(wrapper, args, &err);
+
+    g_test_message("af-xdp%s -> %.*s", opts, (int)strcspn(err, "\n"), err);
+    g_assert_cmpint(rc, ==, 1);
+    g_assert_true(g_str_has_prefix(err, "illan: -netdev af-xdp,id=n0"));
+    g_assert_nonnull(strstr(err, want));
+    g_assert_cmpint(strchr(err, '\n') - err, ==, (long)strlen(err) - 1);
+}
+
+static int load_pass_program(void)
+{
+    struct bpf_insn insns[] = {
+        { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0,
+          .imm = XDP_PASS },
+        { .code = BPF_JMP | BPF_EXIT },
+    };
+    int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "foreign", "GPL", insns,
+                           G_N_ELEMENTS(insns), NULL);
+
+    g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+static void test_refusals(void)
+{
+    VethPair v;
+    Helper h;
+    g_autofree char *o = NULL;
+    int prog;
+
+    veth_pair_create(&v, 1);
+    expect_refusal(NULL, ",ifname=nonexistent",
+                   "interface 'nonexistent' not found");
+    expect_refusal(NULL, "", "Parameter 'ifname' is missing");
+    o = g_strdup_printf(",ifname=%s,queues=2", v.dut);
+    expect_refusal(NULL, o, "queue 1 out of range");
+    g_free(o);
+    o = g_strdup_printf(",ifname=%s,start-queue=3", v.dut);
+    expect_refusal(NULL, o, "queue 3 out of range");
+    g_free(o);
+    o = g_strdup_printf(",ifname=%s,mode=turbo", v.dut);
+    expect_refusal(NULL, o, "Parameter 'mode' does not accept value 'turbo'");
+    g_free(o);
+    o = g_strdup_printf(",ifname=%s,inhibit=on", v.dut);
+    expect_refusal(NULL, o, "inhibit=on needs sock-fds");
+    g_free(o);
+    o = g_strdup_printf(",ifname=%s,inhibit=on,sock-fds=0", v.dut);
+    expect_refusal(NULL, o, "descriptor 0 is not an open AF_XDP socket");
+    g_free(o);
+    o = g_strdup_printf(",ifname=%s,batch=65", v.dut);
+    expect_refusal(NULL, o, "Parameter 'batch' expects a value from 1 to 64");
+    g_free(o);
+    o = g_strdup_printf(",ifname=%s,rx-ring-size=1000", v.dut);
+    expect_refusal(NULL, o, "must be a power of two");
+    g_free(o);
+
+    /* No capabilities at all. */
+    o = g_strdup_printf(",ifname=%s", v.dut);
+    expect_refusal(DROP_ALL_CAPS, o, "no permission: af-xdp needs "
+                   "CAP_NET_RAW (AF_XDP sockets), CAP_NET_ADMIN (attaching "
+                   "XDP), CAP_BPF (loading the XDP program)");
+    g_free(o);
+    /* Sockets passed, but the default rings need 10 MiB of locked memory
+     * and the limit is 8 MiB without CAP_IPC_LOCK. */
+    helper_setup(&h, v.dut);
+    o = g_strdup_printf(",ifname=%s,inhibit=on,sock-fds=%d", v.dut,
+                        h.xsk_fd);
+    expect_refusal(DROP_ALL_CAPS, o, "RLIMIT_MEMLOCK too low: the UMEM "
+                   "needs 10240 KiB");
+    g_free(o);
+    helper_teardown(&h);
+
+    /* Someone else's program. */
+    prog = load_pass_program();
+    g_assert_cmpint(bpf_xdp_attach(veth_ifindex(v.dut), prog,
+                                   XDP_FLAGS_SKB_MODE, NULL), ==, 0);
+    o = g_strdup_printf(",ifname=%s", v.dut);
+    expect_refusal(NULL, o, "an XDP program is already attached");
+    g_assert_cmpuint(attached_prog(v.dut), !=, 0);
+    g_free(o);
+    bpf_xdp_detach(veth_ifindex(v.dut), XDP_FLAGS_SKB_MODE, NULL);
+    close(prog);
+
+    /* veth refuses native XDP when its peer's MTU exceeds a page. */
+    netns_run("ip link set %s mtu 9000", v.peer);
+    o = g_strdup_printf(",ifname=%s,mode=native", v.dut);
+    expect_refusal(NULL, o, "native XDP mode refused by");
+    veth_pair_destroy(&v);
+}
+
+/* Without mode=, a refused native mode falls back to skb. */
+static void test_skb_fallback(void)
+{
+    g_autoptr(JsonObject) rsp = NULL;
+    JsonObject *nd;
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    netns_run("ip link set %s mtu 9000", r.veth.peer);
+    rig_start_wrapped(&r, NULL, "");
+    rig_open_guest(&r);
+    send_frames(&r, 0, 12);
+    guest_receive_in_order(&r, 0, 12);
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpstr(backend_str(nd, "mode"), ==, "skb");
+    rig_stop(&r);
+}
+
+/* Lifecycle. */
+
+static void test_program_lifecycle(void)
+{
+    VethPair v;
+    QTestState *qts;
+    g_autoptr(JsonObject) rsp = NULL;
+    Rig r = { 0 };
+
+    veth_pair_create(&v, 1);
+    g_assert_cmpuint(attached_prog(v.dut), ==, 0);
+
+    /* Attached while the netdev is open, gone after SIGTERM. */
+    qts = qtest_initf("-nodefaults -netdev af-xdp,id=n0,ifname=%s", v.dut);
+    g_assert_cmpuint(attached_prog(v.dut), !=, 0);
+    qtest_quit(qts);
+    g_assert_cmpuint(attached_prog(v.dut), ==, 0);
+
+    /* ... and after netdev_del. */
+    qts = qtest_initf("-nodefaults -netdev af-xdp,id=n0,ifname=%s", v.dut);
+    g_assert_cmpuint(attached_prog(v.dut), !=, 0);
+    rsp = qtest_qmp(qts, "{'execute': 'netdev_del', "
+                         "'arguments': {'id': 'n0'}}");
+    g_assert_true(json_object_has_member(rsp, "return"));
+    g_assert_cmpuint(attached_prog(v.dut), ==, 0);
+    qtest_quit(qts);
+
+    /* The program hangs on a bpf_link of the process: a crash takes it
+     * along, and the next run starts from a clean interface. */
+    qts = qtest_initf("-nodefaults -netdev af-xdp,id=n0,ifname=%s", v.dut);
+    g_assert_cmpuint(attached_prog(v.dut), !=, 0);
+    qtest_kill(qts);
+    g_assert_cmpuint(attached_prog(v.dut), ==, 0);
+    r.veth = v;
+    rig_start_wrapped(&r, NULL, "");
+    rig_open_guest(&r);
+    send_frames(&r, 0, 9);
+    guest_receive_in_order(&r, 0, 9);
+    g_assert_cmpint(qibmveth_close(r.guest), ==, H_SUCCESS);
+    r.guest = NULL;
+    qtest_quit(r.qts);
+    close(r.pkt);
+    g_assert_cmpuint(attached_prog(v.dut), ==, 0);
+    veth_pair_destroy(&v);
+}
+
+/* A sender on the peer end that runs until told to stop. */
+typedef struct Flood {
+    int fd;
+    bool stop;
+    unsigned sent;
+    GThread *thread;
+} Flood;
+
+static gpointer flood_run(gpointer opaque)
+{
+    Flood *f = opaque;
+    uint8_t frame[60];
+
+    build_frame(frame, sizeof(frame), guest_mac, peer_mac, 0xf00d);
+    while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+        if (packet_send(f->fd, frame, sizeof(frame))) {
+            f->sent++;
+        }
+        g_usleep(2000);
+    }
+    return NULL;
+}
+
+static void flood_start(Flood *f, int fd)
+{
+    *f = (Flood){ .fd = fd };
+    f->thread = g_thread_new("flood", flood_run, f);
+}
+
+static unsigned flood_stop(Flood *f)
+{
+    __atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+    g_thread_join(f->thread);
+    return f->sent;
+}
+
+/* Waits for NETDEV_LINK_CHANGED with @state; an interface being deleted
+ * may first report "down". */
+static void expect_link_event(Rig *r, const char *state)
+{
+    for (;;) {
+        g_autoptr(JsonObject) ev = qtest_qmp_eventwait(r->qts,
+                                                       "NETDEV_LINK_CHANGED");
+        JsonObject *data = json_object_get_object_member(ev, "data");
+        const char *got = json_object_get_string_member(data, "state");
+
+        g_assert_cmpstr(json_object_get_string_member(data, "netdev-id"),
+                        ==, "n0");
+        g_test_message("NETDEV_LINK_CHANGED %s: %s", got,
+                       json_object_get_string_member(data, "detail"));
+        if (!strcmp(got, state)) {
+            return;
+        }
+        g_assert_cmpstr(got, ==, "down");
+    }
+}
+
+/* Drains the guest's rx queue of flood frames; the frames it must then
+ * see are tagged @first.. */
+static void guest_skip_flood(Rig *r, uint16_t first, unsigned n)
+{
+    unsigned got = 0;
+
+    while (got < n) {
+        static uint8_t data[65536];
+        QIbmvethRxEntry e;
+        gint64 deadline = g_get_monotonic_time() + WAIT_US;
+        uint16_t tag;
+
+        while (!qibmveth_poll(r->guest, &e, data, sizeof(data))) {
+            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+            g_usleep(1000);
+        }
+        qibmveth_replenish(r->guest);
+        tag = data[14] << 8 | data[15];
+        if (tag == 0xf00d) {
+            continue;
+        }
+        g_assert_cmpuint(tag, ==, first + got);
+        got++;
+    }
+}
+
+static void test_link_events(void)
+{
+    g_autoptr(JsonObject) rsp = NULL;
+    g_autoptr(JsonObject) status = NULL;
+    JsonObject *nd;
+    Flood flood;
+    unsigned sent;
+    Rig r = { 0 };
+
+    rig_start(&r, 1, "");
+    rig_open_guest(&r);
+
+    flood_start(&flood, r.pkt);
+    netns_run("ip link set %s down", r.veth.peer);
+    expect_link_event(&r, "down");
+    netns_run("ip link set %s up", r.veth.peer);
+    expect_link_event(&r, "up");
+    sent = flood_stop(&flood);
+    g_assert_cmpuint(sent, >, 0);
+    send_frames(&r, 0, 10);
+    guest_skip_flood(&r, 0, 10);
+
+    /* The interface goes away while frames flow, and comes back. */
+    flood_start(&flood, r.pkt);
+    g_usleep(20000);
+    netns_run("ip link del %s", r.veth.dut);
+    expect_link_event(&r, "removed");
+    flood_stop(&flood);
+    close(r.pkt);
+    status = qtest_qmp(r.qts, "{'execute': 'query-status'}");
+    g_assert_true(json_object_has_member(status, "return"));
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpstr(backend_str(nd, "link"), ==, "removed");
+    g_assert_cmpint(member_int(nd, "rx.delivered") +
+                    dropped_sum(json_object_get_object_member(nd, "rx")), ==,
+                    member_int(nd, "rx.frames"));
+    g_clear_pointer(&rsp, json_object_unref);
+
+    netns_run("ip link add %s type veth peer name %s", r.veth.dut,
+              r.veth.peer);
+    netns_run("ip link set %s up", r.veth.dut);
+    netns_run("ip link set %s up", r.veth.peer);
+    expect_link_event(&r, "reopened");
+    r.pkt = packet_socket_open(r.veth.peer);
+    send_frames(&r, 20, 10);
+    guest_skip_flood(&r, 20, 10);
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpint(member_int(nd, "backend.reopens"), ==, 1);
+    rig_stop(&r);
+}
+
+static char *skip_reason;
+
+static void test_needs_namespace(void)
+{
+    g_test_skip(skip_reason);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    if (!netns_enter_private(&skip_reason)) {
+        g_test_add_func("/af-xdp/needs-namespace", test_needs_namespace);
+        return g_test_run();
+    }
+    g_test_add_func("/af-xdp/native", test_native);
+    g_test_add_func("/af-xdp/skb", test_skb);
+    g_test_add_func("/af-xdp/spin", test_spin);
+    g_test_add_func("/af-xdp/busy-poll", test_busy_poll);
+    g_test_add_func("/af-xdp/two-queues", test_two_queues);
+    g_test_add_func("/af-xdp/unprivileged-sock-fds",
+                    test_unprivileged_sock_fds);
+    g_test_add_func("/af-xdp/refusals", test_refusals);
+    g_test_add_func("/af-xdp/skb-fallback", test_skb_fallback);
+    g_test_add_func("/af-xdp/program-lifecycle", test_program_lifecycle);
+    g_test_add_func("/af-xdp/link-events", test_link_events);
+    return g_test_run();
+}

@@ -1,0 +1,162 @@
+/*
+ * Network namespaces, veth pairs and packet sockets for the af-xdp suites.
+ */
+#include "netns.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+
+    if (fd >= 0) {
+        close(fd);
+    }
+    return ok;
+}
+
+bool netns_enter_private(char **why)
+{
+    if (geteuid() != 0) {
+        *why = g_strdup("needs root (CAP_SYS_ADMIN for a network namespace, "
+                        "CAP_NET_ADMIN and CAP_BPF for XDP)");
+        return false;
+    }
+    if (unshare(CLONE_NEWNET) != 0) {
+        *why = g_strdup_printf("cannot create a network namespace: %s",
+                               g_strerror(errno));
+        return false;
+    }
+    /* /proc/sys/net follows the namespace of whoever opens it. */
+    write_file("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
+    write_file("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+    netns_run("ip link set lo up");
+    return true;
+}
+
+static int run_status(const char *cmd, char **err)
+{
+    g_auto(GStrv) argv = NULL;
+    g_autoptr(GError) error = NULL;
+    int status;
+
+    g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &error));
+    g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
+                               NULL, NULL, err, &status, &error));
+    return status;
+}
+
+void netns_run(const char *fmt, ...)
+{
+    g_autofree char *cmd = NULL;
+    g_autofree char *err = NULL;
+    va_list ap;
+    int status;
+
+    va_start(ap, fmt);
+    cmd = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    status = run_status(cmd, &err);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        g_error("'%s' failed: %s", cmd, err);
+    }
+}
+
+void veth_pair_create(VethPair *p, unsigned queues)
+{
+    static unsigned n;
+
+    g_snprintf(p->dut, sizeof(p->dut), "ixd%u", n);
+    g_snprintf(p->peer, sizeof(p->peer), "ixp%u", n++);
+    p->queues = queues;
+    netns_run("ip link add %s numrxqueues %u numtxqueues %u type veth peer "
+              "name %s numrxqueues %u numtxqueues %u", p->dut, queues, queues,
+              p->peer, queues, queues);
+    netns_run("ip link set %s up", p->dut);
+    netns_run("ip link set %s up", p->peer);
+}
+
+void veth_pair_destroy(VethPair *p)
+{
+    g_autofree char *cmd = g_strdup_printf("ip link del %s", p->dut);
+    g_autofree char *err = NULL;
+
+    if (veth_ifindex(p->dut)) {
+        run_status(cmd, &err);
+    }
+}
+
+unsigned veth_ifindex(const char *ifname)
+{
+    return if_nametoindex(ifname);
+}
+
+int packet_socket_open(const char *ifname)
+{
+    struct sockaddr_ll sll = {
+        .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+        .sll_ifindex = if_nametoindex(ifname),
+    };
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    int one = 1;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpuint(sll.sll_ifindex, !=, 0);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sll, sizeof(sll)), ==, 0);
+    /* Straight to the driver: the tx queue (and so veth's rx queue on
+     * the other end) is then the sending CPU's. */
+    g_assert_cmpint(setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one,
+                               sizeof(one)), ==, 0);
+    return fd;
+}
+
+bool packet_send(int fd, const void *frame, size_t len)
+{
+    return send(fd, frame, len, 0) == (ssize_t)len;
+}
+
+ssize_t packet_recv(int fd, uint16_t ethertype, void *buf, size_t max,
+                    int timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000LL;
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+    for (;;) {
+        gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+        struct sockaddr_ll from;
+        socklen_t fromlen = sizeof(from);
+        ssize_t n;
+
+        if (left < 0 || poll(&pfd, 1, left) <= 0) {
+            return -1;
+        }
+        n = recvfrom(fd, buf, max, 0, (struct sockaddr *)&from, &fromlen);
+        /* Frames this socket sent come back as outgoing; skip them. */
+        if (n >= 14 && from.sll_pkttype != PACKET_OUTGOING &&
+            (((uint8_t *)buf)[12] << 8 | ((uint8_t *)buf)[13]) == ethertype) {
+            return n;
+        }
+    }
+}
+
+bool pin_to_cpu(int cpu)
+{
+    cpu_set_t set;
+
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
