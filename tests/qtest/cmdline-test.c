@@ -72,6 +72,8 @@ static void test_misc_ok(void)
     g_autofree char *version = run_ok("-version");
     g_autofree char *help = run_ok("-h");
     g_autofree char *netdevs = run_ok("-netdev help");
+    g_autofree char *afxdp = run_ok("-netdev af-xdp,help");
+    g_autofree char *dgram = run_ok("-netdev dgram,help");
 
     assert_contains(version, "illan version ");
     assert_contains(help, "-qtest unix:PATH|stdio");
@@ -79,6 +81,11 @@ static void test_misc_ok(void)
     assert_contains(netdevs, "Available netdev backend types:");
     assert_contains(netdevs, "dgram ");
     assert_contains(netdevs, "stream ");
+    assert_contains(netdevs, "af-xdp ");
+    assert_contains(afxdp, "af-xdp options (id=ID is required):");
+    assert_contains(afxdp, "ifname=NAME");
+    assert_contains(afxdp, "sock-fds=A[:B...]");
+    assert_contains(dgram, "remote.type=inet|unix");
     g_free(run_ok("-M pseries,dumpdtb=/dev/null -nodefaults -m 1G "
                   "-name guest=a,,b,process=illan-t -display none "
                   "-audio none -accel kvm -accel qtest -S"));
@@ -125,6 +132,7 @@ static void test_errors(void)
         { "-accel kvm", "illan: -accel kvm: no accelerator in the list" },
         { "-netdev foo,id=x", "Parameter 'type' does not accept value 'foo'" },
         { "-netdev id=x", "Parameter 'type' is missing" },
+        { "-netdev tap,help", "no such netdev type (-netdev help lists them)" },
         { "-netdev dgram,id=n0", "Parameter 'local.type' is missing" },
         { "-netdev dgram,id=n0,local.type=unix,local.path=/tmp/illan-c1.sock,"
           "remote.type=unix,remote.path=/tmp/illan-c2.sock "

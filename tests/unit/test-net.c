@@ -683,6 +683,86 @@ static void test_results_counted(void)
     net_cleanup();
 }
 
+/* Several threads deliver at once, as af-xdp's I/O threads do, while
+ * the main thread sends and reads counters: none is lost. */
+#define PARALLEL_THREADS 2
+#define PARALLEL_BATCHES 2000
+#define PARALLEL_BATCH 16
+
+static void parallel_nic_receive(void *opaque, const NetFrame *frames,
+                                 unsigned n, NetRxResult *results)
+{
+    unsigned *frames_seen = opaque;
+
+    __atomic_fetch_add(frames_seen, n, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < n; i++) {
+        results[i] = frames[i].len == 60 ? NET_RX_DELIVERED
+                                         : NET_RX_DROP_NO_BUFFER;
+    }
+}
+
+static const NetNicOps parallel_nic_ops = {
+    .receive_batch = parallel_nic_receive,
+};
+
+static gpointer parallel_deliver(gpointer opaque)
+{
+    static const uint8_t frame[1514];
+    NetFrame frames[PARALLEL_BATCH];
+
+    /* 14 delivered, one no-buffer, one too-short per batch. */
+    for (unsigned i = 0; i < PARALLEL_BATCH; i++) {
+        frames[i].data = frame;
+        frames[i].len = i == 0 ? 1514 : i == 1 ? 10 : 60;
+    }
+    for (unsigned b = 0; b < PARALLEL_BATCHES; b++) {
+        net_backend_deliver(opaque, frames, PARALLEL_BATCH);
+    }
+    return NULL;
+}
+
+static void test_parallel_delivery(void)
+{
+    static const uint8_t frame[60];
+    const uint64_t batches = PARALLEL_THREADS * PARALLEL_BATCHES;
+    GThread *threads[PARALLEL_THREADS];
+    unsigned frames_seen = 0;
+    NetClientState *backend, *nic;
+    NetClientStats st;
+    GError *err = NULL;
+
+    netdev_add_ok("test-fake,id=n0");
+    backend = find_netdev("n0");
+    last_fake->send_ok = true;
+    nic = net_nic_new("nic0", "n0", &parallel_nic_ops, &frames_seen, &err);
+    g_assert_no_error(err);
+    for (unsigned t = 0; t < PARALLEL_THREADS; t++) {
+        threads[t] = g_thread_new("deliver", parallel_deliver, backend);
+    }
+    for (unsigned i = 0; i < 1000; i++) {
+        g_assert_true(net_nic_send(nic, frame, sizeof(frame)));
+        net_client_get_stats(backend, &st);
+        g_assert_cmpuint(st.rx_frames, ==, st.rx_results[NET_RX_DELIVERED] +
+                         st.rx_results[NET_RX_DROP_NO_BUFFER] +
+                         st.rx_results[NET_RX_DROP_TOO_SHORT]);
+    }
+    for (unsigned t = 0; t < PARALLEL_THREADS; t++) {
+        g_thread_join(threads[t]);
+    }
+    for (unsigned side = 0; side < 2; side++) {
+        net_client_get_stats(side ? nic : backend, &st);
+        g_assert_cmpuint(st.rx_batches, ==, batches);
+        g_assert_cmpuint(st.rx_frames, ==, batches * PARALLEL_BATCH);
+        g_assert_cmpuint(st.rx_results[NET_RX_DELIVERED], ==, batches * 14);
+        g_assert_cmpuint(st.rx_results[NET_RX_DROP_NO_BUFFER], ==, batches);
+        g_assert_cmpuint(st.rx_results[NET_RX_DROP_TOO_SHORT], ==, batches);
+        g_assert_cmpuint(st.tx_frames, ==, 1000);
+    }
+    g_assert_cmpuint(frames_seen, ==, batches * (PARALLEL_BATCH - 1));
+    net_nic_free(nic);
+    net_cleanup();
+}
+
 static void test_no_nic(void)
 {
     static const uint32_t lens[] = { 60, 1514, 5 };
@@ -1542,6 +1622,7 @@ int main(int argc, char **argv)
     g_test_add_func("/net/foreach", test_foreach_nics_first);
     g_test_add_func("/net/rx/results-counted", test_results_counted);
     g_test_add_func("/net/rx/no-nic", test_no_nic);
+    g_test_add_func("/net/rx/parallel", test_parallel_delivery);
     g_test_add_func("/net/rx/empty-batch", test_empty_batch);
     g_test_add_func("/net/rx/too-short", test_too_short);
     g_test_add_func("/net/link-down", test_link_down);
