@@ -529,6 +529,19 @@ static int load_pass_program(void)
     return fd;
 }
 
+/* Options refused on an interface that exists. */
+static const struct {
+    const char *opts, *want;
+} bad_options[] = {
+    { ",queues=2", "queue 1 out of range" },
+    { ",start-queue=3", "queue 3 out of range" },
+    { ",mode=turbo", "Parameter 'mode' does not accept value 'turbo'" },
+    { ",inhibit=on", "inhibit=on needs sock-fds" },
+    { ",inhibit=on,sock-fds=0", "descriptor 0 is not an open AF_XDP socket" },
+    { ",batch=65", "Parameter 'batch' expects a value from 1 to 64" },
+    { ",rx-ring-size=1000", "must be a power of two" },
+};
+
 static void test_refusals(void)
 {
     VethPair v;
@@ -540,27 +553,11 @@ static void test_refusals(void)
     expect_refusal(NULL, ",ifname=nonexistent",
                    "interface 'nonexistent' not found");
     expect_refusal(NULL, "", "Parameter 'ifname' is missing");
-    o = g_strdup_printf(",ifname=%s,queues=2", v.dut);
-    expect_refusal(NULL, o, "queue 1 out of range");
-    g_free(o);
-    o = g_strdup_printf(",ifname=%s,start-queue=3", v.dut);
-    expect_refusal(NULL, o, "queue 3 out of range");
-    g_free(o);
-    o = g_strdup_printf(",ifname=%s,mode=turbo", v.dut);
-    expect_refusal(NULL, o, "Parameter 'mode' does not accept value 'turbo'");
-    g_free(o);
-    o = g_strdup_printf(",ifname=%s,inhibit=on", v.dut);
-    expect_refusal(NULL, o, "inhibit=on needs sock-fds");
-    g_free(o);
-    o = g_strdup_printf(",ifname=%s,inhibit=on,sock-fds=0", v.dut);
-    expect_refusal(NULL, o, "descriptor 0 is not an open AF_XDP socket");
-    g_free(o);
-    o = g_strdup_printf(",ifname=%s,batch=65", v.dut);
-    expect_refusal(NULL, o, "Parameter 'batch' expects a value from 1 to 64");
-    g_free(o);
-    o = g_strdup_printf(",ifname=%s,rx-ring-size=1000", v.dut);
-    expect_refusal(NULL, o, "must be a power of two");
-    g_free(o);
+    for (guint i = 0; i < G_N_ELEMENTS(bad_options); i++) {
+        o = g_strdup_printf(",ifname=%s%s", v.dut, bad_options[i].opts);
+        expect_refusal(NULL, o, bad_options[i].want);
+        g_free(o);
+    }
 
     /* No capabilities at all. */
     o = g_strdup_printf(",ifname=%s", v.dut);
