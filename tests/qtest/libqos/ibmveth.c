@@ -388,6 +388,11 @@ QIbmveth *qibmveth_open(QTestState *qts, QGuestAllocator *alloc,
     return v;
 }
 
+void qibmveth_migrate(QIbmveth *v, QTestState *qts)
+{
+    v->qts = qts;
+}
+
 int64_t qibmveth_close(QIbmveth *v)
 {
     int64_t rc;

@@ -152,6 +152,10 @@ unsigned qibmveth_add_failures(QIbmveth *v);
 /* 8 while bulk add is in use, else 1. */
 unsigned qibmveth_bds_per_add(QIbmveth *v);
 
+/* The guest has migrated: the same model now drives @qts, whose device
+ * and memory came from the stream. */
+void qibmveth_migrate(QIbmveth *v, QTestState *qts);
+
 /*
  * Closes as Linux does: H_VIO_SIGNAL(disable), H_FREE_LOGICAL_LAN repeated
  * while busy (bounded), then frees the model whatever the rc.  Guest memory
