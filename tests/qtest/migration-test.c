@@ -367,9 +367,12 @@ static void via_exec(Rig *r, const char *machine, const char *pools)
         "{'execute': 'migrate-incoming', 'arguments': "
         "{'uri': 'exec:cat %s'}}", file);
 
+    g_autofree char *state = NULL;
+
     migrate(r->src, out);
     r->dst = start(r, r->dst_dev, machine, pools, "-incoming defer");
-    g_assert_cmpstr(run_state(r->dst), ==, "inmigrate");
+    state = run_state(r->dst);
+    g_assert_cmpstr(state, ==, "inmigrate");
     json_object_unref(qmp_ok(r->dst, cmd));
     assert_completed(r->dst);
 }
