@@ -157,6 +157,14 @@ unsigned qibmveth_bds_per_add(QIbmveth *v);
 void qibmveth_migrate(QIbmveth *v, QTestState *qts);
 
 /*
+ * The model's own state as text, and a model rebuilt from it driving
+ * @qts: for streams kept as test fixtures, whose guest must carry on in
+ * a later process.  The restored model cannot open again (no allocator).
+ */
+char *qibmveth_save(QIbmveth *v);
+QIbmveth *qibmveth_restore(QTestState *qts, const char *text);
+
+/*
  * Closes as Linux does: H_VIO_SIGNAL(disable), H_FREE_LOGICAL_LAN repeated
  * while busy (bounded), then frees the model whatever the rc.  Guest memory
  * and TCEs stay as they are.  Returns H_FREE's rc.
