@@ -5,6 +5,7 @@
 #include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr.h"
 #include "hw/ppc/spapr_vio.h"
+#include "migration/migration.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
 #include "system/runstate.h"
@@ -607,6 +608,51 @@ static JsonNode *query_net_stats(JsonObject *args, QmpError *err)
     return object_node(o);
 }
 
+/* Migration. */
+
+static JsonNode *gerror_to_qmp(GError *gerr, QmpError *err)
+{
+    qmp_error_set(err, QMP_ERROR_GENERIC, "%s", gerr->message);
+    g_error_free(gerr);
+    return NULL;
+}
+
+static JsonNode *qmp_migrate(JsonObject *args, QmpError *err)
+{
+    GError *gerr = NULL;
+
+    if (!migration_outgoing(json_object_get_string_member(args, "uri"),
+                            &gerr)) {
+        return gerror_to_qmp(gerr, err);
+    }
+    return empty_return();
+}
+
+static JsonNode *qmp_migrate_incoming(JsonObject *args, QmpError *err)
+{
+    GError *gerr = NULL;
+
+    if (!migration_incoming_deferred(json_object_get_string_member(args,
+                                                                   "uri"),
+                                     &gerr)) {
+        return gerror_to_qmp(gerr, err);
+    }
+    return empty_return();
+}
+
+static JsonNode *query_migrate(JsonObject *args, QmpError *err)
+{
+    (void)args, (void)err;
+    return object_node(migration_query());
+}
+
+static const QmpArg migrate_args[] = {
+    { "uri", QMP_ARG_STR, false }, { "detach", QMP_ARG_BOOL, true },
+    { NULL, 0, false }
+};
+static const QmpArg migrate_incoming_args[] = {
+    { "uri", QMP_ARG_STR, false }, { NULL, 0, false }
+};
 static const QmpArg capabilities_args[] = {
     { "enable", QMP_ARG_ARRAY, true }, { NULL, 0, false }
 };
@@ -643,6 +689,9 @@ static const QmpCommand commands[] = {
     { "netdev_add", netdev_add_args, true, netdev_add },
     { "netdev_del", netdev_del_args, false, netdev_del },
     { "x-query-net-stats", NULL, false, query_net_stats },
+    { "migrate", migrate_args, false, qmp_migrate },
+    { "migrate-incoming", migrate_incoming_args, false, qmp_migrate_incoming },
+    { "query-migrate", NULL, false, query_migrate },
 };
 
 const QmpCommand *qmp_find_command(const char *name)

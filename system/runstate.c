@@ -32,6 +32,8 @@ const char *runstate_name(RunState state)
     case RUN_STATE_RUNNING: return "running";
     case RUN_STATE_PAUSED: return "paused";
     case RUN_STATE_SHUTDOWN: return "shutdown";
+    case RUN_STATE_INMIGRATE: return "inmigrate";
+    case RUN_STATE_POSTMIGRATE: return "postmigrate";
     }
     g_assert_not_reached();
 }
@@ -53,7 +55,8 @@ void vm_start(void)
 {
     RunState s = runstate_get();
 
-    if (s == RUN_STATE_PRELAUNCH || s == RUN_STATE_PAUSED) {
+    if (s == RUN_STATE_PRELAUNCH || s == RUN_STATE_PAUSED ||
+        s == RUN_STATE_POSTMIGRATE) {
         runstate_set(RUN_STATE_RUNNING);
         qmp_event_emit("RESUME", NULL);
     }

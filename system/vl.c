@@ -6,6 +6,8 @@
 #include "hw/boards.h"
 #include "hw/ppc/spapr.h"
 #include "hw/qdev.h"
+#include "migration/migration.h"
+#include "migration/savevm.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
 #include "qemu/option.h"
@@ -28,6 +30,8 @@ typedef struct Config {
     const char *qtest;
     const char *qtest_log;
     const char *name;
+    const char *incoming;
+    const char *dump_vmstate;
     bool start_paused;
     GPtrArray *devices;
     GPtrArray *netdevs;
@@ -75,6 +79,8 @@ static const CmdOption cmd_options[] = {
     { "accel", "qtest", "accelerator; repeat for a fallback list (only qtest exists)", OPT_APPEND, CFG(accels) },
     /* illan creates no default devices in any case. */
     { "nodefaults", NULL, "create no default devices", OPT_IGNORE, 0 },
+    { "incoming", "URI|defer", "wait for a migration stream (file:PATH, unix:PATH, fd:N, exec:CMD), or for QMP migrate-incoming", OPT_SET, CFG(incoming) },
+    { "dump-vmstate", "FILE", "write the device state descriptions (QEMU's JSON) to FILE and exit", OPT_SET, CFG(dump_vmstate) },
     { "S", NULL, "do not start the machine (run state prelaunch)", OPT_FLAG, CFG(start_paused) },
     { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process", OPT_SET, CFG(name) },
     { "version", NULL, "print the version and exit", OPT_VERSION, 0 },
@@ -705,6 +711,14 @@ static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
         return false;
     }
     qdev_set_globals(mc->compat_props);
+    if (cfg->dump_vmstate) {
+        *exit_now = true;
+        ok = qemu_dump_vmstate(cfg->dump_vmstate, mc->name, errp);
+        if (!ok) {
+            g_prefix_error(errp, "-dump-vmstate %s: ", cfg->dump_vmstate);
+        }
+        goto out;
+    }
     if (!print_help_requests(cfg, exit_now, errp) || *exit_now) {
         ok = !*errp;
         goto out;
@@ -764,6 +778,7 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     g_unix_signal_add(SIGTERM, on_quit_signal, m);
     g_unix_signal_add(SIGINT, on_quit_signal, m);
     qmp_set_machine(m->spapr);
+    migration_set_machine(m->spapr, spapr_machine_type(m->spapr));
     if (!start_monitors(m->monitors, errp)) {
         return false;
     }
@@ -780,6 +795,11 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     }
     spapr_machine_reset(m->spapr);
     runstate_set(cfg->start_paused ? RUN_STATE_PRELAUNCH : RUN_STATE_RUNNING);
+    if (cfg->incoming &&
+        !migration_incoming_start(cfg->incoming, !cfg->start_paused, errp)) {
+        g_prefix_error(errp, "-incoming %s: ", cfg->incoming);
+        return false;
+    }
     g_main_loop_run(m->loop);
     return true;
 }
@@ -806,6 +826,8 @@ int main(int argc, char **argv)
     net_cleanup();
     qmp_cleanup();
     qmp_set_machine(NULL);
+    migration_cleanup();
+    migration_set_machine(NULL, NULL);
     qtest_server_free(m.qtest);
     spapr_machine_free(m.spapr);
     g_ptr_array_free(m.monitors, TRUE);

@@ -12,6 +12,8 @@
 #include "hw/net/spapr_llan.h"
 #include "hw/net/llan_bd.h"
 #include "hw/net/llan_rx_page.h"
+#include "migration/savevm.h"
+#include "migration/vmstate.h"
 #include "qemu/bswap.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
@@ -693,6 +695,253 @@ static bool mac_default_if_unset(MACAddr *mac, GError **errp)
     return false;
 }
 
+/*
+ * Migration.  The section is QEMU's spapr_llan, field for field, with the
+ * pools in subsection spapr_llan/rx_pools whenever they are on; page mode
+ * keeps its buffers in guest memory and needs nothing more, so a pools-off
+ * stream has the legacy layout.  Not migrated, as in QEMU: counters, the
+ * MAC filters and a MAC changed by the guest (the destination starts with
+ * filtering off, which delivers everything).
+ */
+typedef struct SpaprVlanImage {
+    SpaprVioImage sdev;
+    bool isopen;
+    uint64_t buf_list;
+    uint32_t add_buf_ptr, use_buf_ptr, rx_bufs;
+    uint64_t rxq_ptr;
+    LlanRxPool *rx_pool[LLAN_RX_MAX_POOLS];     /* ascending size */
+    LlanRxPool pools[LLAN_RX_MAX_POOLS];        /* what rx_pool points at */
+    bool use_rx_buffer_pools;                   /* this device's property */
+    bool pools_received;
+} SpaprVlanImage;
+
+static const VMStateDescription vmstate_rx_buffer_pool = {
+    .name = "spapr_llan/rx_buffer_pool",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_INT32(bufsize, LlanRxPool),
+        VMSTATE_INT32(count, LlanRxPool),
+        VMSTATE_UINT64_ARRAY(bds, LlanRxPool, LLAN_RX_POOL_MAX_BDS),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool rx_pools_needed(void *opaque)
+{
+    return ((SpaprVlanImage *)opaque)->use_rx_buffer_pools;
+}
+
+static bool rx_pools_pre_load(void *opaque, GError **errp)
+{
+    if (!rx_pools_needed(opaque)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "the stream has RX buffer pools but "
+                    "this device has use-rx-buffer-pools=off (pinned by "
+                    "pseries-1.0), so the posted buffers would be lost");
+        return false;
+    }
+    return true;
+}
+
+/* A pool is usable only if its size is a BD length and every buffer in it
+ * has exactly that length: best fit trusts the size. */
+static bool pool_ok(const LlanRxPool *p, GError **errp)
+{
+    if (p->count < 0 || p->count > LLAN_RX_POOL_MAX_BDS) {
+        g_set_error(errp, ILLAN_ERROR, 0, "pool of size %d has count %d "
+                    "(0..%d)", p->bufsize, p->count, LLAN_RX_POOL_MAX_BDS);
+        return false;
+    }
+    if (p->bufsize == LLAN_RX_POOL_UNUSED) {
+        if (p->count) {
+            g_set_error(errp, ILLAN_ERROR, 0, "an unused pool holds %d "
+                        "buffers", p->count);
+            return false;
+        }
+        return true;
+    }
+    if (p->bufsize <= 0 || p->bufsize > 0xFFFFFF) {
+        g_set_error(errp, ILLAN_ERROR, 0, "pool size %d is not a buffer "
+                    "length", p->bufsize);
+        return false;
+    }
+    for (int i = 0; i < p->count; i++) {
+        if (LLAN_BD_LEN(p->bds[i]) != (uint32_t)p->bufsize) {
+            g_set_error(errp, ILLAN_ERROR, 0, "pool of size %d holds a "
+                        "%u-byte buffer", p->bufsize, LLAN_BD_LEN(p->bds[i]));
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool rx_pools_post_load(void *opaque, int version_id, GError **errp)
+{
+    SpaprVlanImage *img = opaque;
+
+    (void)version_id;
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        if (!pool_ok(img->rx_pool[i], errp)) {
+            return false;
+        }
+        for (int j = 0; j < i; j++) {
+            if (img->rx_pool[i]->bufsize != LLAN_RX_POOL_UNUSED &&
+                img->rx_pool[i]->bufsize == img->rx_pool[j]->bufsize) {
+                g_set_error(errp, ILLAN_ERROR, 0, "two pools of size %d",
+                            img->rx_pool[i]->bufsize);
+                return false;
+            }
+        }
+    }
+    img->pools_received = true;
+    return true;
+}
+
+static const VMStateDescription vmstate_rx_pools = {
+    .name = "spapr_llan/rx_pools",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rx_pools_needed,
+    .pre_load = rx_pools_pre_load,
+    .post_load = rx_pools_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_ARRAY_OF_POINTER_TO_STRUCT(rx_pool, SpaprVlanImage,
+                                           LLAN_RX_MAX_POOLS, 1,
+                                           vmstate_rx_buffer_pool,
+                                           LlanRxPool),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A stream without the subsection leaves the pools empty. */
+static bool vlan_pre_load(void *opaque, GError **errp)
+{
+    SpaprVlanImage *img = opaque;
+    LlanRxPools empty;
+
+    (void)errp;
+    llan_rx_pools_reset(&empty);
+    memcpy(img->pools, empty.storage, sizeof(img->pools));
+    img->pools_received = false;
+    return true;
+}
+
+/* Everything the device later trusts, checked before anything commits. */
+static bool vlan_post_load(void *opaque, int version_id, GError **errp)
+{
+    SpaprVlanImage *img = opaque;
+    uint32_t max_bufs = img->use_rx_buffer_pools
+                        ? LLAN_RX_MAX_POOLS * LLAN_RX_POOL_MAX_BDS
+                        : LLAN_PAGE_SLOTS;
+
+    (void)version_id;
+    if (img->isopen && (img->buf_list % LLAN_PAGE_SIZE ||
+                        img->buf_list >> 32)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "buf_list 0x%" G_GINT64_MODIFIER
+                    "x is not a page below 4 GiB", img->buf_list);
+        return false;
+    }
+    if (img->add_buf_ptr % 8 || img->add_buf_ptr >= LLAN_PAGE_SLOTS_END ||
+        img->use_buf_ptr % 8 || img->use_buf_ptr >= LLAN_PAGE_SLOTS_END) {
+        g_set_error(errp, ILLAN_ERROR, 0, "add_buf_ptr %u / use_buf_ptr %u "
+                    "do not name buffer-list slots", img->add_buf_ptr,
+                    img->use_buf_ptr);
+        return false;
+    }
+    if (img->rxq_ptr % RXQ_ENTRY_SIZE || img->rxq_ptr > LLAN_BD_LEN(~0ULL)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "rxq_ptr 0x%" G_GINT64_MODIFIER
+                    "x is not an entry of a receive queue", img->rxq_ptr);
+        return false;
+    }
+    if (img->rx_bufs > max_bufs) {
+        g_set_error(errp, ILLAN_ERROR, 0, "rx_bufs %u is more than the %u "
+                    "buffers the device can hold", img->rx_bufs, max_bufs);
+        return false;
+    }
+    if (img->use_rx_buffer_pools && !img->pools_received && img->isopen &&
+        img->rx_bufs) {
+        g_set_error(errp, ILLAN_ERROR, 0, "the stream is from a device in "
+                    "page mode with %u buffers posted, but this device has "
+                    "use-rx-buffer-pools=on and would lose them",
+                    img->rx_bufs);
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_spapr_llan = {
+    .name = "spapr_llan",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_load = vlan_pre_load,
+    .post_load = vlan_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT(sdev, SpaprVlanImage, 0, vmstate_spapr_vio,
+                       SpaprVioImage),
+        VMSTATE_BOOL(isopen, SpaprVlanImage),
+        VMSTATE_UINT64(buf_list, SpaprVlanImage),
+        VMSTATE_UINT32(add_buf_ptr, SpaprVlanImage),
+        VMSTATE_UINT32(use_buf_ptr, SpaprVlanImage),
+        VMSTATE_UINT32(rx_bufs, SpaprVlanImage),
+        VMSTATE_UINT64(rxq_ptr, SpaprVlanImage),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription *const[]) {
+        &vmstate_rx_pools,
+        NULL
+    },
+};
+
+/* The pools go into the image in their sorted order, as QEMU sends them. */
+static void vlan_capture(void *obj, void *image)
+{
+    SpaprVlanState *s = obj;
+    SpaprVlanImage *img = image;
+
+    g_mutex_lock(&s->lock);
+    spapr_vio_capture(&s->vdev, &img->sdev);
+    img->isopen = s->isopen;
+    img->buf_list = s->buf_list;
+    img->add_buf_ptr = s->add_buf_ptr;
+    img->use_buf_ptr = s->use_buf_ptr;
+    img->rx_bufs = s->rx_bufs;
+    img->rxq_ptr = s->rxq_ptr;
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        img->pools[i] = *s->pools.sorted[i];
+        img->rx_pool[i] = &img->pools[i];
+    }
+    img->use_rx_buffer_pools = s->use_rx_buffer_pools;
+    g_mutex_unlock(&s->lock);
+}
+
+static void vlan_commit(void *obj, const void *image)
+{
+    SpaprVlanState *s = obj;
+    const SpaprVlanImage *img = image;
+
+    g_mutex_lock(&s->lock);
+    spapr_vio_commit(&s->vdev, &img->sdev);
+    s->isopen = img->isopen;
+    s->buf_list = img->buf_list;
+    s->add_buf_ptr = img->add_buf_ptr;
+    s->use_buf_ptr = img->use_buf_ptr;
+    s->rx_bufs = img->rx_bufs;
+    s->rxq_ptr = img->rxq_ptr;
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        s->pools.storage[i] = *img->rx_pool[i];
+        s->pools.storage[i].hits = 0;
+        s->pools.sorted[i] = &s->pools.storage[i];
+    }
+    llan_rx_pools_sort(&s->pools);
+    g_mutex_unlock(&s->lock);
+}
+
+static const VMStateImageOps vlan_image_ops = {
+    .size = sizeof(SpaprVlanImage),
+    .capture = vlan_capture,
+    .commit = vlan_commit,
+};
+
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
 };
@@ -700,6 +949,7 @@ static const NetNicOps spapr_vlan_nic_ops = {
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
 {
     SpaprVlanState *s = (SpaprVlanState *)qdev;
+    g_autofree char *idstr = NULL;
 
     if (s->mac.a[0] & 1) {
         g_autofree char *str = mac_format(&s->mac);
@@ -722,6 +972,10 @@ static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
         live_vlans = g_ptr_array_new();
     }
     g_ptr_array_add(live_vlans, s);
+    /* QEMU's id: the VIO path ("l-lan@71000000"), then the vmsd name. */
+    idstr = g_strdup_printf("%s@%x/%s", SPAPR_VIO_CLASS(s)->dt_name,
+                            s->vdev.reg, vmstate_spapr_llan.name);
+    vmstate_register(idstr, 0, &vmstate_spapr_llan, &vlan_image_ops, s);
     return true;
 }
 
@@ -732,6 +986,7 @@ static void spapr_vlan_finalize(DeviceState *qdev)
     if (!s->nic) {
         return;     /* never realized */
     }
+    vmstate_unregister(s);
     g_ptr_array_remove_fast(live_vlans, s);
     net_nic_free(s->nic);
     g_mutex_clear(&s->lock);
@@ -824,6 +1079,7 @@ static const SpaprVioDeviceClass spapr_vlan_class = {
 static void spapr_vlan_register(void)
 {
     device_class_register(&spapr_vlan_class.parent);
+    vmstate_register_type(TYPE_SPAPR_VLAN, &vmstate_spapr_llan);
     for (size_t i = 0; i < G_N_ELEMENTS(vlan_hcalls); i++) {
         spapr_register_hypercall(vlan_hcalls[i].opcode, h_vlan,
                                  vlan_hcalls[i].nout);

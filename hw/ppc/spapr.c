@@ -68,6 +68,11 @@ GuestRam *spapr_ram(SpaprMachineState *spapr)
     return spapr->ram;
 }
 
+const char *spapr_machine_type(SpaprMachineState *spapr)
+{
+    return spapr->mc->name;
+}
+
 SpaprVioBus *spapr_vio_bus(SpaprMachineState *spapr)
 {
     return spapr->vio;

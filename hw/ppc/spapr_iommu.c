@@ -5,6 +5,8 @@
  */
 #include "hw/ppc/spapr_iommu.h"
 #include "hw/ppc/spapr.h"
+#include "migration/savevm.h"
+#include "migration/vmstate.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 
@@ -49,6 +51,126 @@ SpaprTceTable *spapr_tce_find_by_liobn(SpaprTceRegistry *reg, uint64_t liobn)
     return g_hash_table_lookup(reg->by_liobn, GUINT_TO_POINTER(liobn));
 }
 
+/*
+ * Migration, as QEMU's "spapr_iommu" (one section per table, instance =
+ * LIOBN): the whole table.  The window's offset and page size are fixed
+ * here, so a stream with others (subsection spapr_iommu_ex) is refused.
+ */
+typedef struct SpaprTceImage {
+    uint32_t liobn;
+    uint32_t mig_nb_table;
+    bool bypass;
+    uint64_t *mig_table;
+    uint64_t bus_offset;
+    uint32_t page_shift;
+    uint32_t nb_table;          /* this table's size; not migrated */
+} SpaprTceImage;
+
+static bool tce_ex_needed(void *opaque)
+{
+    SpaprTceImage *img = opaque;
+
+    return img->bus_offset != 0 || img->page_shift != SPAPR_TCE_PAGE_SHIFT;
+}
+
+static bool tce_ex_post_load(void *opaque, int version_id, GError **errp)
+{
+    (void)version_id;
+    if (tce_ex_needed(opaque)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "a window at bus offset 0x%"
+                    G_GINT64_MODIFIER "x with %u-bit pages is not supported "
+                    "(only offset 0, 4 KiB pages)",
+                    ((SpaprTceImage *)opaque)->bus_offset,
+                    ((SpaprTceImage *)opaque)->page_shift);
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_spapr_tce_table_ex = {
+    .name = "spapr_iommu_ex",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = tce_ex_needed,
+    .post_load = tce_ex_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(bus_offset, SpaprTceImage),
+        VMSTATE_UINT32(page_shift, SpaprTceImage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool tce_size_matches(void *opaque, int version_id)
+{
+    SpaprTceImage *img = opaque;
+
+    (void)version_id;
+    return img->mig_nb_table == img->nb_table;
+}
+
+static bool tce_post_load(void *opaque, int version_id, GError **errp)
+{
+    (void)version_id;
+    if (((SpaprTceImage *)opaque)->bypass) {
+        g_set_error(errp, ILLAN_ERROR, 0, "bypass mode is not supported");
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_spapr_tce_table = {
+    .name = "spapr_iommu",
+    .version_id = 2,
+    .minimum_version_id = 2,
+    .post_load = tce_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(liobn, SpaprTceImage),
+        VMSTATE_UINT32_V(mig_nb_table, SpaprTceImage, 2),
+        VMSTATE_BOOL(bypass, SpaprTceImage),
+        VMSTATE_VALIDATE("mig_nb_table is this table's entry count",
+                         tce_size_matches),
+        VMSTATE_VARRAY_UINT32(mig_table, SpaprTceImage, mig_nb_table, 0,
+                              vmstate_info_uint64, uint64_t),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription *const[]) {
+        &vmstate_spapr_tce_table_ex,
+        NULL
+    },
+};
+
+static void tce_capture(void *obj, void *image)
+{
+    const SpaprTceTable *tcet = obj;
+    SpaprTceImage *img = image;
+
+    img->liobn = tcet->liobn;
+    img->nb_table = img->mig_nb_table = tcet->nb_table;
+    img->page_shift = SPAPR_TCE_PAGE_SHIFT;
+    img->mig_table = g_new(uint64_t, tcet->nb_table);
+    memcpy(img->mig_table, tcet->table, tcet->nb_table * sizeof(uint64_t));
+}
+
+static void tce_commit(void *obj, const void *image)
+{
+    SpaprTceTable *tcet = obj;
+    const SpaprTceImage *img = image;
+
+    memcpy(tcet->table, img->mig_table, tcet->nb_table * sizeof(uint64_t));
+}
+
+static void tce_release(void *image)
+{
+    g_free(((SpaprTceImage *)image)->mig_table);
+}
+
+static const VMStateImageOps tce_image_ops = {
+    .size = sizeof(SpaprTceImage),
+    .capture = tce_capture,
+    .commit = tce_commit,
+    .release = tce_release,
+};
+
 SpaprTceTable *spapr_tce_table_new(SpaprTceRegistry *reg, uint32_t liobn,
                                    uint64_t window, GuestRam *ram,
                                    GError **errp)
@@ -67,12 +189,15 @@ SpaprTceTable *spapr_tce_table_new(SpaprTceRegistry *reg, uint32_t liobn,
     tcet->nb_table = window >> SPAPR_TCE_PAGE_SHIFT;
     tcet->table = g_new0(uint64_t, tcet->nb_table);
     g_hash_table_insert(reg->by_liobn, GUINT_TO_POINTER(liobn), tcet);
+    vmstate_register("spapr_iommu", liobn, &vmstate_spapr_tce_table,
+                     &tce_image_ops, tcet);
     return tcet;
 }
 
 void spapr_tce_table_free(SpaprTceTable *tcet)
 {
     if (tcet) {
+        vmstate_unregister(tcet);
         g_hash_table_remove(tcet->registry->by_liobn,
                             GUINT_TO_POINTER(tcet->liobn));
         g_free(tcet->table);
@@ -277,11 +402,12 @@ static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
     return H_SUCCESS;
 }
 
-static void spapr_tce_register_hcalls(void)
+static void spapr_tce_register(void)
 {
     spapr_register_hypercall(H_PUT_TCE, h_put_tce, 0);
     spapr_register_hypercall(H_GET_TCE, h_get_tce, 1);
     spapr_register_hypercall(H_STUFF_TCE, h_stuff_tce, 0);
     spapr_register_hypercall(H_PUT_TCE_INDIRECT, h_put_tce_indirect, 0);
+    vmstate_register_type("spapr-tce-table", &vmstate_spapr_tce_table);
 }
-illan_init(spapr_tce_register_hcalls)
+illan_init(spapr_tce_register)

@@ -4,6 +4,7 @@
  * models only add what is theirs.
  */
 #include "hw/ppc/spapr_vio.h"
+#include "migration/vmstate.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 
@@ -236,6 +237,54 @@ bool spapr_vio_bus_fdt(SpaprVioBus *bus, void *fdt, GError **errp)
         }
     }
     return true;
+}
+
+/* Migration: reg and irq must match the destination's device; the signal
+ * state must be one the device accepts from H_VIO_SIGNAL. */
+static bool vio_post_load(void *opaque, int version_id, GError **errp)
+{
+    SpaprVioImage *img = opaque;
+
+    (void)version_id;
+    if (img->signal_state & ~img->signal_mask) {
+        g_set_error(errp, ILLAN_ERROR, 0, "signal_state 0x%" G_GINT64_MODIFIER
+                    "x has bits the device does not accept (mask 0x%"
+                    G_GINT64_MODIFIER "x)", img->signal_state,
+                    img->signal_mask);
+        return false;
+    }
+    return true;
+}
+
+const VMStateDescription vmstate_spapr_vio = {
+    .name = "spapr_vio",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = vio_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(reg, SpaprVioImage),
+        VMSTATE_UINT32_EQUAL(irq, SpaprVioImage),
+        VMSTATE_UINT64(signal_state, SpaprVioImage),
+        VMSTATE_UINT64(crq.qladdr, SpaprVioImage),
+        VMSTATE_UINT32(crq.qsize, SpaprVioImage),
+        VMSTATE_UINT32(crq.qnext, SpaprVioImage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+void spapr_vio_capture(const SpaprVioDevice *dev, SpaprVioImage *img)
+{
+    *img = (SpaprVioImage){
+        .reg = dev->reg,
+        .irq = dev->irq,
+        .signal_state = dev->signal_state,
+        .signal_mask = SPAPR_VIO_CLASS(dev)->signal_mask,
+    };
+}
+
+void spapr_vio_commit(SpaprVioDevice *dev, const SpaprVioImage *img)
+{
+    dev->signal_state = img->signal_state;
 }
 
 static int64_t h_vio_signal(SpaprMachineState *spapr, uint64_t opcode,

@@ -12,6 +12,8 @@ typedef enum RunState {
     RUN_STATE_RUNNING,
     RUN_STATE_PAUSED,
     RUN_STATE_SHUTDOWN,
+    RUN_STATE_INMIGRATE,    /* waiting for an incoming migration stream */
+    RUN_STATE_POSTMIGRATE,  /* stopped after migrating out */
 } RunState;
 
 RunState runstate_get(void);
@@ -31,7 +33,7 @@ void runstate_set_handlers(const RunstateHandlers *handlers);
 
 /* Running → paused, with STOP; anything else is left as it is. */
 void vm_stop(void);
-/* Prelaunch or paused → running, with RESUME. */
+/* Prelaunch, paused or postmigrate → running, with RESUME. */
 void vm_start(void);
 /* Resets the machine, with RESET {"guest": false, "reason": @reason}. */
 void qemu_system_reset(const char *reason);

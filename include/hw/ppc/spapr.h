@@ -55,6 +55,8 @@ bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
 void spapr_machine_reset(SpaprMachineState *spapr);
 
 GuestRam *spapr_ram(SpaprMachineState *spapr);
+/* The machine type's name (never an alias), as migration streams carry. */
+const char *spapr_machine_type(SpaprMachineState *spapr);
 SpaprVioBus *spapr_vio_bus(SpaprMachineState *spapr);
 SpaprTceRegistry *spapr_tce_registry(SpaprMachineState *spapr);
 /* The interrupt controller's input for source @irq, or NULL. */

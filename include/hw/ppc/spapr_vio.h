@@ -37,6 +37,26 @@ struct SpaprVioDevice {
     IrqLine irq_out;
 };
 
+/* The VIO part of a device's migration image, QEMU's nested "spapr_vio"
+ * struct.  The CRQ is unused by the logical LAN and migrates as zeros. */
+typedef struct SpaprVioImage {
+    uint32_t reg;
+    uint32_t irq;
+    uint64_t signal_state;
+    struct {
+        uint64_t qladdr;
+        uint32_t qsize, qnext;
+    } crq;
+    uint64_t signal_mask;           /* this device's; not migrated */
+} SpaprVioImage;
+
+typedef struct VMStateDescription VMStateDescription;
+extern const VMStateDescription vmstate_spapr_vio;
+
+/* For the device's own capture and commit, under its lock. */
+void spapr_vio_capture(const SpaprVioDevice *dev, SpaprVioImage *img);
+void spapr_vio_commit(SpaprVioDevice *dev, const SpaprVioImage *img);
+
 #define SPAPR_VIO_CLASS(dev) \
     ((const SpaprVioDeviceClass *)((DeviceState *)(dev))->klass)
 

@@ -388,6 +388,125 @@ QIbmveth *qibmveth_open(QTestState *qts, QGuestAllocator *alloc,
     return v;
 }
 
+void qibmveth_migrate(QIbmveth *v, QTestState *qts)
+{
+    v->qts = qts;
+}
+
+/* ---- Save and restore ---- */
+
+static void save_pool(GKeyFile *kf, const QIbmvethPool *p)
+{
+    g_autofree char *group = g_strdup_printf("pool%u", p->index);
+    g_autofree gint *free_map = g_new0(gint, p->count + 1);
+    g_autofree gint *posted = g_new0(gint, p->count + 1);
+
+    g_key_file_set_boolean(kf, group, "active", p->active);
+    g_key_file_set_uint64(kf, group, "size", p->size);
+    g_key_file_set_uint64(kf, group, "count", p->count);
+    if (!p->active) {
+        return;
+    }
+    g_key_file_set_uint64(kf, group, "base", p->base);
+    g_key_file_set_uint64(kf, group, "stride", p->stride);
+    g_key_file_set_uint64(kf, group, "consumer", p->consumer);
+    g_key_file_set_uint64(kf, group, "producer", p->producer);
+    g_key_file_set_uint64(kf, group, "available", p->available);
+    for (uint32_t i = 0; i < p->count; i++) {
+        free_map[i] = p->free_map[i];
+        posted[i] = p->posted[i];
+    }
+    g_key_file_set_integer_list(kf, group, "free_map", free_map, p->count);
+    g_key_file_set_integer_list(kf, group, "posted", posted, p->count);
+}
+
+char *qibmveth_save(QIbmveth *v)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    static const char g[] = "ibmveth";
+
+    g_key_file_set_uint64(kf, g, "unit", v->unit);
+    g_key_file_set_uint64(kf, g, "tce_list", v->tce_list);
+    g_key_file_set_uint64(kf, g, "buffer_list", v->buffer_list);
+    g_key_file_set_uint64(kf, g, "filter_list", v->filter_list);
+    g_key_file_set_uint64(kf, g, "rxq", v->rxq);
+    g_key_file_set_uint64(kf, g, "tx_buf", v->tx_buf);
+    g_key_file_set_uint64(kf, g, "rxq_len", v->rxq_len);
+    g_key_file_set_uint64(kf, g, "rxq_index", v->rxq_index);
+    g_key_file_set_boolean(kf, g, "rxq_toggle", v->rxq_toggle);
+    g_key_file_set_uint64(kf, g, "bds_per_add", v->bds_per_add);
+    for (unsigned i = 0; i < QIBMVETH_NUM_POOLS; i++) {
+        save_pool(kf, &v->pool[i]);
+    }
+    return g_key_file_to_data(kf, NULL, NULL);
+}
+
+static uint64_t get_u64(GKeyFile *kf, const char *group, const char *key)
+{
+    g_autoptr(GError) err = NULL;
+    uint64_t v = g_key_file_get_uint64(kf, group, key, &err);
+
+    g_assert_no_error(err);
+    return v;
+}
+
+static void restore_pool(GKeyFile *kf, QIbmvethPool *p, unsigned index)
+{
+    g_autofree char *group = g_strdup_printf("pool%u", index);
+    g_autofree gint *free_map = NULL, *posted = NULL;
+    gsize n_free = 0, n_posted = 0;
+
+    p->index = index;
+    p->active = g_key_file_get_boolean(kf, group, "active", NULL);
+    p->size = get_u64(kf, group, "size");
+    p->count = get_u64(kf, group, "count");
+    p->threshold = p->count * 7 / 8;
+    if (!p->active) {
+        return;
+    }
+    p->base = get_u64(kf, group, "base");
+    p->stride = get_u64(kf, group, "stride");
+    p->consumer = get_u64(kf, group, "consumer");
+    p->producer = get_u64(kf, group, "producer");
+    p->available = get_u64(kf, group, "available");
+    free_map = g_key_file_get_integer_list(kf, group, "free_map", &n_free,
+                                           NULL);
+    posted = g_key_file_get_integer_list(kf, group, "posted", &n_posted,
+                                         NULL);
+    g_assert_cmpuint(n_free, ==, p->count);
+    g_assert_cmpuint(n_posted, ==, p->count);
+    p->free_map = g_new(uint32_t, p->count);
+    p->posted = g_new0(bool, p->count);
+    for (uint32_t i = 0; i < p->count; i++) {
+        p->free_map[i] = free_map[i];
+        p->posted[i] = posted[i];
+    }
+}
+
+QIbmveth *qibmveth_restore(QTestState *qts, const char *text)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    static const char g[] = "ibmveth";
+    QIbmveth *v = g_new0(QIbmveth, 1);
+
+    g_assert_true(g_key_file_load_from_data(kf, text, -1, 0, NULL));
+    v->qts = qts;
+    v->unit = get_u64(kf, g, "unit");
+    v->tce_list = get_u64(kf, g, "tce_list");
+    v->buffer_list = get_u64(kf, g, "buffer_list");
+    v->filter_list = get_u64(kf, g, "filter_list");
+    v->rxq = get_u64(kf, g, "rxq");
+    v->tx_buf = get_u64(kf, g, "tx_buf");
+    v->rxq_len = get_u64(kf, g, "rxq_len");
+    v->rxq_index = get_u64(kf, g, "rxq_index");
+    v->rxq_toggle = g_key_file_get_boolean(kf, g, "rxq_toggle", NULL);
+    v->bds_per_add = get_u64(kf, g, "bds_per_add");
+    for (unsigned i = 0; i < QIBMVETH_NUM_POOLS; i++) {
+        restore_pool(kf, &v->pool[i], i);
+    }
+    return v;
+}
+
 int64_t qibmveth_close(QIbmveth *v)
 {
     int64_t rc;

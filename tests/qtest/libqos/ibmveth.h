@@ -152,6 +152,18 @@ unsigned qibmveth_add_failures(QIbmveth *v);
 /* 8 while bulk add is in use, else 1. */
 unsigned qibmveth_bds_per_add(QIbmveth *v);
 
+/* The guest has migrated: the same model now drives @qts, whose device
+ * and memory came from the stream. */
+void qibmveth_migrate(QIbmveth *v, QTestState *qts);
+
+/*
+ * The model's own state as text, and a model rebuilt from it driving
+ * @qts: for streams kept as test fixtures, whose guest must carry on in
+ * a later process.  The restored model cannot open again (no allocator).
+ */
+char *qibmveth_save(QIbmveth *v);
+QIbmveth *qibmveth_restore(QTestState *qts, const char *text);
+
 /*
  * Closes as Linux does: H_VIO_SIGNAL(disable), H_FREE_LOGICAL_LAN repeated
  * while busy (bounded), then frees the model whatever the rc.  Guest memory

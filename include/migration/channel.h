@@ -1,0 +1,34 @@
+/*
+ * Migration URIs as QEMU spells them: file:PATH[,offset=N], unix:PATH,
+ * fd:N and exec:COMMAND.  An outgoing channel is a descriptor to write
+ * the stream to; an incoming one hands over a descriptor to read from
+ * once it is ready (at once for file:, fd: and exec:, when the source
+ * connects for unix:).
+ */
+#ifndef MIGRATION_CHANNEL_H
+#define MIGRATION_CHANNEL_H
+
+#include <glib.h>
+#include <stdbool.h>
+
+typedef struct MigrationChannel MigrationChannel;
+
+/* Opens @uri to write a stream; errors say what is wrong with it. */
+MigrationChannel *migration_channel_open_outgoing(const char *uri,
+                                                  GError **errp);
+/* The descriptor to read or write. */
+int migration_channel_fd(const MigrationChannel *ch);
+
+/* Called once, on the main loop, when the incoming stream can be read. */
+typedef void (*MigrationChannelReady)(MigrationChannel *ch, void *opaque);
+/* Prepares @uri to receive a stream; @ready runs from the main loop. */
+MigrationChannel *migration_channel_open_incoming(const char *uri,
+                                                  MigrationChannelReady ready,
+                                                  void *opaque,
+                                                  GError **errp);
+
+/* Closes the descriptor; for exec: also waits for the command and fails
+ * unless it exited with status 0. */
+bool migration_channel_close(MigrationChannel *ch, GError **errp);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * Migration as the user drives it: QMP migrate on the source, -incoming
+ * (or -incoming defer and migrate-incoming) on the destination, and
+ * query-migrate and MIGRATION events on both.  The source stops the
+ * machine, writes the whole stream and ends in postmigrate; the
+ * destination waits in inmigrate, loads, and then runs (or pauses, with
+ * -S).  Main thread only.
+ */
+#ifndef MIGRATION_MIGRATION_H
+#define MIGRATION_MIGRATION_H
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <stdbool.h>
+
+typedef struct SpaprMachineState SpaprMachineState;
+
+/* The machine that migrates and its type's name; NULL when it is gone. */
+void migration_set_machine(SpaprMachineState *spapr,
+                           const char *machine_type);
+
+/* -incoming URI or "defer": the machine waits in inmigrate; @autostart
+ * runs it once a stream has loaded.  Errors concern the URI. */
+bool migration_incoming_start(const char *uri, bool autostart,
+                              GError **errp);
+/* QMP migrate-incoming, after -incoming defer or a refused stream. */
+bool migration_incoming_deferred(const char *uri, GError **errp);
+/* QMP migrate: the whole stream to @uri; a failure after the channel is
+ * open shows in query-migrate, and the machine runs again. */
+bool migration_outgoing(const char *uri, GError **errp);
+/* QMP query-migrate's reply. */
+JsonObject *migration_query(void);
+/* Drops a waiting incoming channel. */
+void migration_cleanup(void);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * A migration stream as a buffered, big-endian byte channel over a file
+ * descriptor (file, socket, pipe).  Errors are sticky: once a read runs
+ * past the end or a write fails, reads return zeros and writes are
+ * dropped, and qemu_file_check() reports the first error.  So the
+ * formats above read straight through and check at points that can name
+ * what was being read.
+ */
+#ifndef MIGRATION_QEMU_FILE_H
+#define MIGRATION_QEMU_FILE_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct QEMUFile QEMUFile;
+
+/* The file borrows @fd; whoever opened it closes it. */
+QEMUFile *qemu_file_new_output(int fd);
+QEMUFile *qemu_file_new_input(int fd);
+/* Flushes an output file, then frees; false with *errp on any error. */
+bool qemu_file_close(QEMUFile *f, GError **errp);
+
+/* False with *errp set once the file has failed. */
+bool qemu_file_check(QEMUFile *f, GError **errp);
+/* Bytes written or consumed so far. */
+uint64_t qemu_file_transferred(const QEMUFile *f);
+
+void qemu_put_byte(QEMUFile *f, uint8_t v);
+void qemu_put_be16(QEMUFile *f, uint16_t v);
+void qemu_put_be32(QEMUFile *f, uint32_t v);
+void qemu_put_be64(QEMUFile *f, uint64_t v);
+void qemu_put_buffer(QEMUFile *f, const void *buf, size_t len);
+/* One length byte, then the bytes (no NUL); @s is under 256 bytes. */
+void qemu_put_counted_string(QEMUFile *f, const char *s);
+
+uint8_t qemu_get_byte(QEMUFile *f);
+uint16_t qemu_get_be16(QEMUFile *f);
+uint32_t qemu_get_be32(QEMUFile *f);
+uint64_t qemu_get_be64(QEMUFile *f);
+void qemu_get_buffer(QEMUFile *f, void *buf, size_t len);
+/* Reads a counted string into @buf (256 bytes), NUL-terminated. */
+void qemu_get_counted_string(QEMUFile *f, char buf[256]);
+/* Discards @len bytes. */
+void qemu_file_skip(QEMUFile *f, uint64_t len);
+
+/* Copies up to @len bytes at @offset past the read position without
+ * consuming them; returns how many were there (fewer at end of stream).
+ * @offset + @len is at most 512. */
+size_t qemu_peek_buffer(QEMUFile *f, void *buf, size_t len, size_t offset);
+/* The byte at @offset past the read position, or -1 at end of stream. */
+int qemu_peek_byte(QEMUFile *f, size_t offset);
+
+#endif

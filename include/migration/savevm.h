@@ -1,0 +1,73 @@
+/*
+ * The migration stream as QEMU writes it (QEVM version 3): header,
+ * configuration (the machine type), the RAM section, one FULL section per
+ * registered device, EOF, then the VM-description JSON.  Also the
+ * registry of what migrates and the -dump-vmstate file.
+ *
+ * Devices do not hand their live structs to the stream.  Each registers a
+ * vmsd that describes an image of its state, with ops that capture the
+ * image under the device's lock and commit it back.  A load fills images
+ * for every section first and commits them only once the whole stream has
+ * been read and validated, so a refused stream leaves devices untouched.
+ */
+#ifndef MIGRATION_SAVEVM_H
+#define MIGRATION_SAVEVM_H
+
+#include "migration/qemu-file.h"
+#include "migration/ram.h"
+#include "system/guest-ram.h"
+
+typedef struct VMStateDescription VMStateDescription;
+
+#define QEMU_VM_FILE_MAGIC          0x5145564d      /* "QEVM" */
+#define QEMU_VM_FILE_VERSION_COMPAT 0x00000002
+#define QEMU_VM_FILE_VERSION        0x00000003
+#define QEMU_VM_EOF                 0x00
+#define QEMU_VM_SECTION_START       0x01
+#define QEMU_VM_SECTION_PART        0x02
+#define QEMU_VM_SECTION_END         0x03
+#define QEMU_VM_SECTION_FULL        0x04
+#define QEMU_VM_SUBSECTION          0x05
+#define QEMU_VM_VMDESCRIPTION       0x06
+#define QEMU_VM_CONFIGURATION       0x07
+#define QEMU_VM_COMMAND             0x08
+#define QEMU_VM_SECTION_FOOTER      0x7e
+#define MIG_CMD_SWITCHOVER_START    0x0b
+#define VMS_NULLPTR_MARKER          0x30
+/* The target page size, as the description's "page_size". */
+#define MIGRATION_PAGE_SIZE         4096
+
+/* How a registered object's live state maps to the image its vmsd
+ * describes. */
+typedef struct VMStateImageOps {
+    size_t size;                                    /* of the image */
+    /* Live state into a zeroed image; also run before a load, so that
+     * "equal" fields compare with this machine's values. */
+    void (*capture)(void *obj, void *image);
+    /* A loaded, validated image back into the live object. */
+    void (*commit)(void *obj, const void *image);
+    /* Frees what capture allocated inside the image; may be NULL. */
+    void (*release)(void *image);
+} VMStateImageOps;
+
+/* A section "@idstr" with @instance_id; it lasts until unregistered. */
+void vmstate_register(const char *idstr, uint32_t instance_id,
+                      const VMStateDescription *vmsd,
+                      const VMStateImageOps *ops, void *obj);
+void vmstate_unregister(void *obj);
+/* A device type whose state migrates, for -dump-vmstate. */
+void vmstate_register_type(const char *type_name,
+                           const VMStateDescription *vmsd);
+
+/* The whole stream for @machine_type; RAM counts go to @stats. */
+bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
+                       RamStats *stats, GError **errp);
+/* Reads a whole stream; devices change only if all of it is accepted.
+ * Errors name the section (and subsection and field) and say why. */
+bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
+                       GError **errp);
+/* -dump-vmstate: QEMU's JSON for every registered device type. */
+bool qemu_dump_vmstate(const char *path, const char *machine_type,
+                       GError **errp);
+
+#endif

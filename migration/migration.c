@@ -1,0 +1,226 @@
+/*
+ * The migration state machine, QEMU's statuses and events.  Both ends
+ * move the whole stream in one step on the main loop: the source with
+ * its machine stopped (so no frame touches guest memory while the stream
+ * is written), the destination before its machine first runs.
+ */
+#include "migration/migration.h"
+#include "migration/channel.h"
+#include "migration/savevm.h"
+#include "hw/ppc/spapr.h"
+#include "monitor/qmp.h"
+#include "qemu/option.h"
+#include "system/runstate.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum MigrationStatus {
+    MIGRATION_STATUS_NONE,
+    MIGRATION_STATUS_SETUP,
+    MIGRATION_STATUS_ACTIVE,
+    MIGRATION_STATUS_COMPLETED,
+    MIGRATION_STATUS_FAILED,
+} MigrationStatus;
+
+static const char *const status_names[] = {
+    "none", "setup", "active", "completed", "failed",
+};
+
+static struct {
+    SpaprMachineState *spapr;
+    const char *machine_type;
+    MigrationStatus status;
+    char *error;
+    RamStats ram;
+    uint64_t transferred;
+    int64_t start_us, total_ms;
+    /* Destination. */
+    bool deferred;              /* -incoming defer, not yet given a URI */
+    bool autostart;
+    char *incoming_uri;
+    MigrationChannel *incoming;
+} mig;
+
+void migration_set_machine(SpaprMachineState *spapr,
+                           const char *machine_type)
+{
+    mig.spapr = spapr;
+    mig.machine_type = machine_type;
+}
+
+static void set_status(MigrationStatus status)
+{
+    JsonObject *data = json_object_new();
+
+    mig.status = status;
+    if (status == MIGRATION_STATUS_SETUP) {
+        mig.start_us = g_get_monotonic_time();
+        g_clear_pointer(&mig.error, g_free);
+        mig.ram = (RamStats){ 0 };
+        mig.transferred = 0;
+    }
+    if (status == MIGRATION_STATUS_COMPLETED ||
+        status == MIGRATION_STATUS_FAILED) {
+        mig.total_ms = (g_get_monotonic_time() - mig.start_us) / 1000;
+    }
+    json_object_set_string_member(data, "status", status_names[status]);
+    qmp_event_emit("MIGRATION", data);
+}
+
+static void fail(const GError *err)
+{
+    mig.error = g_strdup(err->message);
+    set_status(MIGRATION_STATUS_FAILED);
+}
+
+/* Destination. */
+
+static void load_incoming(MigrationChannel *ch, void *opaque)
+{
+    QEMUFile *f = qemu_file_new_input(migration_channel_fd(ch));
+    g_autoptr(GError) err = NULL;
+    bool ok;
+
+    (void)opaque;
+    set_status(MIGRATION_STATUS_ACTIVE);
+    ok = qemu_loadvm_state(f, mig.machine_type, spapr_ram(mig.spapr), &err);
+    mig.transferred = qemu_file_transferred(f);
+    qemu_file_close(f, NULL);
+    mig.incoming = NULL;
+    migration_channel_close(ch, ok ? &err : NULL);
+    if (!ok || err) {
+        /* Devices are as reset left them; the machine keeps waiting. */
+        fprintf(stderr, "illan: -incoming %s: %s\n", mig.incoming_uri,
+                err->message);
+        fail(err);
+        return;
+    }
+    set_status(MIGRATION_STATUS_COMPLETED);
+    runstate_set(RUN_STATE_PAUSED);
+    if (mig.autostart) {
+        vm_start();
+    }
+}
+
+static bool listen_incoming(const char *uri, GError **errp)
+{
+    mig.incoming = migration_channel_open_incoming(uri, load_incoming, NULL,
+                                                   errp);
+    if (!mig.incoming) {
+        return false;
+    }
+    g_free(mig.incoming_uri);
+    mig.incoming_uri = g_strdup(uri);
+    set_status(MIGRATION_STATUS_SETUP);
+    return true;
+}
+
+bool migration_incoming_start(const char *uri, bool autostart, GError **errp)
+{
+    mig.autostart = autostart;
+    runstate_set(RUN_STATE_INMIGRATE);
+    if (!strcmp(uri, "defer")) {
+        mig.deferred = true;
+        return true;
+    }
+    return listen_incoming(uri, errp);
+}
+
+/* After -incoming defer, or after a refused stream: the machine is
+ * still as reset left it, so another stream may come. */
+bool migration_incoming_deferred(const char *uri, GError **errp)
+{
+    bool may_retry = mig.status == MIGRATION_STATUS_FAILED && !mig.incoming;
+
+    if (runstate_get() != RUN_STATE_INMIGRATE) {
+        g_set_error(errp, ILLAN_ERROR, 0, "'-incoming' was not specified on "
+                    "the command line");
+        return false;
+    }
+    if (!mig.deferred && !may_retry) {
+        g_set_error(errp, ILLAN_ERROR, 0, "The incoming migration has already "
+                    "been started");
+        return false;
+    }
+    if (!listen_incoming(uri, errp)) {
+        return false;
+    }
+    mig.deferred = false;
+    return true;
+}
+
+/* Source. */
+
+bool migration_outgoing(const char *uri, GError **errp)
+{
+    MigrationChannel *ch;
+    QEMUFile *f;
+    g_autoptr(GError) err = NULL;
+    bool was_running = runstate_is_running(), ok;
+
+    if (runstate_get() == RUN_STATE_INMIGRATE) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Guest is waiting for an incoming "
+                    "migration");
+        return false;
+    }
+    ch = migration_channel_open_outgoing(uri, errp);
+    if (!ch) {
+        return false;
+    }
+    set_status(MIGRATION_STATUS_SETUP);
+    /* Stopped, frames are dropped before they touch guest memory; the
+     * devices' locks make sure no batch is half delivered when saved. */
+    vm_stop();
+    set_status(MIGRATION_STATUS_ACTIVE);
+    f = qemu_file_new_output(migration_channel_fd(ch));
+    ok = qemu_savevm_state(f, mig.machine_type, spapr_ram(mig.spapr),
+                           &mig.ram, &err);
+    mig.transferred = qemu_file_transferred(f);
+    ok = qemu_file_close(f, ok ? &err : NULL) && ok;
+    ok = migration_channel_close(ch, ok ? &err : NULL) && ok;
+    if (!ok) {
+        fail(err);
+        if (was_running) {
+            vm_start();
+        }
+        return true;
+    }
+    set_status(MIGRATION_STATUS_COMPLETED);
+    runstate_set(RUN_STATE_POSTMIGRATE);
+    return true;
+}
+
+JsonObject *migration_query(void)
+{
+    JsonObject *info = json_object_new(), *ram;
+
+    if (mig.status == MIGRATION_STATUS_NONE) {
+        return info;
+    }
+    json_object_set_string_member(info, "status", status_names[mig.status]);
+    if (mig.status == MIGRATION_STATUS_FAILED) {
+        json_object_set_string_member(info, "error-desc", mig.error);
+    }
+    if (mig.status == MIGRATION_STATUS_COMPLETED ||
+        mig.status == MIGRATION_STATUS_FAILED) {
+        json_object_set_int_member(info, "total-time", mig.total_ms);
+    }
+    ram = json_object_new();
+    json_object_set_int_member(ram, "transferred", mig.transferred);
+    json_object_set_int_member(ram, "total", mig.ram.total);
+    json_object_set_int_member(ram, "normal", mig.ram.normal);
+    json_object_set_int_member(ram, "duplicate", mig.ram.duplicate);
+    json_object_set_int_member(ram, "page-size", MIGRATION_PAGE_SIZE);
+    json_object_set_object_member(info, "ram", ram);
+    return info;
+}
+
+void migration_cleanup(void)
+{
+    migration_channel_close(mig.incoming, NULL);
+    mig.incoming = NULL;
+    g_clear_pointer(&mig.incoming_uri, g_free);
+    g_clear_pointer(&mig.error, g_free);
+}

@@ -1,0 +1,59 @@
+/*
+ * Helpers for the two-process migration suites: a unix dgram peer that
+ * numbers the frames it injects, illan processes with a spapr-vlan on
+ * that socket, the ibmveth guest model, and the QMP steps of a migration.
+ */
+#ifndef MIGRATION_HELPERS_H
+#define MIGRATION_HELPERS_H
+
+#include "libqtest.h"
+#include "libqos/ibmveth.h"
+
+#define UNIT        0x71000000u
+#define OUR_MAC     0x525400123456ULL
+#define NPOOLS      3
+
+typedef struct Rig {
+    char *dir;
+    int peer;
+    char *peer_path;
+    QTestState *src, *dst;
+    char *src_dev, *dst_dev;
+    QGuestAllocator alloc;
+    QIbmveth *veth;
+    uint16_t sent, seen;        /* tags injected and received so far */
+    bool best_fit;              /* pools on: each size has its pool */
+} Rig;
+
+void rig_init(Rig *r);
+/* Removes the rig's directory and what is in it. */
+void rig_free(Rig *r);
+/* A file in the rig's directory (caller frees). */
+char *rig_path(Rig *r, const char *name);
+/* An illan (-M @machine, 64M unless @extra says) whose NIC's backend is
+ * the dgram socket @dev_path; @pools NULL keeps the machine's default. */
+QTestState *rig_start(Rig *r, const char *dev_path, const char *machine,
+                      const char *pools, const char *extra);
+/* Opens the guest on r->src: pools of 16 x 512, 16 x 2048 and 8 x 16384
+ * bytes, a 41-entry queue, in the first @ram_size bytes of RAM. */
+void rig_open_guest(Rig *r, uint64_t ram_size);
+/* Sends the next numbered frame, its size picking its pool, to the NIC
+ * on @dev_path. */
+void rig_inject(Rig *r, const char *dev_path);
+/* The next frame must arrive and be the next number, whole; the guest
+ * then replenishes. */
+void rig_expect_next(Rig *r);
+
+JsonObject *qmp_ok(QTestState *qts, const char *cmd);
+char *run_state(QTestState *qts);
+/* Waits until the NIC has delivered exactly @n frames. */
+void wait_delivered(QTestState *qts, gint64 n);
+/* "bufs N: size:posted ..." of the NIC's pools. */
+char *pool_table(QTestState *qts);
+/* Polls query-migrate until completed or failed; returns "return". */
+JsonObject *wait_migration(QTestState *qts);
+void assert_completed(QTestState *qts);
+/* QMP migrate to @uri; the source must end in postmigrate. */
+void migrate(QTestState *qts, const char *uri);
+
+#endif
