@@ -38,6 +38,9 @@ static struct {
     int64_t start_us, total_ms;
     /* Destination. */
     bool deferred;              /* -incoming defer, not yet given a URI */
+    bool exit_on_error;         /* -incoming URI: a refused stream ends
+                                   the run, as in QEMU */
+    GError *fatal;              /* why it ended, for main() */
     bool autostart;
     char *incoming_uri;
     MigrationChannel *incoming;
@@ -91,10 +94,17 @@ static void load_incoming(MigrationChannel *ch, void *opaque)
     mig.incoming = NULL;
     migration_channel_close(ch, ok ? &err : NULL);
     if (!ok || err) {
-        /* Devices are as reset left them; the machine keeps waiting. */
+        /* Devices are as reset left them: after migrate-incoming the
+         * machine keeps waiting for another stream. */
+        fail(err);
+        if (mig.exit_on_error) {
+            mig.fatal = g_error_new(ILLAN_ERROR, 0, "-incoming %s: %s",
+                                    mig.incoming_uri, err->message);
+            qemu_system_shutdown("host-error");
+            return;
+        }
         fprintf(stderr, "illan: -incoming %s: %s\n", mig.incoming_uri,
                 err->message);
-        fail(err);
         return;
     }
     set_status(MIGRATION_STATUS_COMPLETED);
@@ -121,7 +131,8 @@ bool migration_incoming_start(const char *uri, bool autostart, GError **errp)
 {
     mig.autostart = autostart;
     runstate_set(RUN_STATE_INMIGRATE);
-    if (!strcmp(uri, "defer")) {
+    mig.exit_on_error = strcmp(uri, "defer") != 0;
+    if (!mig.exit_on_error) {
         mig.deferred = true;
         return true;
     }
@@ -215,6 +226,11 @@ JsonObject *migration_query(void)
     json_object_set_int_member(ram, "page-size", MIGRATION_PAGE_SIZE);
     json_object_set_object_member(info, "ram", ram);
     return info;
+}
+
+GError *migration_take_fatal_error(void)
+{
+    return g_steal_pointer(&mig.fatal);
 }
 
 void migration_cleanup(void)

@@ -821,6 +821,9 @@ int main(int argc, char **argv)
     if (parse_argv(&cfg, argc, argv, &err)) {
         run(&cfg, &m, &err);
     }
+    if (!err) {
+        err = migration_take_fatal_error();
+    }
     /* Backends first: their I/O threads deliver into the devices and
      * raise interrupts through qtest until they are stopped. */
     net_cleanup();

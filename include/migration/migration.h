@@ -31,6 +31,9 @@ bool migration_outgoing(const char *uri, GError **errp);
 /* QMP query-migrate's reply. */
 JsonObject *migration_query(void);
 /* Drops a waiting incoming channel. */
+/* Why an -incoming URI given on the command line was refused, ending
+ * the run (exit status 1), or NULL. */
+GError *migration_take_fatal_error(void);
 void migration_cleanup(void);
 
 #endif

@@ -305,6 +305,26 @@ static void test_refusals(void)
     rig_free(&r10);
 }
 
+/* A stream given with -incoming on the command line and refused ends the
+ * run with its one line and status 1, as QEMU does. */
+static void test_cmdline_refusal(void)
+{
+    g_autofree char *path = g_strdup_printf("%s/illan-mig-%d.trunc",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *args = g_strdup_printf("-nodefaults -display none "
+                                            "-device spapr-vlan "
+                                            "-incoming file:%s", path);
+    g_autofree char *out = NULL, *err = NULL;
+
+    g_assert_true(g_file_set_contents(path, "QEVM\0\0", 6, NULL));
+    g_assert_cmpint(illan_run(args, &out, &err), ==, 1);
+    unlink(path);
+    g_test_message("%s", err);
+    g_assert_true(g_str_has_prefix(err, "illan: -incoming file:"));
+    assert_contains(err, "truncated");
+    g_assert_cmpint(strchr(err, '\n') - err, ==, (long)strlen(err) - 1);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -315,5 +335,6 @@ int main(int argc, char **argv)
     g_test_add_func("/migration/exec/defer", test_exec_defer);
     g_test_add_func("/migration/fd", test_fd);
     g_test_add_func("/migration/refusals", test_refusals);
+    g_test_add_func("/migration/cmdline-refusal", test_cmdline_refusal);
     return g_test_run();
 }
