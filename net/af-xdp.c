@@ -254,21 +254,32 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
 /* What the host allows, checked before anything is created so that each
  * refusal says what to do. */
 
-static bool has_cap(const struct __user_cap_data_struct *caps, int cap)
-{
-    return caps[cap / 32].effective & (1u << (cap % 32));
-}
+/* The effective capabilities, read once for all the checks. */
+typedef struct HostCaps {
+    bool known;         /* false: capget failed, the kernel will decide */
+    struct __user_cap_data_struct data[2];
+} HostCaps;
 
-static bool check_capabilities(const AfXdpOptions *o, GError **errp)
+static void read_caps(HostCaps *caps)
 {
     struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct caps[2] = { { 0 } };
+
+    memset(caps, 0, sizeof(*caps));
+    caps->known = syscall(SYS_capget, &hdr, caps->data) == 0;
+}
+
+static bool has_cap(const HostCaps *caps, int cap)
+{
+    return !caps->known ||
+           (caps->data[cap / 32].effective & (1u << (cap % 32)));
+}
+
+static bool check_capabilities(const AfXdpOptions *o, const HostCaps *caps,
+                               GError **errp)
+{
     g_autoptr(GPtrArray) missing = g_ptr_array_new();
     g_autofree char *list = NULL;
 
-    if (syscall(SYS_capget, &hdr, caps)) {
-        return true;    /* cannot tell: let the kernel decide */
-    }
     if (!o->n_sock_fds && !has_cap(caps, CAP_NET_RAW)) {
         g_ptr_array_add(missing, "CAP_NET_RAW (AF_XDP sockets)");
     }
@@ -291,15 +302,13 @@ static bool check_capabilities(const AfXdpOptions *o, GError **errp)
     return false;
 }
 
-static bool check_memlock(const AfXdpOptions *o, size_t umem_per_queue,
-                          GError **errp)
+static bool check_memlock(const AfXdpOptions *o, const HostCaps *caps,
+                          size_t umem_per_queue, GError **errp)
 {
-    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct caps[2] = { { 0 } };
     size_t need = umem_per_queue * o->queues;
     struct rlimit rl;
 
-    if ((!syscall(SYS_capget, &hdr, caps) && has_cap(caps, CAP_IPC_LOCK)) ||
+    if ((caps->known && has_cap(caps, CAP_IPC_LOCK)) ||
         getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY ||
         rl.rlim_cur >= need) {
         return true;
@@ -712,7 +721,9 @@ static bool af_xdp_checks(AfXdpState *s, GError **errp)
 {
     XskQueueConfig sizes = { .rx_ring_size = s->o.rx_ring_size,
                              .tx_ring_size = s->o.tx_ring_size };
+    HostCaps caps;
 
+    read_caps(&caps);
     s->ifindex = if_nametoindex(s->o.ifname);
     if (!s->ifindex) {
         g_set_error(errp, ILLAN_ERROR, 0,
@@ -721,8 +732,8 @@ static bool af_xdp_checks(AfXdpState *s, GError **errp)
         return false;
     }
     return check_queues(&s->o, errp) &&
-           check_capabilities(&s->o, errp) &&
-           check_memlock(&s->o, xsk_queue_umem_size(&sizes), errp) &&
+           check_capabilities(&s->o, &caps, errp) &&
+           check_memlock(&s->o, &caps, xsk_queue_umem_size(&sizes), errp) &&
            (s->o.inhibit || check_attached_program(s, errp));
 }
 
