@@ -93,7 +93,7 @@ static uint16_t guest_receive(Rig *r, uint32_t *buf_size)
     static uint8_t data[65536];
     uint8_t want[1514];
     gint64 deadline = g_get_monotonic_time() + WAIT_US;
-    QIbmvethRxEntry e;
+    IbmvethRxEntry e;
     uint16_t tag;
 
     while (!qibmveth_poll(r->guest, &e, data, sizeof(data))) {
@@ -164,11 +164,11 @@ static void rig_start(Rig *r, unsigned queues, const char *netdev_opts)
 
 static void rig_open_guest(Rig *r)
 {
-    QIbmvethConf conf;
+    IbmvethConf conf;
     int64_t rc = 0;
 
     guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
-    qibmveth_conf_linux_defaults(&conf, UNIT);
+    ibmveth_conf_linux_defaults(&conf, UNIT);
     conf.mac = GUEST_MAC;
     r->guest = qibmveth_open(r->qts, &r->alloc, &conf, &rc);
     g_assert_nonnull(r->guest);
@@ -722,7 +722,7 @@ static void guest_skip_flood(Rig *r, uint16_t first, unsigned n)
 
     while (got < n) {
         static uint8_t data[65536];
-        QIbmvethRxEntry e;
+        IbmvethRxEntry e;
         gint64 deadline = g_get_monotonic_time() + WAIT_US;
         uint16_t tag;
 

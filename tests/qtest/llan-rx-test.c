@@ -37,14 +37,14 @@ static int bind_dgram(const char *path)
     return fd;
 }
 
-static void rig_open_guest(Rig *r, const QIbmvethConf *conf)
+static void rig_open_guest(Rig *r, const IbmvethConf *conf)
 {
-    QIbmvethConf linux_conf;
+    IbmvethConf linux_conf;
     int64_t rc = 0;
 
     guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
     if (!conf) {
-        qibmveth_conf_linux_defaults(&linux_conf, UNIT);
+        ibmveth_conf_linux_defaults(&linux_conf, UNIT);
         linux_conf.mac = OUR_MAC;
         conf = &linux_conf;
     }
@@ -52,7 +52,7 @@ static void rig_open_guest(Rig *r, const QIbmvethConf *conf)
     g_assert_nonnull(r->veth);
 }
 
-static void rig_start(Rig *r, const char *pools, const QIbmvethConf *conf)
+static void rig_start(Rig *r, const char *pools, const IbmvethConf *conf)
 {
     static int n;
 
@@ -98,11 +98,11 @@ static void inject(Rig *r, const uint8_t *dst, size_t len, uint16_t tag)
 }
 
 /* The next received frame (waiting for it); its tag and buffer size. */
-static QIbmvethRxEntry expect_frame(Rig *r, uint16_t *tag)
+static IbmvethRxEntry expect_frame(Rig *r, uint16_t *tag)
 {
     static uint8_t data[65536];
     gint64 deadline = g_get_monotonic_time() + WAIT_US;
-    QIbmvethRxEntry e;
+    IbmvethRxEntry e;
 
     while (!qibmveth_poll(r->veth, &e, data, sizeof(data))) {
         if (g_get_monotonic_time() > deadline) {
@@ -135,7 +135,7 @@ static void test_modes_table(void)
         }
         for (uint16_t i = 0; i < 30; i++) {
             uint16_t tag;
-            QIbmvethRxEntry e = expect_frame(&r, &tag);
+            IbmvethRxEntry e = expect_frame(&r, &tag);
             uint32_t want = m == 0 ? (sizes[tag % 3] == 60 ? 512 : 2048)
                                    : 65536;
             unsigned c;
@@ -152,7 +152,7 @@ static void test_modes_table(void)
             frame_bytes += e.len;
         }
         g_string_printf(line, "use-rx-buffer-pools=%s: posted", modes[m]);
-        for (unsigned p = 0; p < QIBMVETH_NUM_POOLS; p++) {
+        for (unsigned p = 0; p < IBMVETH_NUM_POOLS; p++) {
             g_string_append_printf(line, " %u", qibmveth_posted(r.veth, p));
         }
         g_string_append(line, "; frames per buffer size:");
@@ -195,7 +195,7 @@ static void test_page_mode_takes_509(void)
 static void test_toggle_across_wraps(void)
 {
     for (int m = 0; m < 2; m++) {
-        QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
+        IbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
                               .pool_size = { 2048 }, .pool_count = { 3 },
                               .pool_active = { true } };
         Rig r;
@@ -221,7 +221,7 @@ static void test_toggle_across_wraps(void)
  * in the guest's counter; the frames behind them are not held up. */
 static void test_no_buffer_counter(void)
 {
-    QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 2,
+    IbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 2,
                           .pool_size = { 512, 2048 },
                           .pool_count = { 8, 8 },
                           .pool_active = { true, true } };
@@ -383,7 +383,7 @@ static void test_hostile_buffer_list(void)
 /* A 4-byte aligned buffer of odd size: the frame lands at buffer + 8. */
 static void test_odd_buffer(void)
 {
-    QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
+    IbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
                           .pool_size = { 1028 }, .pool_count = { 2 },
                           .pool_active = { true } };
     Rig r;
@@ -429,9 +429,9 @@ static void test_send_gather(void)
     /* BD3: 414 bytes at the start of the first page. */
     qtest_memwrite(r.qts, real_a, frame + 1100, 414);
     g_assert_cmpint(qibmveth_send_bds(r.veth, (uint64_t[]){
-                        qibmveth_bd(100, io + 4096 - 96),
-                        qibmveth_bd(1000, io + 4096 + 0x100),
-                        qibmveth_bd(414, io) }, 3), ==, H_SUCCESS);
+                        ibmveth_bd(100, io + 4096 - 96),
+                        ibmveth_bd(1000, io + 4096 + 0x100),
+                        ibmveth_bd(414, io) }, 3), ==, H_SUCCESS);
     g_assert_cmpuint(recv_frame(&r, got, sizeof(got)), ==, sizeof(frame));
     g_assert_cmpmem(got, sizeof(frame), frame, sizeof(frame));
     /* And one frame through the model's own single-BD path. */
@@ -454,7 +454,7 @@ static void test_stream_backend(void)
     uint8_t frame[100], got[4 + sizeof(frame)];
     uint8_t len_be[4] = { 0, 0, 0, sizeof(frame) };
     struct timeval tv = { .tv_sec = 5 };
-    QIbmvethRxEntry e;
+    IbmvethRxEntry e;
     uint16_t tag;
     Rig r = { 0 };
     size_t done = 0;
@@ -556,7 +556,7 @@ static JsonObject *stats_after(Rig *r, gint64 total)
  * buffers posted, on the NIC and its netdev alike. */
 static void test_counters_balance(void)
 {
-    QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
+    IbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
                           .pool_size = { 2048 }, .pool_count = { 2 },
                           .pool_active = { false } };
     const uint8_t other[6] = { 0x52, 0x54, 0x00, 0x77, 0x77, 0x77 };
@@ -579,12 +579,12 @@ static void test_counters_balance(void)
     }
     /* Not mapped yet: refused, and nothing is posted. */
     g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, UNIT,
-                                 qibmveth_bd(2048, 0x8000000)), ==,
+                                 ibmveth_bd(2048, 0x8000000)), ==,
                     H_PARAMETER);
     qtest_tce_map(r.qts, UNIT, 0x8000000, 0x8000000, 0x2000, 3);
     for (int i = 0; i < 3; i++) {
         g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, UNIT,
-                                     qibmveth_bd(2048, 0x8000000 + i * 2048)),
+                                     ibmveth_bd(2048, 0x8000000 + i * 2048)),
                         ==, H_SUCCESS);
     }
     for (uint16_t i = 0; i < 3; i++) {

@@ -69,7 +69,7 @@ void rig_free(Rig *r)
 /* Three pools of 16, 16 and 8 buffers: a 41-entry queue. */
 void rig_open_guest(Rig *r, uint64_t ram_size)
 {
-    QIbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = NPOOLS,
+    IbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = NPOOLS,
                           .pool_size = { 512, 2048, 16384 },
                           .pool_count = { 16, 16, 8 },
                           .pool_active = { true, true, true },
@@ -106,7 +106,7 @@ void rig_expect_next(Rig *r)
 {
     static uint8_t data[65536];
     gint64 deadline = g_get_monotonic_time() + WAIT_US;
-    QIbmvethRxEntry e;
+    IbmvethRxEntry e;
     uint16_t tag;
 
     while (!qibmveth_poll(r->veth, &e, data, sizeof(data))) {

@@ -1,0 +1,820 @@
+/*
+ * A model of Linux's ibmveth driver (see guest/ibmveth.h).  It follows the
+ * driver's order of hcalls and its bookkeeping, so whoever runs it drives
+ * the device the way a real guest does.
+ */
+#include "guest/ibmveth.h"
+
+#include <string.h>
+
+#include "hw/ppc/hcall.h"
+
+#define H_LONG_BUSY_ORDER_1_MSEC    9900
+#define H_LONG_BUSY_ORDER_100_SEC   9905
+
+#define VIO_IRQ_DISABLE             0
+#define VIO_IRQ_ENABLE              1
+
+#define PAGE_SIZE                   4096ULL
+#define DMA_WINDOW_SIZE             0x10000000ULL
+#define TCE_READ                    1ULL
+#define TCE_WRITE                   2ULL
+#define TCE_RW                      (TCE_READ | TCE_WRITE)
+/* One 4 KiB list page holds 512 TCEs, H_PUT_TCE_INDIRECT's maximum. */
+#define TCE_LIST_ENTRIES            (PAGE_SIZE / sizeof(uint64_t))
+
+/* skb data starts on a cache line (128 bytes on POWER). */
+#define POOL_BUF_ALIGN              128
+
+/* Linux loops without bound; a broken device must not hang the guest. */
+#define FREE_BUSY_TRIES             1024
+#define SEND_BUSY_RETRIES           1024
+
+#define IBMVETH_ERROR (g_quark_from_static_string("ibmveth-error"))
+
+static const uint32_t linux_pool_size[IBMVETH_NUM_POOLS] = {
+    512, 2048, 16384, 32768, 65536,
+};
+static const uint32_t linux_pool_count[IBMVETH_NUM_POOLS] = {
+    256, 512, 256, 256, 256,
+};
+static const bool linux_pool_active[IBMVETH_NUM_POOLS] = {
+    true, true, false, false, true,
+};
+
+typedef struct IbmvethPool {
+    unsigned index;
+    bool active;
+    uint32_t size, count, threshold;
+    uint64_t base;              /* slot i is at base + i * stride */
+    uint64_t stride;
+    /* Linux's free_map: a ring of free slots, taken at @consumer and
+     * returned at @producer, so slots are reused in the order freed. */
+    uint32_t *free_map;
+    uint32_t consumer, producer;
+    uint32_t available;         /* posted and not yet consumed */
+    bool *posted;               /* per slot, to catch bogus handles */
+} IbmvethPool;
+
+struct IbmvethDriver {
+    IbmvethBus bus;
+    uint32_t unit;
+    uint64_t tce_list;          /* scratch page for H_PUT_TCE_INDIRECT */
+    uint64_t buffer_list, filter_list, rxq, tx_buf;
+    uint32_t rxq_len;
+    uint32_t rxq_index;
+    bool rxq_toggle;
+    unsigned bds_per_add;
+    uint64_t add_failures;
+    IbmvethPool pool[IBMVETH_NUM_POOLS];
+};
+
+void ibmveth_conf_linux_defaults(IbmvethConf *conf, uint32_t unit)
+{
+    *conf = (IbmvethConf) {
+        .unit = unit,
+        .mac = 0x525400123456ULL,
+        .npools = IBMVETH_NUM_POOLS,
+    };
+    memcpy(conf->pool_size, linux_pool_size, sizeof(linux_pool_size));
+    memcpy(conf->pool_count, linux_pool_count, sizeof(linux_pool_count));
+    memcpy(conf->pool_active, linux_pool_active, sizeof(linux_pool_active));
+}
+
+bool ibmveth_conf_check(const IbmvethConf *conf, GError **errp)
+{
+    if (conf->npools > IBMVETH_NUM_POOLS) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "%u pools: ibmveth has %d",
+                    conf->npools, IBMVETH_NUM_POOLS);
+        return false;
+    }
+    for (unsigned i = 0; i < conf->npools; i++) {
+        uint32_t size = conf->pool_size[i], count = conf->pool_count[i];
+
+        if (count < 1 || count > IBMVETH_POOL_COUNT_MAX ||
+            size < IBMVETH_POOL_SIZE_MIN || size > IBMVETH_POOL_SIZE_MAX) {
+            g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: size %u count %u "
+                        "is not a pool Linux accepts (count 1..%d, size "
+                        "%d..%d)", i, size, count, IBMVETH_POOL_COUNT_MAX,
+                        IBMVETH_POOL_SIZE_MIN, IBMVETH_POOL_SIZE_MAX);
+            return false;
+        }
+    }
+    return true;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t align)
+{
+    return (x + align - 1) & ~(align - 1);
+}
+
+static bool hcall_is_busy(int64_t rc)
+{
+    return rc == H_BUSY || (rc >= H_LONG_BUSY_ORDER_1_MSEC &&
+                            rc <= H_LONG_BUSY_ORDER_100_SEC);
+}
+
+static int64_t hcall(IbmvethDriver *v, uint64_t opcode, unsigned nargs,
+                     uint64_t *args, unsigned nout)
+{
+    return v->bus.hcall(v->bus.opaque, opcode, nargs, args, nout);
+}
+
+/* An hcall whose arguments are all inputs. */
+#define HCALL_IN(v, opcode, ...)                                          \
+    hcall((v), (opcode),                                                  \
+          sizeof((uint64_t[]){ __VA_ARGS__ }) / sizeof(uint64_t),         \
+          (uint64_t[]){ __VA_ARGS__ }, 0)
+
+/* ---- DMA mapping ---- */
+
+/*
+ * Identity-maps the pages of [gpa, gpa + len): 512 TCEs per
+ * H_PUT_TCE_INDIRECT keeps a 16 MiB pool to a few dozen hcalls.
+ */
+static bool map_identity(IbmvethDriver *v, uint64_t gpa, uint64_t len,
+                         uint64_t perm, GError **errp)
+{
+    uint64_t first = gpa & ~(PAGE_SIZE - 1);
+    uint64_t end = align_up(gpa + len, PAGE_SIZE);
+    uint64_t list[TCE_LIST_ENTRIES];
+
+    for (uint64_t page = first; page < end;
+         page += TCE_LIST_ENTRIES * PAGE_SIZE) {
+        uint64_t n = MIN(TCE_LIST_ENTRIES, (end - page) / PAGE_SIZE);
+        int64_t rc;
+
+        for (uint64_t i = 0; i < n; i++) {
+            list[i] = GUINT64_TO_BE((page + i * PAGE_SIZE) | perm);
+        }
+        v->bus.write(v->bus.opaque, v->tce_list, list, n * sizeof(list[0]));
+        rc = HCALL_IN(v, H_PUT_TCE_INDIRECT, v->unit, page, v->tce_list, n);
+        if (rc != H_SUCCESS) {
+            g_set_error(errp, IBMVETH_ERROR, 0, "H_PUT_TCE_INDIRECT at 0x%"
+                        G_GINT64_MODIFIER "x: rc %" G_GINT64_FORMAT, page,
+                        rc);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Guest memory below the DMA window, or 0 saying why. */
+static uint64_t alloc_dma(IbmvethDriver *v, uint64_t size, GError **errp)
+{
+    uint64_t addr = v->bus.alloc(v->bus.opaque, size, PAGE_SIZE);
+
+    if (!addr || addr + size > DMA_WINDOW_SIZE) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "no guest memory for %"
+                    G_GUINT64_FORMAT " bytes below the 256 MiB DMA window "
+                    "(raise -m or shrink the pools)", size);
+        return 0;
+    }
+    return addr;
+}
+
+/* Page-aligned, zeroed and mapped, as Linux's pages and coherent memory. */
+static uint64_t alloc_zeroed_mapped(IbmvethDriver *v, uint64_t size,
+                                    uint64_t perm, GError **errp)
+{
+    uint64_t addr = alloc_dma(v, size, errp);
+
+    if (!addr) {
+        return 0;
+    }
+    v->bus.fill(v->bus.opaque, addr, 0, size);
+    return map_identity(v, addr, size, perm, errp) ? addr : 0;
+}
+
+/* ---- Pools ---- */
+
+static void pool_init(IbmvethPool *p, unsigned index,
+                      const IbmvethConf *conf)
+{
+    p->index = index;
+    if (conf->npools == 0) {
+        p->size = linux_pool_size[index];
+        p->count = linux_pool_count[index];
+        p->active = linux_pool_active[index];
+    } else if (index < conf->npools) {
+        p->size = conf->pool_size[index];
+        p->count = conf->pool_count[index];
+        p->active = conf->pool_active[index];
+    }
+    p->threshold = p->count * 7 / 8;
+}
+
+static void pool_init_free_map(IbmvethPool *p)
+{
+    p->free_map = g_new(uint32_t, p->count);
+    for (uint32_t slot = 0; slot < p->count; slot++) {
+        p->free_map[slot] = slot;
+    }
+    p->posted = g_new0(bool, p->count);
+}
+
+/* Guest buffers and host records, made only for an active pool and only
+ * after a successful register, as Linux allocates its pools. */
+static bool pool_alloc(IbmvethDriver *v, IbmvethPool *p, GError **errp)
+{
+    p->stride = align_up(p->size, POOL_BUF_ALIGN);
+    p->base = alloc_dma(v, p->stride * p->count, errp);
+    if (!p->base ||
+        !map_identity(v, p->base, p->stride * p->count, TCE_RW, errp)) {
+        return false;
+    }
+    pool_init_free_map(p);
+    return true;
+}
+
+static void pool_free(IbmvethPool *p)
+{
+    g_free(p->free_map);
+    g_free(p->posted);
+}
+
+static uint64_t pool_buf_addr(const IbmvethPool *p, uint32_t slot)
+{
+    return p->base + slot * p->stride;
+}
+
+/* The @nth free slot from the consumer end, without taking it. */
+static uint32_t pool_peek_free(const IbmvethPool *p, uint32_t nth)
+{
+    return p->free_map[(p->consumer + nth) % p->count];
+}
+
+static void pool_take_free(IbmvethPool *p, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        p->posted[p->free_map[p->consumer]] = true;
+        p->consumer = (p->consumer + 1) % p->count;
+    }
+    p->available += n;
+}
+
+static void pool_return(IbmvethPool *p, uint32_t slot)
+{
+    p->posted[slot] = false;
+    p->free_map[p->producer] = slot;
+    p->producer = (p->producer + 1) % p->count;
+    p->available--;
+}
+
+/* ---- Replenish ---- */
+
+/* Writes the correlator into the buffer (the device hands its first 8
+ * bytes back as the rx handle) and returns the buffer's BD. */
+static uint64_t prepare_buffer(IbmvethDriver *v, const IbmvethPool *p,
+                               uint32_t slot)
+{
+    uint64_t addr = pool_buf_addr(p, slot);
+    uint64_t correlator = GUINT64_TO_BE((uint64_t)p->index << 32 | slot);
+
+    v->bus.write(v->bus.opaque, addr, &correlator, sizeof(correlator));
+    return ibmveth_bd(p->size, addr);
+}
+
+static int64_t add_buffers(IbmvethDriver *v, const uint64_t *bds,
+                           unsigned n)
+{
+    uint64_t args[1 + IBMVETH_MAX_BDS_PER_ADD] = { v->unit };
+
+    if (n == 1) {
+        return HCALL_IN(v, H_ADD_LOGICAL_LAN_BUFFER, v->unit, bds[0]);
+    }
+    memcpy(&args[1], bds, n * sizeof(bds[0]));
+    return hcall(v, H_ADD_LOGICAL_LAN_BUFFERS, G_N_ELEMENTS(args), args, 0);
+}
+
+static unsigned replenish_pool(IbmvethDriver *v, IbmvethPool *p)
+{
+    unsigned added = 0;
+
+    while (p->available < p->count) {
+        unsigned n = MIN(p->count - p->available, v->bds_per_add);
+        uint64_t bds[IBMVETH_MAX_BDS_PER_ADD];
+        int64_t rc;
+
+        for (unsigned i = 0; i < n; i++) {
+            bds[i] = prepare_buffer(v, p, pool_peek_free(p, i));
+        }
+        rc = add_buffers(v, bds, n);
+        if (rc != H_SUCCESS) {
+            v->add_failures += n;
+            /* Firmware without the bulk hcall (e.g. after migration). */
+            if (v->bds_per_add > 1 && rc == H_FUNCTION) {
+                v->bds_per_add = 1;
+            }
+            break;
+        }
+        pool_take_free(p, n);
+        added += n;
+    }
+    return added;
+}
+
+unsigned ibmveth_replenish(IbmvethDriver *v)
+{
+    unsigned added = 0;
+
+    for (int i = IBMVETH_NUM_POOLS - 1; i >= 0; i--) {
+        IbmvethPool *p = &v->pool[i];
+
+        if (p->active && p->available < p->threshold) {
+            added += replenish_pool(v, p);
+        }
+    }
+    return added;
+}
+
+/* ---- Open and close ---- */
+
+static unsigned query_bds_per_add(IbmvethDriver *v)
+{
+    uint64_t args[] = { v->unit, 0, 0 };
+
+    if (hcall(v, H_ILLAN_ATTRIBUTES, G_N_ELEMENTS(args), args, 1) ==
+            H_SUCCESS && (args[0] & IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT)) {
+        return IBMVETH_MAX_BDS_PER_ADD;
+    }
+    return 1;
+}
+
+static uint32_t rxq_entries(const IbmvethDriver *v)
+{
+    uint32_t entries = 1;
+
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        entries += v->pool[i].count;
+    }
+    return entries;
+}
+
+static int64_t free_lan_while_busy(IbmvethDriver *v)
+{
+    int64_t rc;
+    unsigned tries = 0;
+
+    do {
+        rc = HCALL_IN(v, H_FREE_LOGICAL_LAN, v->unit);
+    } while (hcall_is_busy(rc) && ++tries < FREE_BUSY_TRIES);
+    return rc;
+}
+
+static int64_t register_lan(IbmvethDriver *v, uint64_t mac)
+{
+    uint64_t rxq_bd = ibmveth_bd(v->rxq_len, v->rxq);
+    int64_t rc = HCALL_IN(v, H_REGISTER_LOGICAL_LAN, v->unit,
+                          v->buffer_list, rxq_bd, v->filter_list, mac);
+
+    /* After a kexec the LAN is still registered: free it, retry once. */
+    if (rc != H_SUCCESS) {
+        free_lan_while_busy(v);
+        rc = HCALL_IN(v, H_REGISTER_LOGICAL_LAN, v->unit,
+                      v->buffer_list, rxq_bd, v->filter_list, mac);
+    }
+    return rc;
+}
+
+static void free_driver(IbmvethDriver *v)
+{
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        pool_free(&v->pool[i]);
+    }
+    g_free(v);
+}
+
+/* The structures Linux allocates before it registers. */
+static bool alloc_queues(IbmvethDriver *v, GError **errp)
+{
+    v->tce_list = alloc_dma(v, PAGE_SIZE, errp);
+    return v->tce_list &&
+        (v->buffer_list = alloc_zeroed_mapped(v, PAGE_SIZE, TCE_RW, errp)) &&
+        (v->filter_list = alloc_zeroed_mapped(v, PAGE_SIZE, TCE_RW, errp)) &&
+        (v->rxq = alloc_zeroed_mapped(v, v->rxq_len, TCE_RW, errp)) &&
+        (v->tx_buf = alloc_zeroed_mapped(v, IBMVETH_TX_BUF_SIZE, TCE_READ,
+                                         errp));
+}
+
+static bool alloc_pools(IbmvethDriver *v, GError **errp)
+{
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (v->pool[i].active && !pool_alloc(v, &v->pool[i], errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
+                            int64_t *rc, GError **errp)
+{
+    IbmvethDriver *v;
+    int64_t reg_rc = H_SUCCESS;
+
+    if (!ibmveth_conf_check(conf, errp)) {
+        return NULL;
+    }
+    v = g_new0(IbmvethDriver, 1);
+    v->bus = *bus;
+    v->unit = conf->unit;
+    v->bds_per_add = conf->bulk_add ? query_bds_per_add(v) : 1;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        pool_init(&v->pool[i], i, conf);
+    }
+    v->rxq_len = rxq_entries(v) * IBMVETH_RXQ_ENTRY_SIZE;
+    v->rxq_toggle = true;
+    if (!alloc_queues(v, errp)) {
+        goto fail;
+    }
+    HCALL_IN(v, H_VIO_SIGNAL, v->unit, VIO_IRQ_DISABLE);
+    reg_rc = register_lan(v, conf->mac);
+    if (reg_rc != H_SUCCESS) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "H_REGISTER_LOGICAL_LAN(0x%x): "
+                    "rc %" G_GINT64_FORMAT, v->unit, reg_rc);
+        goto fail;
+    }
+    if (!alloc_pools(v, errp)) {
+        free_lan_while_busy(v);
+        goto fail;
+    }
+    if (rc) {
+        *rc = reg_rc;
+    }
+    /* Linux's open calls its interrupt handler once; the NAPI poll it
+     * schedules replenishes and then enables the interrupt. */
+    ibmveth_set_irq(v, false);
+    ibmveth_replenish(v);
+    ibmveth_set_irq(v, true);
+    return v;
+
+fail:
+    if (rc) {
+        *rc = reg_rc;
+    }
+    free_driver(v);
+    return NULL;
+}
+
+int64_t ibmveth_close(IbmvethDriver *v)
+{
+    int64_t rc;
+
+    /* Linux ignores this rc: a bad unit shows in H_FREE's. */
+    HCALL_IN(v, H_VIO_SIGNAL, v->unit, VIO_IRQ_DISABLE);
+    rc = free_lan_while_busy(v);
+    free_driver(v);
+    return rc;
+}
+
+void ibmveth_set_bus(IbmvethDriver *v, const IbmvethBus *bus)
+{
+    v->bus = *bus;
+}
+
+/* ---- Receive ---- */
+
+static void parse_rxq_entry(const uint8_t *raw, IbmvethRxEntry *entry)
+{
+    uint16_t offset;
+    uint32_t len;
+    uint64_t handle;
+
+    memcpy(&offset, raw + 2, sizeof(offset));
+    memcpy(&len, raw + 4, sizeof(len));
+    memcpy(&handle, raw + 8, sizeof(handle));
+    *entry = (IbmvethRxEntry) {
+        .control = raw[0],
+        .valid = raw[0] & IBMVETH_RXQ_VALID,
+        .offset = GUINT16_FROM_BE(offset),
+        .len = GUINT32_FROM_BE(len),
+        .handle = GUINT64_FROM_BE(handle),
+    };
+    entry->pool = entry->handle >> 32;
+    entry->slot = (uint32_t)entry->handle;
+}
+
+/* The pool of a handle that names a posted buffer, else NULL. */
+static IbmvethPool *pool_of_handle(IbmvethDriver *v,
+                                   const IbmvethRxEntry *e)
+{
+    IbmvethPool *p;
+
+    if (e->pool >= IBMVETH_NUM_POOLS) {
+        return NULL;
+    }
+    p = &v->pool[e->pool];
+    if (!p->active || e->slot >= p->count || !p->posted[e->slot]) {
+        return NULL;
+    }
+    return p;
+}
+
+IbmvethRxStatus ibmveth_rx_peek(IbmvethDriver *v, IbmvethRxEntry *e)
+{
+    uint8_t raw[IBMVETH_RXQ_ENTRY_SIZE];
+    IbmvethPool *p;
+
+    /* All 16 bytes at once: the device writes the control byte last. */
+    v->bus.read(v->bus.opaque,
+                v->rxq + v->rxq_index * IBMVETH_RXQ_ENTRY_SIZE, raw,
+                sizeof(raw));
+    if (!!(raw[0] & IBMVETH_RXQ_TOGGLE) != v->rxq_toggle) {
+        return IBMVETH_RX_EMPTY;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    parse_rxq_entry(raw, e);
+    p = pool_of_handle(v, e);
+    if (!p) {
+        return IBMVETH_RX_BAD_HANDLE;
+    }
+    e->buf_size = p->size;
+    return IBMVETH_RX_READY;
+}
+
+uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e)
+{
+    return pool_buf_addr(&v->pool[e->pool], e->slot) + e->offset;
+}
+
+void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e)
+{
+    IbmvethPool *p = pool_of_handle(v, e);
+
+    if (p) {
+        pool_return(p, e->slot);
+    }
+    v->rxq_index++;
+    if (v->rxq_index == v->rxq_len / IBMVETH_RXQ_ENTRY_SIZE) {
+        v->rxq_index = 0;
+        v->rxq_toggle = !v->rxq_toggle;
+    }
+}
+
+/* ---- Transmit ---- */
+
+int64_t ibmveth_send(IbmvethDriver *v, const void *frame, size_t len)
+{
+    uint64_t args[8] = { v->unit };
+    uint64_t token = 0;
+    unsigned retries = 0;
+    int64_t rc;
+
+    if (len > IBMVETH_TX_BUF_SIZE) {
+        return H_PARAMETER;
+    }
+    if (len > 0) {
+        v->bus.write(v->bus.opaque, v->tx_buf, frame, len);
+    }
+    /* args[7] is the continue-token the device returned with H_BUSY. */
+    do {
+        args[0] = v->unit;
+        args[1] = ibmveth_bd(len, v->tx_buf);
+        memset(&args[2], 0, 5 * sizeof(args[0]));
+        args[7] = token;
+        rc = hcall(v, H_SEND_LOGICAL_LAN, G_N_ELEMENTS(args), args, 1);
+        token = args[0];
+    } while (rc == H_BUSY && retries++ < SEND_BUSY_RETRIES);
+    return rc;
+}
+
+int64_t ibmveth_send_bds(IbmvethDriver *v, const uint64_t *bds,
+                         unsigned nbds)
+{
+    uint64_t args[2 + IBMVETH_MAX_TX_BDS] = { v->unit };
+
+    if (nbds > IBMVETH_MAX_TX_BDS) {
+        return H_PARAMETER;
+    }
+    memcpy(&args[1], bds, nbds * sizeof(bds[0]));
+    return hcall(v, H_SEND_LOGICAL_LAN, G_N_ELEMENTS(args), args, 0);
+}
+
+/* ---- Small accessors ---- */
+
+int64_t ibmveth_set_irq(IbmvethDriver *v, bool enable)
+{
+    return HCALL_IN(v, H_VIO_SIGNAL, v->unit,
+                    enable ? VIO_IRQ_ENABLE : VIO_IRQ_DISABLE);
+}
+
+uint64_t ibmveth_rx_no_buffer(IbmvethDriver *v)
+{
+    uint64_t be;
+
+    v->bus.read(v->bus.opaque, v->buffer_list + IBMVETH_RX_NO_BUFFER_OFFSET,
+                &be, sizeof(be));
+    return GUINT64_FROM_BE(be);
+}
+
+uint64_t ibmveth_buffer_list(IbmvethDriver *v)
+{
+    return v->buffer_list;
+}
+
+uint64_t ibmveth_rxq(IbmvethDriver *v)
+{
+    return v->rxq;
+}
+
+uint64_t ibmveth_tx_buffer(IbmvethDriver *v)
+{
+    return v->tx_buf;
+}
+
+uint32_t ibmveth_unit(IbmvethDriver *v)
+{
+    return v->unit;
+}
+
+unsigned ibmveth_posted(IbmvethDriver *v, unsigned pool)
+{
+    return pool < IBMVETH_NUM_POOLS ? v->pool[pool].available : 0;
+}
+
+uint32_t ibmveth_pool_size(IbmvethDriver *v, unsigned pool)
+{
+    return pool < IBMVETH_NUM_POOLS && v->pool[pool].active ?
+           v->pool[pool].size : 0;
+}
+
+uint64_t ibmveth_add_failures(IbmvethDriver *v)
+{
+    return v->add_failures;
+}
+
+unsigned ibmveth_bds_per_add(IbmvethDriver *v)
+{
+    return v->bds_per_add;
+}
+
+/* ---- Save and restore ---- */
+
+static void save_pool(GKeyFile *kf, const IbmvethPool *p)
+{
+    g_autofree char *group = g_strdup_printf("pool%u", p->index);
+    g_autofree gint *free_map = g_new0(gint, p->count + 1);
+    g_autofree gint *posted = g_new0(gint, p->count + 1);
+
+    g_key_file_set_boolean(kf, group, "active", p->active);
+    g_key_file_set_uint64(kf, group, "size", p->size);
+    g_key_file_set_uint64(kf, group, "count", p->count);
+    if (!p->active) {
+        return;
+    }
+    g_key_file_set_uint64(kf, group, "base", p->base);
+    g_key_file_set_uint64(kf, group, "stride", p->stride);
+    g_key_file_set_uint64(kf, group, "consumer", p->consumer);
+    g_key_file_set_uint64(kf, group, "producer", p->producer);
+    g_key_file_set_uint64(kf, group, "available", p->available);
+    for (uint32_t i = 0; i < p->count; i++) {
+        free_map[i] = p->free_map[i];
+        posted[i] = p->posted[i];
+    }
+    g_key_file_set_integer_list(kf, group, "free_map", free_map, p->count);
+    g_key_file_set_integer_list(kf, group, "posted", posted, p->count);
+}
+
+char *ibmveth_save(IbmvethDriver *v)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    static const char g[] = "ibmveth";
+
+    g_key_file_set_uint64(kf, g, "unit", v->unit);
+    g_key_file_set_uint64(kf, g, "tce_list", v->tce_list);
+    g_key_file_set_uint64(kf, g, "buffer_list", v->buffer_list);
+    g_key_file_set_uint64(kf, g, "filter_list", v->filter_list);
+    g_key_file_set_uint64(kf, g, "rxq", v->rxq);
+    g_key_file_set_uint64(kf, g, "tx_buf", v->tx_buf);
+    g_key_file_set_uint64(kf, g, "rxq_len", v->rxq_len);
+    g_key_file_set_uint64(kf, g, "rxq_index", v->rxq_index);
+    g_key_file_set_boolean(kf, g, "rxq_toggle", v->rxq_toggle);
+    g_key_file_set_uint64(kf, g, "bds_per_add", v->bds_per_add);
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        save_pool(kf, &v->pool[i]);
+    }
+    return g_key_file_to_data(kf, NULL, NULL);
+}
+
+/* Reads the keys in @keys into @out, in order; false at the first one
+ * missing or malformed, with errp saying which. */
+static bool get_u64s(GKeyFile *kf, const char *group,
+                     const char *const *keys, uint64_t *out, GError **errp)
+{
+    for (unsigned i = 0; keys[i]; i++) {
+        GError *err = NULL;
+
+        out[i] = g_key_file_get_uint64(kf, group, keys[i], &err);
+        if (err) {
+            g_propagate_prefixed_error(errp, err, "[%s] %s: ", group,
+                                       keys[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool restore_free_map(GKeyFile *kf, const char *group, IbmvethPool *p,
+                             GError **errp)
+{
+    g_autofree gint *free_map = NULL, *posted = NULL;
+    gsize n_free = 0, n_posted = 0;
+
+    free_map = g_key_file_get_integer_list(kf, group, "free_map", &n_free,
+                                           NULL);
+    posted = g_key_file_get_integer_list(kf, group, "posted", &n_posted,
+                                         NULL);
+    if (n_free != p->count || n_posted != p->count) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "[%s]: free_map and posted must "
+                    "have %u entries", group, p->count);
+        return false;
+    }
+    pool_init_free_map(p);
+    for (uint32_t i = 0; i < p->count; i++) {
+        if ((uint32_t)free_map[i] >= p->count) {
+            g_set_error(errp, IBMVETH_ERROR, 0, "[%s]: free_map[%u] = %d is "
+                        "no slot", group, i, free_map[i]);
+            return false;
+        }
+        p->free_map[i] = free_map[i];
+        p->posted[i] = posted[i];
+    }
+    return true;
+}
+
+static bool restore_pool(GKeyFile *kf, IbmvethPool *p, unsigned index,
+                         GError **errp)
+{
+    static const char *const sizes[] = { "size", "count", NULL };
+    static const char *const keys[] = { "base", "stride", "consumer",
+                                        "producer", "available", NULL };
+    g_autofree char *group = g_strdup_printf("pool%u", index);
+    uint64_t s[2], k[5];
+
+    p->index = index;
+    p->active = g_key_file_get_boolean(kf, group, "active", NULL);
+    if (!get_u64s(kf, group, sizes, s, errp)) {
+        return false;
+    }
+    p->size = s[0];
+    p->count = s[1];
+    p->threshold = p->count * 7 / 8;
+    if (!p->active) {
+        return true;
+    }
+    if (!get_u64s(kf, group, keys, k, errp)) {
+        return false;
+    }
+    if (p->count < 1 || p->count > IBMVETH_POOL_COUNT_MAX ||
+        k[2] >= p->count || k[3] >= p->count || k[4] > p->count) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "[%s]: inconsistent pool",
+                    group);
+        return false;
+    }
+    p->base = k[0];
+    p->stride = k[1];
+    p->consumer = k[2];
+    p->producer = k[3];
+    p->available = k[4];
+    return restore_free_map(kf, group, p, errp);
+}
+
+IbmvethDriver *ibmveth_restore(const IbmvethBus *bus, const char *text,
+                               GError **errp)
+{
+    static const char *const keys[] = { "unit", "tce_list", "buffer_list",
+                                        "filter_list", "rxq", "tx_buf",
+                                        "rxq_len", "rxq_index", "bds_per_add",
+                                        NULL };
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    IbmvethDriver *v = g_new0(IbmvethDriver, 1);
+    uint64_t k[9];
+
+    v->bus = *bus;
+    if (!g_key_file_load_from_data(kf, text, -1, 0, errp) ||
+        !get_u64s(kf, "ibmveth", keys, k, errp)) {
+        goto fail;
+    }
+    v->unit = k[0];
+    v->tce_list = k[1];
+    v->buffer_list = k[2];
+    v->filter_list = k[3];
+    v->rxq = k[4];
+    v->tx_buf = k[5];
+    v->rxq_len = k[6];
+    v->rxq_index = k[7];
+    v->bds_per_add = k[8];
+    v->rxq_toggle = g_key_file_get_boolean(kf, "ibmveth", "rxq_toggle",
+                                           NULL);
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (!restore_pool(kf, &v->pool[i], i, errp)) {
+            goto fail;
+        }
+    }
+    return v;
+
+fail:
+    free_driver(v);
+    return NULL;
+}

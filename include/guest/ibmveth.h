@@ -1,0 +1,203 @@
+/*
+ * A model of Linux's ibmveth driver: it opens a spapr-vlan the way Linux
+ * does, keeps its receive pools filled, consumes the receive queue with the
+ * toggle bit and sends frames.  It reaches the machine only through an
+ * IbmvethBus (hcalls, guest memory, an allocator), so the same driver runs
+ * inside illan as a built-in guest and in test programs over qtest.
+ *
+ * Every structure is identity-mapped: its I/O address in the device's DMA
+ * window equals its guest-physical address, so the allocator must stay
+ * below the 256 MiB window.
+ */
+#ifndef GUEST_IBMVETH_H
+#define GUEST_IBMVETH_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct IbmvethDriver IbmvethDriver;
+
+/* How the driver reaches the machine. */
+typedef struct IbmvethBus {
+    /* r3 of hcall @opcode with @nargs arguments (r4...) in @args; the
+     * first @nout output registers come back in @args. */
+    int64_t (*hcall)(void *opaque, uint64_t opcode, unsigned nargs,
+                     uint64_t *args, unsigned nout);
+    void (*read)(void *opaque, uint64_t gpa, void *buf, size_t len);
+    void (*write)(void *opaque, uint64_t gpa, const void *buf, size_t len);
+    void (*fill)(void *opaque, uint64_t gpa, uint8_t byte, size_t len);
+    /* Guest-physical memory for the driver; 0 when there is none left. */
+    uint64_t (*alloc)(void *opaque, uint64_t size, uint64_t align);
+    void *opaque;
+} IbmvethBus;
+
+#define IBMVETH_NUM_POOLS           5
+/* The bulk hcall's 8 descriptors, unused ones 0. */
+#define IBMVETH_MAX_BDS_PER_ADD     8
+/* H_SEND_LOGICAL_LAN takes up to 6 descriptors. */
+#define IBMVETH_MAX_TX_BDS          6
+/* Linux's transmit "long-term buffer": every frame is copied into it. */
+#define IBMVETH_TX_BUF_SIZE         65536
+/* Linux's sysfs limits on a pool ("num" and "size"). */
+#define IBMVETH_POOL_COUNT_MAX      4096
+#define IBMVETH_POOL_SIZE_MIN       23
+#define IBMVETH_POOL_SIZE_MAX       131072
+
+/* H_ILLAN_ATTRIBUTES: the firmware takes up to 8 rx buffers per hcall. */
+#define IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT 0x40000ULL
+
+/* Buffer descriptor: flags and a 24-bit length above a 32-bit I/O address. */
+#define IBMVETH_BD_VALID            0x8000000000000000ULL
+#define IBMVETH_BD_TOGGLE           0x4000000000000000ULL
+#define IBMVETH_BD_LEN_SHIFT        32
+#define IBMVETH_BD_LEN_MASK         0xFFFFFFULL
+
+/* Receive-queue entry: 16 bytes; these are bits of its control byte. */
+#define IBMVETH_RXQ_ENTRY_SIZE      16
+#define IBMVETH_RXQ_TOGGLE          0x80
+#define IBMVETH_RXQ_VALID           0x40
+
+/* Buffer-list page: the device's count of frames dropped for want of a
+ * buffer sits in its last 8 bytes. */
+#define IBMVETH_RX_NO_BUFFER_OFFSET 4088
+
+/* A valid descriptor for @len bytes at I/O address @ioba. */
+static inline uint64_t ibmveth_bd(uint32_t len, uint32_t ioba)
+{
+    return IBMVETH_BD_VALID |
+           ((uint64_t)(len & IBMVETH_BD_LEN_MASK) << IBMVETH_BD_LEN_SHIFT) |
+           ioba;
+}
+
+typedef struct IbmvethConf {
+    uint32_t unit;               /* VIO unit address, e.g. 0x71000000 */
+    uint64_t mac;                /* low 48 bits, first octet in bits 47..40 */
+    unsigned npools;             /* 0 = Linux defaults */
+    uint32_t pool_size[IBMVETH_NUM_POOLS];
+    uint32_t pool_count[IBMVETH_NUM_POOLS];
+    bool pool_active[IBMVETH_NUM_POOLS];
+    bool bulk_add;               /* use H_ADD_LOGICAL_LAN_BUFFERS when
+                                    H_ILLAN_ATTRIBUTES offers it */
+} IbmvethConf;
+
+/*
+ * Linux's pools: sizes 512, 2048, 16384, 32768, 65536; counts 256, 512, 256,
+ * 256, 256; active 1, 1, 0, 0, 1.  The MAC is 52:54:00:12:34:56, the default
+ * a lone spapr-vlan gets when no mac= is given.  No bulk add.
+ */
+void ibmveth_conf_linux_defaults(IbmvethConf *conf, uint32_t unit);
+/* False, saying why, unless Linux would accept the pools (counts
+ * 1..4096, sizes 23..131072). */
+bool ibmveth_conf_check(const IbmvethConf *conf, GError **errp);
+
+/*
+ * Opens as Linux does: with bulk_add, H_ILLAN_ATTRIBUTES(unit, 0, 0) first
+ * (Linux asks at probe); a zeroed buffer-list page and filter page and a
+ * zeroed rx queue of 16 x (1 + the counts of all pools, active or not)
+ * bytes, mapped read/write, and a zeroed 64 KiB tx buffer mapped read-only
+ * (Linux maps it to-device); H_VIO_SIGNAL(disable); H_REGISTER_LOGICAL_LAN,
+ * and on failure H_FREE_LOGICAL_LAN (repeated while busy) and one retry.
+ * After a successful register: the buffers of the active pools, mapped
+ * read/write, then Linux's first interrupt and NAPI poll: H_VIO_SIGNAL
+ * (disable), the initial replenish, H_VIO_SIGNAL(enable).  So the rx
+ * interrupt is ENABLED when this returns.
+ * NULL when the conf is bad, memory runs out or a TCE hcall fails (errp
+ * says which), or when H_REGISTER fails (*rc says how; errp too).  *rc is
+ * H_SUCCESS on success.  @rc may be NULL.
+ */
+IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
+                            int64_t *rc, GError **errp);
+/*
+ * Closes as Linux does: H_VIO_SIGNAL(disable), H_FREE_LOGICAL_LAN repeated
+ * while busy (bounded), then frees the driver whatever the rc.  Guest
+ * memory and TCEs stay as they are.  Returns H_FREE's rc.
+ */
+int64_t ibmveth_close(IbmvethDriver *v);
+
+/*
+ * Replenishes as Linux does: pools 4 down to 0; an active pool with fewer
+ * than count * 7 / 8 buffers posted is refilled up to count, free slots
+ * taken in the order they were freed.  Each buffer's first 8 bytes get the
+ * correlator (pool << 32 | slot); its BD is VALID | size | address.  One
+ * buffer per H_ADD_LOGICAL_LAN_BUFFER, or in bulk mode up to 8 per
+ * H_ADD_LOGICAL_LAN_BUFFERS (a batch of exactly one still goes through the
+ * single hcall).  A failed hcall counts its buffers as add failures and ends
+ * that pool's refill for this call; H_FUNCTION in bulk mode drops to one
+ * buffer per hcall for good.  Returns how many buffers were added.
+ */
+unsigned ibmveth_replenish(IbmvethDriver *v);
+
+typedef struct IbmvethRxEntry {
+    bool valid;          /* the "valid message" bit */
+    unsigned pool, slot; /* from the handle */
+    uint32_t buf_size;
+    uint32_t len, offset;
+    uint64_t handle;
+    uint8_t control;     /* the raw control byte, for checks of other bits */
+} IbmvethRxEntry;
+
+typedef enum IbmvethRxStatus {
+    IBMVETH_RX_EMPTY,        /* no new entry (the toggle does not match) */
+    IBMVETH_RX_READY,        /* an entry naming a posted buffer */
+    IBMVETH_RX_BAD_HANDLE,   /* an entry naming no posted buffer: Linux
+                                WARNs and resets the adapter */
+} IbmvethRxStatus;
+
+/* Reads the next rx-queue entry into @e without consuming it. */
+IbmvethRxStatus ibmveth_rx_peek(IbmvethDriver *v, IbmvethRxEntry *e);
+/* Guest address of the frame data of a READY entry. */
+uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e);
+/* Consumes the entry @e from peek: a READY entry's buffer goes back to its
+ * pool's free slots for the next replenish, as current Linux does for
+ * every entry; the index advances, flipping the toggle when it wraps. */
+void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e);
+
+/*
+ * Sends one frame as current Linux does: copied into the tx buffer, one BD,
+ * repeated with the returned continue-token while H_BUSY (up to 1024
+ * retries).  Returns the last rc.  @len is at most IBMVETH_TX_BUF_SIZE.
+ */
+int64_t ibmveth_send(IbmvethDriver *v, const void *frame, size_t len);
+/* One H_SEND_LOGICAL_LAN with up to 6 caller-given BDs, unused ones 0, and
+ * continue-token 0; no retry.  For gather and hostile tests. */
+int64_t ibmveth_send_bds(IbmvethDriver *v, const uint64_t *bds,
+                         unsigned nbds);
+
+/* H_VIO_SIGNAL(enable ? 1 : 0); returns its rc. */
+int64_t ibmveth_set_irq(IbmvethDriver *v, bool enable);
+/* The BE64 drop counter at buffer-list + 4088. */
+uint64_t ibmveth_rx_no_buffer(IbmvethDriver *v);
+
+/* Guest addresses (equal to I/O addresses), for hostile tests. */
+uint64_t ibmveth_buffer_list(IbmvethDriver *v);
+uint64_t ibmveth_rxq(IbmvethDriver *v);
+/* The read-only-mapped tx buffer, IBMVETH_TX_BUF_SIZE bytes. */
+uint64_t ibmveth_tx_buffer(IbmvethDriver *v);
+uint32_t ibmveth_unit(IbmvethDriver *v);
+
+/* Buffers of @pool posted to the device and not yet consumed. */
+unsigned ibmveth_posted(IbmvethDriver *v, unsigned pool);
+/* The buffer size of @pool, 0 when inactive. */
+uint32_t ibmveth_pool_size(IbmvethDriver *v, unsigned pool);
+/* Buffers whose add hcall failed, summed over all replenishes (Linux's
+ * replenish_add_buff_failure). */
+uint64_t ibmveth_add_failures(IbmvethDriver *v);
+/* 8 while bulk add is in use, else 1. */
+unsigned ibmveth_bds_per_add(IbmvethDriver *v);
+
+/* The driver now reaches the machine through @bus (after a migration the
+ * same guest drives the destination). */
+void ibmveth_set_bus(IbmvethDriver *v, const IbmvethBus *bus);
+
+/*
+ * The driver's own state as text, and a driver rebuilt from it: for
+ * streams kept as test fixtures, whose guest must carry on in a later
+ * process.  A restored driver cannot open again (no allocator state).
+ */
+char *ibmveth_save(IbmvethDriver *v);
+IbmvethDriver *ibmveth_restore(const IbmvethBus *bus, const char *text,
+                               GError **errp);
+
+#endif
