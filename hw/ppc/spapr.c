@@ -34,6 +34,7 @@ struct SpaprMachineState {
     IrqLine irq_inputs[SPAPR_IRQ_NR];
     IrqHandler irq_intercept;
     void *irq_intercept_opaque;
+    IrqLine irq_claims[SPAPR_IRQ_NR];   /* a built-in guest's handlers */
 };
 
 void spapr_register_hypercall(uint64_t opcode, SpaprHcallFn fn, unsigned nout)
@@ -92,14 +93,33 @@ IrqLine *spapr_irq_input(SpaprMachineState *spapr, uint32_t irq)
 }
 
 /* With no CPU to present interrupts to, a source only matters to whoever
- * intercepts it. */
+ * intercepts it, or to the built-in guest that claimed it. */
 static void spapr_irq_handler(void *opaque, int n, int level)
 {
     SpaprMachineState *spapr = opaque;
+    IrqLine *claim = &spapr->irq_claims[n - SPAPR_IRQ_BASE];
 
     if (spapr->irq_intercept) {
         spapr->irq_intercept(spapr->irq_intercept_opaque, n, level);
+    } else if (claim->handler) {
+        claim->handler(claim->opaque, n, level);
     }
+}
+
+bool spapr_irq_claim(SpaprMachineState *spapr, uint32_t irq,
+                     IrqHandler handler, void *opaque)
+{
+    IrqLine *claim;
+
+    if (irq < SPAPR_IRQ_BASE || irq >= SPAPR_IRQ_BASE + SPAPR_IRQ_NR) {
+        return false;
+    }
+    claim = &spapr->irq_claims[irq - SPAPR_IRQ_BASE];
+    if (handler && claim->handler) {
+        return false;
+    }
+    *claim = (IrqLine){ handler, opaque, irq };
+    return true;
 }
 
 void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,

@@ -61,6 +61,13 @@ SpaprVioBus *spapr_vio_bus(SpaprMachineState *spapr);
 SpaprTceRegistry *spapr_tce_registry(SpaprMachineState *spapr);
 /* The interrupt controller's input for source @irq, or NULL. */
 IrqLine *spapr_irq_input(SpaprMachineState *spapr, uint32_t irq);
+/* A built-in guest takes source @irq as Linux's request_irq() does:
+ * @handler gets its level changes (unless qtest intercepts them).  False
+ * when @irq is no source or another handler has it; a NULL @handler
+ * gives it back.  Claim before traffic starts and give back only once
+ * nothing can raise it. */
+bool spapr_irq_claim(SpaprMachineState *spapr, uint32_t irq,
+                     IrqHandler handler, void *opaque);
 /* Reroute every interrupt source to @handler (qtest's irq_intercept_in). */
 void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,
                          void *opaque);
