@@ -574,7 +574,7 @@ int64_t ibmveth_send(IbmvethDriver *v, const void *frame, size_t len)
         memset(&args[2], 0, 5 * sizeof(args[0]));
         args[7] = token;
         rc = hcall(v, H_SEND_LOGICAL_LAN, G_N_ELEMENTS(args), args, 1);
-        token = args[0];
+        token = rc == H_BUSY ? args[0] : 0;
     } while (rc == H_BUSY && retries++ < SEND_BUSY_RETRIES);
     return rc;
 }

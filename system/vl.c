@@ -3,6 +3,7 @@
  * loop.  Every error is one line naming the option, then exit status 1;
  * SIGTERM and SIGINT end the process cleanly with status 0.
  */
+#include "guest/guest.h"
 #include "hw/boards.h"
 #include "hw/ppc/spapr.h"
 #include "hw/qdev.h"
@@ -41,6 +42,7 @@ typedef struct Config {
     GPtrArray *accels;
     GPtrArray *displays;
     GPtrArray *audios;
+    GPtrArray *guests;
 } Config;
 
 /* What an option does with its argument. */
@@ -76,6 +78,7 @@ static const CmdOption cmd_options[] = {
     { "qmp", "unix:PATH[,server=on][,wait=off]", "QMP monitor on a unix socket (server=on: listen)", OPT_APPEND, CFG(qmps) },
     { "display", "none", "no display (the only kind)", OPT_APPEND, CFG(displays) },
     { "audio", "none", "no audio (the only kind)", OPT_APPEND, CFG(audios) },
+    { "guest", "ibmveth,dev=ID[,fwd=rxonly|txonly|macswap|tap,...]", "run a built-in guest model on a vCPU thread (-guest help, -guest ibmveth,help)", OPT_APPEND, CFG(guests) },
     { "accel", "qtest", "accelerator; repeat for a fallback list (only qtest exists)", OPT_APPEND, CFG(accels) },
     /* illan creates no default devices in any case. */
     { "nodefaults", NULL, "create no default devices", OPT_IGNORE, 0 },
@@ -127,7 +130,7 @@ static void config_free(Config *cfg)
     GPtrArray *lists[] = { cfg->devices, cfg->netdevs, cfg->chardevs,
                            cfg->qmps,
                            cfg->mons, cfg->accels, cfg->displays,
-                           cfg->audios };
+                           cfg->audios, cfg->guests };
 
     for (size_t i = 0; i < G_N_ELEMENTS(lists); i++) {
         g_ptr_array_free(lists[i], TRUE);
@@ -560,6 +563,14 @@ static bool print_help_requests(const Config *cfg, bool *printed,
         }
         *printed = true;
     }
+    for (guint i = 0; i < cfg->guests->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->guests, i);
+
+        if (!guest_print_help(arg, printed, errp)) {
+            g_prefix_error(errp, "-guest %s: ", arg);
+            return false;
+        }
+    }
     return true;
 }
 
@@ -694,6 +705,27 @@ static bool create_devices(const Config *cfg, SpaprMachineState *spapr,
     return true;
 }
 
+/* After the devices, which the guests name; the models open their
+ * devices here, as a guest's drivers do at boot. */
+static bool create_guests(const Config *cfg, SpaprMachineState *spapr,
+                          GError **errp)
+{
+    if (cfg->guests->len && cfg->incoming) {
+        g_set_error(errp, ILLAN_ERROR, 0, "-guest cannot be combined with "
+                    "-incoming: a built-in guest's state does not migrate");
+        return false;
+    }
+    for (guint i = 0; i < cfg->guests->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->guests, i);
+
+        if (!guest_add(spapr, arg, errp)) {
+            g_prefix_error(errp, "-guest %s: ", arg);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
                           GError **errp)
 {
@@ -794,6 +826,9 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
         }
     }
     spapr_machine_reset(m->spapr);
+    if (!create_guests(cfg, m->spapr, errp) || !guest_start_all(errp)) {
+        return false;
+    }
     runstate_set(cfg->start_paused ? RUN_STATE_PRELAUNCH : RUN_STATE_RUNNING);
     if (cfg->incoming &&
         !migration_incoming_start(cfg->incoming, !cfg->start_paused, errp)) {
@@ -811,7 +846,7 @@ int main(int argc, char **argv)
         .chardevs = g_ptr_array_new(), .mons = g_ptr_array_new(),
         .qmps = g_ptr_array_new(),
         .accels = g_ptr_array_new(), .displays = g_ptr_array_new(),
-        .audios = g_ptr_array_new(),
+        .audios = g_ptr_array_new(), .guests = g_ptr_array_new(),
     };
     Machine m = { .monitors = g_ptr_array_new_with_free_func(
                       monitor_spec_free) };
@@ -826,7 +861,9 @@ int main(int argc, char **argv)
     }
     /* Backends first: their I/O threads deliver into the devices and
      * raise interrupts through qtest until they are stopped. */
+    guest_stop_all();
     net_cleanup();
+    guest_cleanup();
     qmp_cleanup();
     qmp_set_machine(NULL);
     migration_cleanup();

@@ -749,7 +749,8 @@ static void test_query_version_commands(void)
         "qmp_capabilities", "query-version", "query-commands",
         "query-status", "stop", "cont", "system_reset", "quit",
         "query-rx-filter", "qom-list", "qom-get", "netdev_add",
-        "netdev_del", "x-query-net-stats", "migrate", "migrate-incoming",
+        "netdev_del", "x-query-net-stats", "x-query-guest-stats",
+        "migrate", "migrate-incoming",
         "query-migrate",
     };
     Rig r;

@@ -1,0 +1,590 @@
+/*
+ * The built-in ibmveth guest (see guest/ibmveth-guest.h): a vCPU thread
+ * that runs the driver model against the machine in-process.
+ */
+#include "guest/ibmveth-guest.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guest/guest.h"
+#include "guest/ip-reasm.h"
+#include "guest/skb-truesize.h"
+#include "guest/tap.h"
+#include "guest/tx-frames.h"
+#include "hw/net/spapr_llan.h"
+#include "hw/ppc/spapr_vio.h"
+#include "qemu/option.h"
+#include "system/runstate.h"
+
+/* How long a stopped machine's vCPU waits before it looks again. */
+#define STOPPED_POLL_MS     20
+#define ETH_ALEN            6
+
+struct IbmvethGuest {
+    IbmvethGuestConf conf;
+    char *id, *dev_id, *ifname;
+    SpaprMachineState *spapr;
+    GuestRam *ram;
+    uint32_t irq;
+    bool irq_claimed;
+    IbmvethDriver *drv;
+    IpReasm *reasm;
+    TxFrames *tx;
+    int tap_fd;
+    int wake_fd;            /* eventfd: the device's interrupt, or stop */
+    GThread *thread;
+    pthread_t pthread;
+    bool stop;              /* atomic */
+    uint8_t *frame;         /* scratch for frames from the TAP */
+    IbmvethGuestStats st;   /* written by the vCPU thread only */
+};
+
+static const char *const fwd_names[GUEST_FWD__MAX] = {
+    [GUEST_FWD_RXONLY] = "rxonly",
+    [GUEST_FWD_TXONLY] = "txonly",
+    [GUEST_FWD_MACSWAP] = "macswap",
+    [GUEST_FWD_TAP] = "tap",
+};
+
+static const char *const drop_names[GUEST_DROP__MAX] = {
+    [GUEST_DROP_RX_INVALID] = "rx-invalid",
+    [GUEST_DROP_BAD_HANDLE] = "bad-handle",
+    [GUEST_DROP_REASM_REFUSED] = "reasm-refused",
+    [GUEST_DROP_REASM_DROPPED] = "reasm-dropped",
+    [GUEST_DROP_REASM_TIMEOUT] = "reasm-timeout",
+    [GUEST_DROP_IP_HEADER] = "ip-header-error",
+    [GUEST_DROP_TAP_WRITE] = "tap-write",
+    [GUEST_DROP_TX_FAILED] = "tx-failed",
+};
+
+const char *guest_fwd_name(GuestFwd fwd)
+{
+    return fwd < GUEST_FWD__MAX ? fwd_names[fwd] : "?";
+}
+
+const char *guest_drop_name(GuestDrop drop)
+{
+    return drop < GUEST_DROP__MAX ? drop_names[drop] : "?";
+}
+
+/* Counters have one writer, the vCPU thread; readers load them whole. */
+#define STAT_ADD(g, field, n)                                             \
+    __atomic_store_n(&(g)->st.field, (g)->st.field + (n), __ATOMIC_RELAXED)
+
+/* ---- The bus: hcalls and memory in-process ---- */
+
+static int64_t bus_hcall(void *opaque, uint64_t opcode, unsigned nargs,
+                         uint64_t *args, unsigned nout)
+{
+    IbmvethGuest *g = opaque;
+    uint64_t regs[HCALL_NARGS] = { 0 };
+    unsigned valid = 0;
+    int64_t rc;
+
+    memcpy(regs, args, MIN(nargs, HCALL_NARGS) * sizeof(regs[0]));
+    rc = spapr_hypercall(g->spapr, opcode, regs, &valid);
+    memcpy(args, regs, MIN(nout, valid) * sizeof(regs[0]));
+    return rc;
+}
+
+/* The driver's own structures always lie in RAM; a failed access would
+ * be a bug in the model, never the device's doing. */
+static void bus_read(void *opaque, uint64_t gpa, void *buf, size_t len)
+{
+    g_assert(guest_ram_read(((IbmvethGuest *)opaque)->ram, gpa, buf, len));
+}
+
+static void bus_write(void *opaque, uint64_t gpa, const void *buf,
+                      size_t len)
+{
+    g_assert(guest_ram_write(((IbmvethGuest *)opaque)->ram, gpa, buf, len));
+}
+
+static void bus_fill(void *opaque, uint64_t gpa, uint8_t byte, size_t len)
+{
+    g_assert(guest_ram_fill(((IbmvethGuest *)opaque)->ram, gpa, byte, len));
+}
+
+static uint64_t bus_alloc(void *opaque, uint64_t size, uint64_t align)
+{
+    (void)opaque;
+    return guest_mem_alloc(size, align);
+}
+
+/* ---- Interrupt ---- */
+
+/* Runs in whichever thread delivered the frames.  The interrupt is only
+ * enabled while the vCPU is about to sleep, so this is one eventfd write
+ * per sleep, not per batch. */
+static void on_irq(void *opaque, int n, int level)
+{
+    IbmvethGuest *g = opaque;
+
+    (void)n;
+    if (level) {
+        eventfd_write(g->wake_fd, 1);
+    }
+}
+
+/* ---- Receive ---- */
+
+static uint64_t now_ns(void)
+{
+    return (uint64_t)g_get_monotonic_time() * 1000;
+}
+
+static void tap_deliver(IbmvethGuest *g, const uint8_t *frame, size_t len)
+{
+    if (write(g->tap_fd, frame, len) != (ssize_t)len) {
+        STAT_ADD(g, drops[GUEST_DROP_TAP_WRITE], 1);
+    }
+}
+
+static void publish_reasm_stats(IbmvethGuest *g)
+{
+    IpReasmStats rs;
+
+    ip_reasm_stats(g->reasm, &rs);
+    STAT_ADD(g, datagrams_ok, rs.datagrams_ok - g->st.datagrams_ok);
+    STAT_ADD(g, datagrams_failed,
+             rs.datagrams_failed - g->st.datagrams_failed);
+    STAT_ADD(g, fragments, rs.fragments - g->st.fragments);
+    STAT_ADD(g, fragments_refused,
+             rs.fragments_refused - g->st.fragments_refused);
+    STAT_ADD(g, drops[GUEST_DROP_REASM_REFUSED],
+             rs.fragments_refused - g->st.drops[GUEST_DROP_REASM_REFUSED]);
+    STAT_ADD(g, drops[GUEST_DROP_REASM_DROPPED],
+             rs.fragments_dropped - g->st.drops[GUEST_DROP_REASM_DROPPED]);
+    STAT_ADD(g, drops[GUEST_DROP_REASM_TIMEOUT],
+             rs.timeouts - g->st.drops[GUEST_DROP_REASM_TIMEOUT]);
+    STAT_ADD(g, drops[GUEST_DROP_IP_HEADER],
+             rs.bad - g->st.drops[GUEST_DROP_IP_HEADER]);
+    __atomic_store_n(&g->st.charged_bytes, rs.mem_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->st.charged_peak_bytes,
+                     MAX(rs.mem_peak_bytes, g->st.charged_peak_bytes),
+                     __ATOMIC_RELAXED);
+}
+
+/*
+ * What the guest's stack does with a frame: it is charged its buffer's
+ * truesize while the stack holds it; a fragment is held until its
+ * datagram completes or times out, and only a whole datagram goes up.
+ */
+static void stack_receive(IbmvethGuest *g, uint8_t *frame, uint32_t len,
+                          uint32_t buf_size)
+{
+    uint32_t truesize = ibmveth_rx_truesize(len, buf_size,
+                                            g->conf.page_size);
+    size_t dlen;
+    const uint8_t *dgram;
+
+    switch (ip_reasm_input(g->reasm, frame, len, truesize, now_ns())) {
+    case IP_REASM_PASS:
+        __atomic_store_n(&g->st.charged_peak_bytes,
+                         MAX(g->st.charged_peak_bytes,
+                             g->st.charged_bytes + truesize),
+                         __ATOMIC_RELAXED);
+        if (g->tap_fd >= 0) {
+            tap_deliver(g, frame, len);
+        }
+        return;
+    case IP_REASM_COMPLETE:
+        dgram = ip_reasm_datagram(g->reasm, &dlen);
+        if (g->tap_fd >= 0) {
+            tap_deliver(g, dgram, dlen);
+        }
+        break;
+    default:
+        break;
+    }
+    publish_reasm_stats(g);
+}
+
+static void send_frame(IbmvethGuest *g, const void *frame, size_t len)
+{
+    int64_t rc = ibmveth_send(g->drv, frame, len);
+
+    /* Linux counts H_DROPPED as sent, as it does H_SUCCESS. */
+    if (rc == H_SUCCESS || rc == H_DROPPED) {
+        STAT_ADD(g, tx_frames, 1);
+        STAT_ADD(g, tx_bytes, len);
+    } else {
+        STAT_ADD(g, drops[GUEST_DROP_TX_FAILED], 1);
+    }
+}
+
+static void macswap(uint8_t *frame)
+{
+    uint8_t tmp[ETH_ALEN];
+
+    memcpy(tmp, frame, ETH_ALEN);
+    memcpy(frame, frame + ETH_ALEN, ETH_ALEN);
+    memcpy(frame + ETH_ALEN, tmp, ETH_ALEN);
+}
+
+static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
+{
+    uint8_t *frame = guest_ram_ptr(g->ram, ibmveth_rx_data_addr(g->drv, e),
+                                   e->len);
+
+    STAT_ADD(g, rx_frames, 1);
+    STAT_ADD(g, rx_bytes, e->len);
+    STAT_ADD(g, frames_in_pool[e->pool], 1);
+    STAT_ADD(g, buffer_bytes, e->buf_size);
+    if (!frame) {
+        return;
+    }
+    switch (g->conf.fwd) {
+    case GUEST_FWD_MACSWAP:
+        if (e->len >= 2 * ETH_ALEN) {
+            macswap(frame);
+        }
+        send_frame(g, frame, e->len);
+        break;
+    case GUEST_FWD_RXONLY:
+    case GUEST_FWD_TAP:
+        stack_receive(g, frame, e->len, e->buf_size);
+        break;
+    default:
+        break;
+    }
+}
+
+/* One NAPI poll: up to budget entries, then the replenish. */
+static unsigned napi_poll(IbmvethGuest *g)
+{
+    IbmvethRxEntry e;
+    unsigned done = 0;
+
+    while (done < g->conf.budget) {
+        IbmvethRxStatus status = ibmveth_rx_peek(g->drv, &e);
+
+        if (status == IBMVETH_RX_EMPTY) {
+            break;
+        }
+        if (status == IBMVETH_RX_BAD_HANDLE) {
+            STAT_ADD(g, drops[GUEST_DROP_BAD_HANDLE], 1);
+        } else if (!e.valid) {
+            STAT_ADD(g, drops[GUEST_DROP_RX_INVALID], 1);
+        } else {
+            receive_frame(g, &e);
+        }
+        ibmveth_rx_consume(g->drv, &e);
+        done++;
+    }
+    ibmveth_replenish(g->drv);
+    STAT_ADD(g, napi_polls, 1);
+    return done;
+}
+
+/* ---- Transmit sources ---- */
+
+/* The guest's stack hands the driver what the TAP's namespace sends. */
+static unsigned tap_poll(IbmvethGuest *g)
+{
+    unsigned n = 0;
+
+    while (n < g->conf.budget) {
+        ssize_t len = read(g->tap_fd, g->frame, IBMVETH_TX_BUF_SIZE);
+
+        if (len <= 0) {
+            break;
+        }
+        STAT_ADD(g, tap_rx_frames, 1);
+        send_frame(g, g->frame, len);
+        n++;
+    }
+    return n;
+}
+
+static unsigned txonly_burst(IbmvethGuest *g)
+{
+    for (unsigned i = 0; i < g->conf.budget; i++) {
+        size_t len;
+        const uint8_t *frame = tx_frames_next(g->tx, &len);
+
+        send_frame(g, frame, len);
+    }
+    return g->conf.budget;
+}
+
+/* Work that does not wait for the interrupt: transmit sources. */
+static unsigned tx_work(IbmvethGuest *g)
+{
+    switch (g->conf.fwd) {
+    case GUEST_FWD_TXONLY:
+        return txonly_burst(g);
+    case GUEST_FWD_TAP:
+        return tap_poll(g);
+    default:
+        return 0;
+    }
+}
+
+/* ---- The vCPU loop ---- */
+
+static int sleep_timeout_ms(IbmvethGuest *g)
+{
+    uint64_t next = ip_reasm_next_expiry(g->reasm), now = now_ns();
+
+    if (!runstate_is_running()) {
+        return STOPPED_POLL_MS;
+    }
+    if (next == UINT64_MAX) {
+        return -1;
+    }
+    return next <= now ? 0 : (int)MIN((next - now) / 1000000 + 1, INT32_MAX);
+}
+
+/* Sleeps until the interrupt, a TAP frame, a reassembly timeout or stop. */
+static void vcpu_sleep(IbmvethGuest *g)
+{
+    struct pollfd fds[2] = {
+        { .fd = g->wake_fd, .events = POLLIN },
+        { .fd = g->tap_fd, .events = POLLIN },
+    };
+    eventfd_t count;
+
+    if (poll(fds, g->tap_fd >= 0 ? 2 : 1, sleep_timeout_ms(g)) > 0 &&
+        (fds[0].revents & POLLIN) && eventfd_read(g->wake_fd, &count) == 0) {
+        STAT_ADD(g, wakeups, 1);
+    }
+}
+
+/*
+ * NAPI's end of poll: interrupt on, then a last look, since a frame that
+ * arrived before the interrupt was on raised nothing.  True when the vCPU
+ * may sleep (the interrupt is then on).
+ */
+static bool napi_complete(IbmvethGuest *g)
+{
+    IbmvethRxEntry e;
+
+    ibmveth_set_irq(g->drv, true);
+    if (ibmveth_rx_peek(g->drv, &e) == IBMVETH_RX_EMPTY) {
+        return true;
+    }
+    ibmveth_set_irq(g->drv, false);
+    return false;
+}
+
+static void vcpu_iteration(IbmvethGuest *g)
+{
+    unsigned rx, tx;
+
+    if (!runstate_is_running()) {
+        vcpu_sleep(g);
+        return;
+    }
+    rx = napi_poll(g);
+    tx = tx_work(g);
+    ip_reasm_expire(g->reasm, now_ns());
+    if (g->conf.spin || rx == g->conf.budget || tx > 0) {
+        return;
+    }
+    if (napi_complete(g)) {
+        vcpu_sleep(g);
+        /* The interrupt handler's part: off until the poll is done. */
+        ibmveth_set_irq(g->drv, false);
+    }
+}
+
+static void publish_cpu(IbmvethGuest *g)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+        __atomic_store_n(&g->st.cpu_ns,
+                         (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
+                         __ATOMIC_RELAXED);
+    }
+}
+
+static gpointer vcpu_thread(gpointer opaque)
+{
+    IbmvethGuest *g = opaque;
+    unsigned n = 0;
+
+    ibmveth_set_irq(g->drv, false);
+    while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
+        vcpu_iteration(g);
+        if ((++n & 1023) == 0) {
+            publish_cpu(g);
+            __atomic_store_n(&g->st.rx_no_buffer,
+                             ibmveth_rx_no_buffer(g->drv), __ATOMIC_RELAXED);
+            __atomic_store_n(&g->st.add_failures,
+                             ibmveth_add_failures(g->drv), __ATOMIC_RELAXED);
+        }
+    }
+    publish_cpu(g);
+    return NULL;
+}
+
+/* ---- Life cycle ---- */
+
+static bool find_device(IbmvethGuest *g, const char *dev, GError **errp)
+{
+    SpaprVioDevice *vdev = spapr_vio_find_by_path(spapr_vio_bus(g->spapr),
+                                                  dev);
+    SpaprVlanState *s = vdev ? spapr_vlan_from_vio(vdev) : NULL;
+
+    if (!s) {
+        g_set_error(errp, ILLAN_ERROR, 0, vdev ?
+                    "dev=%s is not a spapr-vlan" :
+                    "dev=%s: no such device (give the spapr-vlan an id: "
+                    "-device spapr-vlan,id=%s,...)", dev, dev);
+        return false;
+    }
+    g->conf.drv.unit = vdev->reg;
+    g->irq = vdev->irq;
+    /* Linux reads the MAC from local-mac-address. */
+    g->conf.drv.mac = 0;
+    for (int i = 0; i < ETH_ALEN; i++) {
+        g->conf.drv.mac = g->conf.drv.mac << 8 | s->perm_mac.a[i];
+    }
+    return true;
+}
+
+static bool open_driver(IbmvethGuest *g, GError **errp)
+{
+    IbmvethBus bus = {
+        .hcall = bus_hcall, .read = bus_read, .write = bus_write,
+        .fill = bus_fill, .alloc = bus_alloc, .opaque = g,
+    };
+
+    g->drv = ibmveth_open(&bus, &g->conf.drv, NULL, errp);
+    if (!g->drv) {
+        return false;
+    }
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        g->st.pool_size[i] = ibmveth_pool_size(g->drv, i);
+    }
+    return true;
+}
+
+static bool open_workload(IbmvethGuest *g, GError **errp)
+{
+    uint8_t src[ETH_ALEN];
+
+    g->reasm = ip_reasm_new(g->conf.ipfrag_high_thresh,
+                            g->conf.ipfrag_time_ns);
+    if (g->conf.fwd == GUEST_FWD_TAP) {
+        g->tap_fd = tap_open(g->ifname, errp);
+        g->frame = g_malloc(IBMVETH_TX_BUF_SIZE);
+        return g->tap_fd >= 0;
+    }
+    if (g->conf.fwd == GUEST_FWD_TXONLY) {
+        for (int i = 0; i < ETH_ALEN; i++) {
+            src[i] = g->conf.drv.mac >> (8 * (ETH_ALEN - 1 - i));
+        }
+        g->tx = tx_frames_new(g->conf.tx_size, g->conf.tx_dst, src);
+    }
+    return true;
+}
+
+IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
+                                const IbmvethGuestConf *conf, GError **errp)
+{
+    IbmvethGuest *g = g_new0(IbmvethGuest, 1);
+
+    g->conf = *conf;
+    g->id = g_strdup(conf->id);
+    g->dev_id = g_strdup(dev);
+    g->ifname = g_strdup(conf->ifname);
+    g->conf.id = g->id;
+    g->conf.ifname = g->ifname;
+    g->spapr = spapr;
+    g->ram = spapr_ram(spapr);
+    g->tap_fd = -1;
+    g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (g->wake_fd < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "eventfd: %s", g_strerror(errno));
+    } else if (find_device(g, dev, errp) && open_workload(g, errp) &&
+               open_driver(g, errp)) {
+        g->irq_claimed = spapr_irq_claim(spapr, g->irq, on_irq, g);
+        if (g->irq_claimed) {
+            return g;
+        }
+        g_set_error(errp, ILLAN_ERROR, 0, "dev=%s: its interrupt 0x%x "
+                    "already has a guest", dev, g->irq);
+    }
+    ibmveth_guest_free(g);
+    return NULL;
+}
+
+bool ibmveth_guest_start(IbmvethGuest *g, GError **errp)
+{
+    g_autofree char *name = g_strdup_printf("vcpu-%s", g->id);
+
+    g->thread = g_thread_try_new(name, vcpu_thread, g, errp);
+    return g->thread != NULL;
+}
+
+void ibmveth_guest_stop(IbmvethGuest *g)
+{
+    if (!g->thread) {
+        return;
+    }
+    __atomic_store_n(&g->stop, true, __ATOMIC_RELEASE);
+    eventfd_write(g->wake_fd, 1);
+    g_thread_join(g->thread);
+    g->thread = NULL;
+}
+
+void ibmveth_guest_free(IbmvethGuest *g)
+{
+    ibmveth_guest_stop(g);
+    if (g->drv) {
+        ibmveth_close(g->drv);
+    }
+    if (g->irq_claimed) {
+        spapr_irq_claim(g->spapr, g->irq, NULL, NULL);
+    }
+    if (g->reasm) {
+        ip_reasm_free(g->reasm);
+    }
+    tx_frames_free(g->tx);
+    if (g->tap_fd >= 0) {
+        close(g->tap_fd);
+    }
+    if (g->wake_fd >= 0) {
+        close(g->wake_fd);
+    }
+    g_free(g->frame);
+    g_free(g->id);
+    g_free(g->dev_id);
+    g_free(g->ifname);
+    g_free(g);
+}
+
+const char *ibmveth_guest_id(IbmvethGuest *g)
+{
+    return g->id;
+}
+
+const char *ibmveth_guest_dev(IbmvethGuest *g)
+{
+    return g->dev_id;
+}
+
+const IbmvethGuestConf *ibmveth_guest_conf(IbmvethGuest *g)
+{
+    return &g->conf;
+}
+
+void ibmveth_guest_get_stats(IbmvethGuest *g, IbmvethGuestStats *st)
+{
+    uint64_t *dst = (uint64_t *)st;
+    const uint64_t *src = (const uint64_t *)&g->st;
+
+    G_STATIC_ASSERT(sizeof(*st) % sizeof(uint64_t) == 0);
+    for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++) {
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    }
+}

@@ -1,0 +1,101 @@
+/*
+ * The built-in guest: the ibmveth driver model (guest/ibmveth.h) on a vCPU
+ * thread of its own inside illan, issuing hcalls through the same entry
+ * point as qtest, with one of testpmd's forwarding modes as its workload,
+ * or a host TAP device as its network stack.
+ *
+ * It sleeps until the device's interrupt wakes it and then polls as NAPI
+ * does (interrupt off, up to budget entries, replenish, interrupt on,
+ * re-check), unless poll=spin keeps it polling.  Received frames are
+ * charged the memory Linux charges for their buffer, and IPv4 fragments
+ * are held against Linux's reassembly limit (guest/ip-reasm.h).
+ */
+#ifndef GUEST_IBMVETH_GUEST_H
+#define GUEST_IBMVETH_GUEST_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "guest/ibmveth.h"
+#include "hw/ppc/spapr.h"
+
+typedef struct IbmvethGuest IbmvethGuest;
+
+typedef enum GuestFwd {
+    GUEST_FWD_RXONLY,       /* count and recycle */
+    GUEST_FWD_TXONLY,       /* generate frames */
+    GUEST_FWD_MACSWAP,      /* send each frame back, MACs swapped */
+    GUEST_FWD_TAP,          /* bridge to a host TAP device */
+    GUEST_FWD__MAX,
+} GuestFwd;
+
+const char *guest_fwd_name(GuestFwd fwd);
+
+#define IBMVETH_GUEST_MIX   0   /* tx_size: cycle 64/594/1518 bytes */
+
+typedef struct IbmvethGuestConf {
+    const char *id;
+    GuestFwd fwd;
+    const char *ifname;     /* fwd=tap */
+    bool spin;              /* poll=spin */
+    unsigned budget;        /* NAPI weight */
+    uint32_t tx_size;       /* fwd=txonly: frame bytes, or ..._MIX */
+    uint8_t tx_dst[6];      /* fwd=txonly: destination MAC */
+    uint32_t page_size;     /* the guest kernel's page size */
+    uint64_t ipfrag_high_thresh;
+    uint64_t ipfrag_time_ns;
+    IbmvethConf drv;        /* unit and MAC are the device's */
+} IbmvethGuestConf;
+
+typedef enum GuestDrop {
+    GUEST_DROP_RX_INVALID,      /* entry without the valid bit */
+    GUEST_DROP_BAD_HANDLE,      /* entry naming no posted buffer */
+    GUEST_DROP_REASM_REFUSED,   /* fragment over ipfrag_high_thresh */
+    GUEST_DROP_REASM_DROPPED,   /* duplicate, overlap, malformed fragment */
+    GUEST_DROP_REASM_TIMEOUT,   /* datagram incomplete after ipfrag_time */
+    GUEST_DROP_IP_HEADER,       /* IPv4 header Linux would refuse */
+    GUEST_DROP_TAP_WRITE,       /* the TAP refused the frame */
+    GUEST_DROP_TX_FAILED,       /* H_SEND_LOGICAL_LAN failed */
+    GUEST_DROP__MAX,
+} GuestDrop;
+
+const char *guest_drop_name(GuestDrop drop);
+
+typedef struct IbmvethGuestStats {
+    uint64_t rx_frames, rx_bytes;
+    uint64_t tx_frames, tx_bytes;       /* H_SEND succeeded or H_DROPPED */
+    uint64_t tap_rx_frames, tap_tx_frames;
+    uint64_t wakeups;                   /* interrupts that woke the vCPU */
+    uint64_t napi_polls;
+    uint64_t frames_in_pool[IBMVETH_NUM_POOLS];
+    uint64_t pool_size[IBMVETH_NUM_POOLS];  /* 0: inactive */
+    uint64_t buffer_bytes;      /* buffer sizes of the frames received */
+    uint64_t charged_bytes;     /* skb truesize held now */
+    uint64_t charged_peak_bytes;
+    uint64_t datagrams_ok, datagrams_failed;
+    uint64_t fragments, fragments_refused;
+    uint64_t add_failures;
+    uint64_t rx_no_buffer;      /* the device's count at buffer-list+4088 */
+    uint64_t drops[GUEST_DROP__MAX];
+    uint64_t cpu_ns;            /* the vCPU thread's CPU time */
+} IbmvethGuestStats;
+
+/* Checks @conf against the machine (the device exists and is a
+ * spapr-vlan, a TAP opens), opens the driver as Linux does and claims the
+ * device's interrupt.  The vCPU thread starts with ibmveth_guest_start(). */
+IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
+                                const IbmvethGuestConf *conf, GError **errp);
+bool ibmveth_guest_start(IbmvethGuest *g, GError **errp);
+/* Stops and joins the vCPU thread; no hcall is made after this. */
+void ibmveth_guest_stop(IbmvethGuest *g);
+/* Closes the driver, gives the interrupt back and frees; call once no
+ * backend can raise the interrupt any more. */
+void ibmveth_guest_free(IbmvethGuest *g);
+
+const char *ibmveth_guest_id(IbmvethGuest *g);
+const char *ibmveth_guest_dev(IbmvethGuest *g);
+const IbmvethGuestConf *ibmveth_guest_conf(IbmvethGuest *g);
+void ibmveth_guest_get_stats(IbmvethGuest *g, IbmvethGuestStats *st);
+
+#endif
