@@ -1,0 +1,32 @@
+/*
+ * Ethernet frames for tests that play a host on the wire: IPv4/UDP frames,
+ * and the fragments of a large ICMP echo as a 1500-byte-MTU host sends
+ * them (what `ping -s 65507` puts on the wire).
+ */
+#ifndef LIBQOS_ETH_FRAMES_H
+#define LIBQOS_ETH_FRAMES_H
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ETH_FRAME_HLEN      14
+
+uint16_t eth_frame_ip_checksum(const uint8_t *data, size_t len);
+
+/* An IPv4/UDP frame of @len bytes (at least 42) from @src to @dst with
+ * @tag in the first two payload bytes and the rest a pattern of it. */
+void eth_frame_udp(uint8_t *f, size_t len, const uint8_t dst[6],
+                   const uint8_t src[6], uint16_t tag);
+
+/*
+ * The frames of one ICMP echo request with @payload data bytes from
+ * @src_ip to @dst_ip (host order), IP id @id, fragmented for a 1500-byte
+ * MTU: GBytes each, in order.  65507 bytes give 45 fragments (44 x 1514
+ * bytes and one of 429).
+ */
+GPtrArray *eth_frames_icmp_echo(const uint8_t dst[6], const uint8_t src[6],
+                                uint32_t src_ip, uint32_t dst_ip,
+                                uint16_t id, uint16_t seq, size_t payload);
+
+#endif
