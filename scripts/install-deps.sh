@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc libglib2.0-dev libfdt-dev
           device-tree-compiler libjson-glib-dev libxdp-dev libbpf-dev xdp-tools
-          clang llvm iproute2 ethtool)
+          clang llvm iproute2 ethtool iputils-ping iperf3 python3)
 
 missing=()
 for p in "${packages[@]}"; do
