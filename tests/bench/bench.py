@@ -38,7 +38,14 @@ START_TIMEOUT_S = 10
 START_ATTEMPTS = 3
 SETTLE_S = 0.5
 # Seconds a run costs beyond its window, for the estimate printed first.
-RUN_OVERHEAD_S = 3
+RUN_OVERHEAD_S = 3.5
+# Before each run, wait up to QUIET_MAX_S for other processes to use less
+# than QUIET_SHARE of a CPU, and the hypervisor to steal less than that
+# from each CPU, over QUIET_SAMPLE_S: on a shared machine in a VM either
+# changes a figure several-fold.
+QUIET_SHARE = 0.05
+QUIET_SAMPLE_S = 0.5
+QUIET_MAX_S = 20
 
 
 class Failed(Exception):
@@ -233,6 +240,22 @@ def foreign_delta(before, after):
     return sum(max(0, t - before.get(pid, 0)) for pid, t in after.items())
 
 
+def wait_quiet():
+    """Seconds waited for the other processes and VMs to calm down."""
+    start = time.monotonic()
+    hz = os.sysconf('SC_CLK_TCK')
+    limit = QUIET_SHARE * QUIET_SAMPLE_S * hz
+    while time.monotonic() - start < QUIET_MAX_S:
+        procs, cpus = foreign_ticks({os.getpid()}), cpu_times()
+        time.sleep(QUIET_SAMPLE_S)
+        used = foreign_delta(procs, foreign_ticks({os.getpid()}))
+        stolen = max(t['steal'] - cpus[name]['steal']
+                     for name, t in cpu_times().items())
+        if used < limit and stolen < limit:
+            break
+    return round(time.monotonic() - start - QUIET_SAMPLE_S, 1)
+
+
 class CpuWindow:
     """/proc/stat and process times at the start and end of a window."""
 
@@ -383,8 +406,8 @@ def counted_drops(counters):
 
 
 def per_s(drops, secs):
-    """Per second, the reasons that happened."""
-    return {k: round(v / secs) for k, v in drops.items() if v}
+    """Per second, the reasons that happened at least once a second."""
+    return {k: round(v / secs) for k, v in drops.items() if v >= secs}
 
 
 def guest_stats(qmp):
@@ -602,8 +625,9 @@ def measure(args, ns, point, one_run):
     ns.set_mode(point['mode'])
     runs, errors = [], []
     for _ in range(args.runs):
+        quiet = wait_quiet()
         try:
-            runs.append(one_run(args, ns, point))
+            runs.append(dict(one_run(args, ns, point), quiet_wait_s=quiet))
         except Failed as e:
             errors.append(str(e))
         except Exception as e:      # a counter missing, say: next point
@@ -671,6 +695,7 @@ def print_table(title, header, results, row):
 def cpu_cells(r):
     cpus = r['cpu']['cpus']
     return [fmt(cpus['cpu0']['busy'], 0), fmt(cpus['cpu1']['busy'], 0),
+            f"{cpus['cpu0']['steal']:.0f}/{cpus['cpu1']['steal']:.0f}",
             fmt(r['cpu']['foreign'], 0)]
 
 
@@ -684,10 +709,12 @@ def raw_row(r, failed='FAILED'):
 
 
 RAW_HEADER = ['size', 'mode', 'wait', 'Mpps', 'Gbit/s', 'offered Mpps',
-              'drops/s', 'cpu0 %', 'cpu1 %', 'other %', 'runs (Mpps)']
+              'drops/s', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
+              'runs (Mpps)']
 ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'Mpps', 'Gbit/s',
                 'vs raw', 'offered Mpps', 'guest tx Mpps', 'drops/s',
-                'illan %', 'cpu0 %', 'cpu1 %', 'other %', 'runs (Mpps)']
+                'illan %', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
+                'runs (Mpps)']
 
 
 def vs_raw(r, raw):
