@@ -3,7 +3,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MESON_TEST  = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps run check check-asan clean
+.PHONY: all deps run check check-asan bench clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -30,6 +30,12 @@ check-asan: deps $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(MESON_TEST)
+
+# Frame rates over af-xdp against the raw AF_XDP limit, in private network
+# namespaces (root; ~15 minutes; docs/devel/benchmarks.md).  Not part of
+# check.  BENCH_ARGS passes options, e.g. BENCH_ARGS="--only raw".
+bench: all
+	tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,848 @@
+#!/usr/bin/env python3
+"""make bench: how fast illan carries frames over af-xdp, against the raw
+AF_XDP limit of the same machine.
+
+Two network namespaces joined by one veth pair: the generator's end
+(xdp-gen, XDP live frames, on CPU0) and the device under test's end
+(xsk-rxdrop or illan, on CPU1).  First the raw receive limit, then illan's
+points; each point is the median of --runs runs of --secs seconds.  See
+docs/devel/benchmarks.md for the columns.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import queue
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+GEN_CPU = 0
+DUT_CPU = 1
+NIC_MAC = '52:54:00:12:34:56'
+SIZES = ('64', '1500', 'mix')
+MODES = ('native', 'skb')
+WAITS = ('poll', 'spin')
+FWDS = ('rxonly', 'txonly', 'macswap')
+WARMUP_S = 1
+START_TIMEOUT_S = 10
+# The kernel releases a closed AF_XDP socket's queue from deferred work,
+# so a bind right after the last run can fail with EBUSY: start again.
+START_ATTEMPTS = 3
+SETTLE_S = 0.5
+# Seconds a run costs beyond its window, for the estimate printed first.
+RUN_OVERHEAD_S = 3.5
+# Before each run, wait up to QUIET_MAX_S for other processes to use less
+# than QUIET_SHARE of a CPU, and the hypervisor to steal less than that
+# from each CPU, over QUIET_SAMPLE_S: on a shared machine in a VM either
+# changes a figure several-fold.
+QUIET_SHARE = 0.05
+QUIET_SAMPLE_S = 0.5
+QUIET_MAX_S = 20
+
+
+class Failed(Exception):
+    """A run that did not produce a figure; the point goes on."""
+
+
+# --- processes -----------------------------------------------------------
+
+class Proc:
+    """A child whose stdout is read line by line in the background."""
+
+    live = []
+
+    def __init__(self, name, argv, stderr_path=None):
+        self.name = name
+        self.stderr_path = stderr_path
+        err = open(stderr_path, 'w') if stderr_path else subprocess.PIPE
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
+                                  text=True)
+        if stderr_path:
+            err.close()
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        Proc.live.append(self)
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)
+
+    @property
+    def pid(self):
+        return self.p.pid
+
+    def expect(self, word, timeout):
+        """The key=value fields of the next line starting with word."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0, deadline -
+                                                  time.monotonic()))
+            except queue.Empty:
+                raise Failed(f'{self.name}: no "{word}" in {timeout} s')
+            if line is None:
+                raise Failed(f'{self.name} exited: {self.stderr()}')
+            if line.split(' ', 1)[0] == word:
+                return parse_kv(line)
+
+    def stderr(self):
+        if self.p.poll() is None:
+            return ''
+        if self.stderr_path:
+            with open(self.stderr_path) as f:
+                text = f.read()
+        else:
+            text = self.p.stderr.read()
+        return ' '.join(text.split())[-600:] or \
+            f'status {self.p.returncode}'
+
+    def send(self, sig):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=5):
+        self.send(sig)
+        try:
+            self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        if self in Proc.live:
+            Proc.live.remove(self)
+
+    @classmethod
+    def stop_all(cls):
+        for proc in list(cls.live):
+            proc.stop(timeout=2)
+
+
+def parse_kv(line):
+    fields = {}
+    for word in line.split()[1:]:
+        key, _, value = word.partition('=')
+        try:
+            fields[key] = int(value)
+        except ValueError:
+            try:
+                fields[key] = float(value)
+            except ValueError:
+                fields[key] = value
+    return fields
+
+
+def run(*argv):
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f'{" ".join(argv)}: {done.stderr.strip()}')
+    return done.stdout
+
+
+# --- the two namespaces --------------------------------------------------
+
+class Netns:
+    """ibgen<pid> holds gen0, ibdut<pid> holds dut0: one veth pair, one
+    queue each, IPv6 off so that nothing but our frames crosses it."""
+
+    def __init__(self):
+        self.gen = f'ibgen{os.getpid()}'
+        self.dut = f'ibdut{os.getpid()}'
+        self.made = []
+
+    def __enter__(self):
+        for ns in (self.gen, self.dut):
+            run('ip', 'netns', 'add', ns)
+            self.made.append(ns)
+        run('ip', 'link', 'add', 'gen0', 'netns', self.gen, 'type', 'veth',
+            'peer', 'name', 'dut0', 'netns', self.dut)
+        for ns, dev in ((self.gen, 'gen0'), (self.dut, 'dut0')):
+            self.run(ns, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1')
+            self.run(ns, 'ip', 'link', 'set', 'lo', 'up')
+            self.run(ns, 'ip', 'link', 'set', dev, 'up')
+        self.gen_mac = self.mac(self.gen, 'gen0')
+        self.dut_mac = self.mac(self.dut, 'dut0')
+        return self
+
+    def __exit__(self, *exc):
+        Proc.stop_all()
+        for ns in self.made:
+            subprocess.run(['ip', 'netns', 'del', ns], capture_output=True)
+
+    @staticmethod
+    def run(ns, *argv):
+        return run('ip', 'netns', 'exec', ns, *argv)
+
+    def mac(self, ns, dev):
+        return json.loads(self.run(ns, 'ip', '-j', 'link', 'show',
+                                   dev))[0]['address']
+
+    def set_mode(self, mode):
+        """In skb mode the veth drops XDP-redirected frames silently
+        unless its NAPI is on, which GRO turns on; a native program does
+        that by itself."""
+        self.run(self.dut, 'ethtool', '-K', 'dut0', 'gro',
+                 'on' if mode == 'skb' else 'off')
+
+
+# --- CPU accounting ------------------------------------------------------
+
+CPU_FIELDS = ('user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq',
+              'steal')
+
+
+def cpu_times():
+    times = {}
+    with open('/proc/stat') as f:
+        for line in f:
+            name, *values = line.split()
+            if name.startswith('cpu') and name != 'cpu':
+                times[name] = dict(zip(CPU_FIELDS, map(int, values)))
+    return times
+
+
+def process_ticks(pid):
+    """utime + stime of a process, all threads, in clock ticks."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def foreign_ticks(ours):
+    """CPU ticks by pid of the user-space processes that are not this
+    benchmark's: the other work on a shared machine."""
+    ticks = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) in ours:
+            continue
+        try:
+            with open(f'/proc/{entry}/cmdline', 'rb') as f:
+                if not f.read(1):
+                    continue            # a kernel thread
+        except OSError:
+            continue
+        ticks[entry] = process_ticks(entry)
+    return ticks
+
+
+def foreign_delta(before, after):
+    """What a process that ended in between used is lost; an undercount."""
+    return sum(max(0, t - before.get(pid, 0)) for pid, t in after.items())
+
+
+def wait_quiet():
+    """Seconds waited for the other processes and VMs to calm down."""
+    start = time.monotonic()
+    hz = os.sysconf('SC_CLK_TCK')
+    limit = QUIET_SHARE * QUIET_SAMPLE_S * hz
+    while time.monotonic() - start < QUIET_MAX_S:
+        procs, cpus = foreign_ticks({os.getpid()}), cpu_times()
+        time.sleep(QUIET_SAMPLE_S)
+        used = foreign_delta(procs, foreign_ticks({os.getpid()}))
+        stolen = max(t['steal'] - cpus[name]['steal']
+                     for name, t in cpu_times().items())
+        if used < limit and stolen < limit:
+            break
+    return round(time.monotonic() - start - QUIET_SAMPLE_S, 1)
+
+
+class CpuWindow:
+    """/proc/stat and process times at the start and end of a window."""
+
+    def __init__(self, ours, illan_pid=None):
+        self.ours = set(ours) | {os.getpid(), illan_pid}
+        self.illan_pid = illan_pid
+        self.t0 = time.monotonic()
+        self.cpu0 = cpu_times()
+        self.foreign0 = foreign_ticks(self.ours)
+        self.illan0 = process_ticks(illan_pid) if illan_pid else 0
+
+    def close(self):
+        secs = time.monotonic() - self.t0
+        hz = os.sysconf('SC_CLK_TCK')
+        cpus = {}
+        for name, end in cpu_times().items():
+            d = {k: end[k] - self.cpu0[name][k] for k in CPU_FIELDS}
+            total = sum(d.values()) or 1
+            cpus[name] = {k: round(100 * v / total, 1) for k, v in d.items()}
+            cpus[name]['busy'] = round(100 - cpus[name]['idle'] -
+                                       cpus[name]['iowait'] -
+                                       cpus[name]['steal'], 1)
+        foreign = foreign_delta(self.foreign0, foreign_ticks(self.ours))
+        out = {'cpus': cpus, 'foreign': round(100 * foreign / hz / secs, 1)}
+        if self.illan_pid:
+            out['illan'] = round(100 * (process_ticks(self.illan_pid) -
+                                        self.illan0) / hz / secs, 1)
+        return out
+
+
+# --- QMP -----------------------------------------------------------------
+
+class QmpError(Exception):
+    pass
+
+
+class Qmp:
+    """Greeting, qmp_capabilities, then one command at a time; events
+    that arrive in between are skipped."""
+
+    def __init__(self, path, proc, timeout=START_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.p.poll() is not None:
+                raise Failed(f'illan exited: {proc.stderr()}')
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise Failed(f'no QMP socket in {timeout} s')
+                time.sleep(0.05)
+        self.sock.settimeout(timeout)
+        self.buf = ''
+        self.decoder = json.JSONDecoder()
+        self.message()
+        self.cmd('qmp_capabilities')
+
+    def message(self):
+        while True:
+            text = self.buf.lstrip()
+            try:
+                msg, end = self.decoder.raw_decode(text)
+                self.buf = text[end:]
+                return msg
+            except json.JSONDecodeError:
+                data = self.sock.recv(65536)
+                if not data:
+                    raise QmpError('connection closed')
+                self.buf += data.decode()
+
+    def cmd(self, name, **args):
+        request = {'execute': name}
+        if args:
+            request['arguments'] = args
+        self.sock.sendall((json.dumps(request) + '\n').encode())
+        while True:
+            msg = self.message()
+            if 'event' in msg:
+                continue
+            if 'error' in msg:
+                raise QmpError(msg['error'].get('desc', str(msg['error'])))
+            return msg['return']
+
+    def close(self):
+        self.sock.close()
+
+
+# --- counters ------------------------------------------------------------
+
+def flatten(obj, prefix=''):
+    """{'a': {'b': 1}} -> {'a.b': 1}; lists by index; numbers only."""
+    flat = {}
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+    for key, value in items:
+        name = f'{prefix}{key}'
+        if isinstance(value, (dict, list)):
+            flat.update(flatten(value, name + '.'))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            flat[name] = value
+    return flat
+
+
+def delta(before, after):
+    a, b = flatten(before), flatten(after)
+    return {k: b[k] - a.get(k, 0) for k in b}
+
+
+def xdp_drops(stats):
+    """The kernel's XDP_STATISTICS drops by reason.  On 6.18 rx_dropped
+    also counts the fill-ring-empty and rx-ring-full events, elsewhere
+    not; what it holds beyond them is "dropped"."""
+    fill, full = stats['rx_fill_ring_empty_descs'], stats['rx_ring_full']
+    return {'fill-empty': fill, 'ring-full': full,
+            'invalid': stats['rx_invalid_descs'],
+            'dropped': max(0, stats['rx_dropped'] - fill - full)}
+
+
+# The rest of the drops and errors, and the short name each gets.
+DROP_COUNTERS = (
+    ('net.nics.0.rx.dropped.', 'nic:'),
+    ('net.nics.0.tx.errors', 'nic:tx-errors'),
+    ('net.nics.0.tx.dropped', 'nic:tx-dropped'),
+    ('net.netdevs.0.backend.queues.0.tx-ring-full', 'xdp:tx-ring-full'),
+    ('net.netdevs.0.backend.queues.0.tx-oversize', 'xdp:tx-oversize'),
+    ('guest.drops.', 'guest:'),
+    ('guest.tx-failed', 'guest:tx-failed'),
+    ('guest.rx-invalid', 'guest:rx-invalid'),
+    ('guest.rx-no-buffer', 'guest:rx-no-buffer'),
+    ('guest.replenish-add-failures', 'guest:replenish-failed'),
+)
+QUEUE0 = 'net.netdevs.0.backend.queues.0.'
+
+
+def counted_drops(counters):
+    drops = {'xdp:' + k: v for k, v in xdp_drops(
+        {k[len(QUEUE0):]: v for k, v in counters.items()
+         if k.startswith(QUEUE0)}).items()}
+    for key, value in counters.items():
+        for prefix, short in DROP_COUNTERS:
+            if key == prefix or (prefix.endswith('.') and
+                                 key.startswith(prefix)):
+                drops[short + key[len(prefix):] if short.endswith(':')
+                      else short] = value
+    return drops
+
+
+def per_s(drops, secs):
+    """Per second, the reasons that happened at least once a second."""
+    return {k: round(v / secs) for k, v in drops.items() if v >= secs}
+
+
+def guest_stats(qmp):
+    for guest in qmp.cmd('x-query-guest-stats')['guests']:
+        if guest.get('id') == 'g0':
+            return guest
+    raise QmpError('no guest g0 in x-query-guest-stats')
+
+
+# --- the raw limit -------------------------------------------------------
+
+def tool(args, name):
+    return os.path.join(args.build, 'tests', 'bench', name)
+
+
+def start_gen(args, ns, size, secs, dst, *flags):
+    gen = Proc('xdp-gen', ['ip', 'netns', 'exec', ns.gen,
+                           tool(args, 'xdp-gen'), '-i', 'gen0', '-s', size,
+                           '-d', dst, '-t', str(secs), '-c', str(GEN_CPU),
+                           *flags])
+    gen.expect('ready', START_TIMEOUT_S)
+    return gen
+
+
+def gen_mark(gen):
+    gen.send(signal.SIGUSR1)
+    return gen.expect('mark', START_TIMEOUT_S)
+
+
+def start_rxdrop(args, ns, mode, wait):
+    for attempt in range(START_ATTEMPTS):
+        rx = Proc('xsk-rxdrop', ['ip', 'netns', 'exec', ns.dut,
+                                 tool(args, 'xsk-rxdrop'), '-i', 'dut0',
+                                 '-m', mode, '-w', wait, '-t', str(args.secs),
+                                 '-c', str(DUT_CPU)])
+        try:
+            rx.expect('ready', START_TIMEOUT_S)
+            return rx
+        except Failed:
+            rx.stop()
+            if attempt == START_ATTEMPTS - 1:
+                raise
+            time.sleep(SETTLE_S)
+
+
+def raw_run(args, ns, point):
+    size, mode, wait = point['size'], point['mode'], point['wait']
+    rx = start_rxdrop(args, ns, mode, wait)
+    gen = start_gen(args, ns, size, args.secs + START_TIMEOUT_S + 5,
+                    ns.dut_mac)
+    try:
+        rx.expect('first', START_TIMEOUT_S)
+        m0, cpu = gen_mark(gen), CpuWindow([rx.pid, gen.pid])
+        done = rx.expect('done', args.secs + START_TIMEOUT_S)
+        m1, use = gen_mark(gen), cpu.close()
+    finally:
+        gen.stop()
+        rx.stop()
+    secs = done['secs']
+    return {'mpps': done['frames'] / secs / 1e6,
+            'gbps': done['bytes'] * 8 / secs / 1e9,
+            'offered_mpps': gen_rate(m0, m1, 'tx_packets') / 1e6,
+            'drops': per_s(xdp_drops(done), secs),
+            'cpu': use, 'secs': secs}
+
+
+def gen_rate(m0, m1, key):
+    """Per second, between two of xdp-gen's marks."""
+    return (m1[key] - m0[key]) / ((m1['ns'] - m0['ns']) / 1e9)
+
+
+# --- illan ---------------------------------------------------------------
+
+def illan_argv(args, ns, point, qmp_path):
+    size, mode, spin = point['size'], point['mode'], point['wait'] == 'spin'
+    netdev = f'af-xdp,id=n0,ifname=dut0,mode={mode},queues=1'
+    guest = f'ibmveth,id=g0,dev=net0,fwd={point["fwd"]}'
+    if spin:
+        netdev += ',spin=on'
+        guest += ',poll=spin'
+    if point['fwd'] == 'txonly':
+        guest += f',size={size},dst={ns.gen_mac}'
+    return ['ip', 'netns', 'exec', ns.dut, 'taskset', '-c', args.illan_cpus,
+            os.path.join(args.build, 'illan'), '-M', 'pseries', '-nodefaults',
+            '-device', f'spapr-vlan,id=net0,netdev=n0,mac={NIC_MAC},'
+            f'use-rx-buffer-pools={point["pools"]}',
+            '-netdev', netdev, '-guest', guest,
+            '-qmp', f'unix:{qmp_path},server=on,wait=off']
+
+
+def wait_guest(qmp, proc):
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            return guest_stats(qmp)
+        except QmpError as e:
+            if proc.p.poll() is not None or time.monotonic() > deadline:
+                raise Failed(f'guest not up: {e}; {proc.stderr()}')
+            time.sleep(0.1)
+
+
+def snapshot(qmp, gen):
+    return {'t': time.monotonic(),
+            'guest': guest_stats(qmp),
+            'net': qmp.cmd('x-query-net-stats'),
+            'gen': gen_mark(gen)}
+
+
+def start_illan(args, ns, point, tmp):
+    qmp_path = os.path.join(tmp, 'qmp.sock')
+    for attempt in range(START_ATTEMPTS):
+        if os.path.exists(qmp_path):
+            os.unlink(qmp_path)
+        illan = Proc('illan', illan_argv(args, ns, point, qmp_path),
+                     stderr_path=os.path.join(tmp, 'illan.err'))
+        try:
+            qmp = Qmp(qmp_path, illan)
+            wait_guest(qmp, illan)
+            return illan, qmp
+        except (Failed, QmpError, OSError) as e:
+            illan.stop()
+            e = e if isinstance(e, Failed) else \
+                Failed(f'QMP: {e}; {illan.stderr()}')
+            if attempt == START_ATTEMPTS - 1 or 'busy' not in \
+                    illan.stderr().lower():
+                raise e
+            time.sleep(SETTLE_S)
+
+
+def stop_illan(illan, qmp):
+    try:
+        qmp.cmd('quit')
+    except (QmpError, OSError):
+        pass
+    qmp.close()
+    illan.stop(signal.SIGTERM)
+
+
+def illan_run(args, ns, point):
+    with tempfile.TemporaryDirectory(prefix='illan-bench-') as tmp:
+        illan, qmp = start_illan(args, ns, point, tmp)
+        try:
+            return illan_window(args, ns, point, illan, qmp)
+        except (QmpError, OSError) as e:
+            raise Failed(f'{e}; {illan.stderr()}')
+        finally:
+            stop_illan(illan, qmp)
+
+
+def illan_window(args, ns, point, illan, qmp):
+    fwd = point['fwd']
+    extra = ['--count'] if fwd == 'macswap' else \
+        ['--listen'] if fwd == 'txonly' else []
+    gen = start_gen(args, ns, point['size'], WARMUP_S + args.secs + 5,
+                    NIC_MAC, *extra)
+    try:
+        time.sleep(WARMUP_S)
+        a, cpu = snapshot(qmp, gen), CpuWindow([gen.pid], illan.pid)
+        time.sleep(args.secs)
+        b, use = snapshot(qmp, gen), cpu.close()
+    finally:
+        gen.stop()
+    return illan_figures(point, a, b, use)
+
+
+def illan_figures(point, a, b, use):
+    """rxonly: what the guest received.  txonly and macswap: what arrived
+    back at the generator's end, since the guest counts a frame it sent
+    even when the backend then had to drop it (tx-ring-full)."""
+    secs = b['t'] - a['t']
+    d = delta({'guest': a['guest'], 'net': a['net']},
+              {'guest': b['guest'], 'net': b['net']})
+    fwd = point['fwd']
+    if fwd == 'rxonly':
+        mpps = d['guest.rx-frames'] / secs / 1e6
+        gbps = d['guest.rx-bytes'] * 8 / secs / 1e9
+    else:
+        mpps = gen_rate(a['gen'], b['gen'], 'rx_frames') / 1e6
+        gbps = gen_rate(a['gen'], b['gen'], 'rx_bytes') * 8 / 1e9
+    return {'mpps': mpps, 'gbps': gbps,
+            'offered_mpps': None if fwd == 'txonly' else
+            gen_rate(a['gen'], b['gen'], 'tx_packets') / 1e6,
+            'guest_tx_mpps': None if fwd == 'rxonly' else
+            d['guest.tx-frames'] / secs / 1e6,
+            'drops': per_s(counted_drops(d), secs), 'cpu': use,
+            'secs': secs,
+            'counters': d}
+
+
+# --- points, runs, medians -----------------------------------------------
+
+def raw_points():
+    return [{'size': s, 'mode': m, 'wait': w}
+            for s in SIZES for m in MODES for w in WAITS]
+
+
+def illan_points(full):
+    if full:
+        return [{'fwd': f, 'size': s, 'pools': p, 'mode': m, 'wait': w}
+                for f in FWDS for s in SIZES for p in ('on', 'off')
+                for m in MODES for w in WAITS]
+    points = [{'fwd': f, 'size': s, 'pools': p, 'mode': 'native',
+               'wait': 'poll'}
+              for f in FWDS for s in SIZES for p in ('on', 'off')]
+    points += [{'fwd': f, 'size': '64', 'pools': 'on', 'mode': m, 'wait': w}
+               for f in ('rxonly', 'macswap')
+               for m, w in (('native', 'spin'), ('skb', 'poll'),
+                            ('skb', 'spin'))]
+    return points
+
+
+def measure(args, ns, point, one_run):
+    """Runs the point --runs times; the run with the median rate stands
+    for it, with every run's rate alongside."""
+    ns.set_mode(point['mode'])
+    runs, errors = [], []
+    for _ in range(args.runs):
+        quiet = wait_quiet()
+        try:
+            runs.append(dict(one_run(args, ns, point), quiet_wait_s=quiet))
+        except Failed as e:
+            errors.append(str(e))
+        except Exception as e:      # a counter missing, say: next point
+            errors.append(f'{type(e).__name__}: {e}')
+        Proc.stop_all()
+        time.sleep(SETTLE_S)
+    result = dict(point)
+    if not runs:
+        result['failed'] = errors[0]
+        return result
+    median = statistics.median_low(r['mpps'] for r in runs)
+    result.update(next(r for r in runs if r['mpps'] == median))
+    result['runs'] = [round(r['mpps'], 3) for r in runs]
+    if errors:
+        result['errors'] = errors
+    return result
+
+
+def raw_key(point):
+    """The raw point an illan point is held against: same size, XDP mode
+    and wait style (illan's irq or poll waiting is poll())."""
+    return (point['size'], point['mode'],
+            'spin' if point['wait'] == 'spin' else 'poll')
+
+
+# --- output --------------------------------------------------------------
+
+def fmt(value, digits=2):
+    return '-' if value is None else f'{value:.{digits}f}'
+
+
+DROPS_SHOWN = 3
+
+
+def fmt_drops(drops):
+    if not drops:
+        return '0'
+    top = sorted(drops.items(), key=lambda kv: -kv[1])[:DROPS_SHOWN]
+    return ', '.join(f'{k} {v / 1e3:.1f}k' if v >= 1000 else f'{k} {v}'
+                     for k, v in top)
+
+
+def print_table(title, header, results, row):
+    """A failed point shows as FAILED[n] in its row and its reason, n,
+    under the table."""
+    failures = [r['failed'] for r in results if 'failed' in r]
+    rows, n = [], 0
+    for r in results:
+        if 'failed' in r:
+            n += 1
+        rows.append(row(r, f'FAILED[{n}]'))
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    line = lambda cells: '| ' + ' | '.join(
+        str(c).ljust(w) for c, w in zip(cells, widths)) + ' |'
+    print(f'\n{title}\n')
+    print(line(header))
+    print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
+    for cells in rows:
+        print(line(cells))
+    for i, why in enumerate(failures, 1):
+        print(f'[{i}] {why}')
+    sys.stdout.flush()
+
+
+def cpu_cells(r):
+    cpus = r['cpu']['cpus']
+    return [fmt(cpus['cpu0']['busy'], 0), fmt(cpus['cpu1']['busy'], 0),
+            f"{cpus['cpu0']['steal']:.0f}/{cpus['cpu1']['steal']:.0f}",
+            fmt(r['cpu']['foreign'], 0)]
+
+
+def raw_row(r, failed='FAILED'):
+    head = [r['size'], r['mode'], r['wait']]
+    if 'failed' in r:
+        return head + [failed] + [''] * (len(RAW_HEADER) - 4)
+    return head + [fmt(r['mpps']), fmt(r['gbps']), fmt(r['offered_mpps']),
+                   fmt_drops(r['drops'])] + cpu_cells(r) + \
+        [' '.join(fmt(m) for m in r['runs'])]
+
+
+RAW_HEADER = ['size', 'mode', 'wait', 'Mpps', 'Gbit/s', 'offered Mpps',
+              'drops/s', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
+              'runs (Mpps)']
+ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'Mpps', 'Gbit/s',
+                'vs raw', 'offered Mpps', 'guest tx Mpps', 'drops/s',
+                'illan %', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
+                'runs (Mpps)']
+
+
+def vs_raw(r, raw):
+    """txonly sends: there is no receive limit to hold it against."""
+    limit = raw.get(raw_key(r))
+    if 'failed' in r or not limit or r['fwd'] == 'txonly':
+        return None
+    return r['mpps'] / limit
+
+
+def illan_row(r, failed='FAILED'):
+    head = [r['fwd'], r['size'], r['pools'], r['mode'], r['wait']]
+    if 'failed' in r:
+        return head + [failed] + [''] * (len(ILLAN_HEADER) - 6)
+    return head + [fmt(r['mpps']), fmt(r['gbps']), fmt(r['vs_raw']),
+                   fmt(r['offered_mpps']), fmt(r['guest_tx_mpps']),
+                   fmt_drops(r['drops']), fmt(r['cpu'].get('illan'), 0)] + \
+        cpu_cells(r) + [' '.join(fmt(m) for m in r['runs'])]
+
+
+def machine():
+    model, mem = '?', 0
+    with open('/proc/cpuinfo') as f:
+        for line in f:
+            if line.startswith('model name'):
+                model = line.split(':', 1)[1].strip()
+                break
+    with open('/proc/meminfo') as f:
+        mem = int(f.readline().split()[1]) // (1024 * 1024)
+    return f'{os.cpu_count()} CPUs, {model}, {mem} GiB'
+
+
+# --- main ----------------------------------------------------------------
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--build', default='build', help='meson build directory')
+    p.add_argument('--secs', type=int,
+                   help='seconds per run: 5 (the least) or more; '
+                   '2 with --quick')
+    p.add_argument('--runs', type=int, default=3, help='runs per point')
+    p.add_argument('--only', choices=('raw', 'illan'),
+                   help='measure one part only')
+    p.add_argument('--full', action='store_true',
+                   help='every fwd, size, pools, mode and wait')
+    p.add_argument('--quick', action='store_true',
+                   help='smoke run: 1 run of 2 s per point')
+    p.add_argument('--illan-cpus', default=str(DUT_CPU),
+                   help='CPU list illan is pinned to (taskset -c)')
+    p.add_argument('--json', help='where the figures go '
+                   '(default BUILD/bench.json)')
+    args = p.parse_args()
+    if args.quick:
+        args.runs = 1
+    args.secs = args.secs or (2 if args.quick else 5)
+    if args.secs < (1 if args.quick else 5):
+        p.error('--secs is at least 5 (or 1 with --quick)')
+    args.json = args.json or os.path.join(args.build, 'bench.json')
+    return args
+
+
+def header(args):
+    info = {'date': datetime.datetime.now().astimezone().isoformat(
+                timespec='seconds'),
+            'kernel': f'{platform.system()} {platform.release()} '
+                      f'{platform.version()}',
+            'machine': machine()}
+    points = (len(raw_points()) if args.only != 'illan' else 0) + \
+        (len(illan_points(args.full)) if args.only != 'raw' else 0)
+    minutes = points * args.runs * (args.secs + RUN_OVERHEAD_S) / 60
+    print(f'date:    {info["date"]}\nkernel:  {info["kernel"]}\n'
+          f'machine: {info["machine"]}\n'
+          f'plan:    {points} points x {args.runs} runs of {args.secs} s, '
+          f'about {minutes:.0f} min')
+    return info
+
+
+def bench(args, report):
+    raw = {}
+    with Netns() as ns:
+        if args.only != 'illan':
+            for point in raw_points():
+                r = measure(args, ns, point, raw_run)
+                report['raw'].append(r)
+                if 'failed' not in r:
+                    raw[raw_key(r)] = r['mpps']
+                progress('raw', raw_row(r)[:4], r)
+            print_table('Raw AF_XDP receive limit (xsk-rxdrop)', RAW_HEADER,
+                        report['raw'], raw_row)
+        if args.only != 'raw':
+            for point in illan_points(args.full):
+                r = measure(args, ns, point, illan_run)
+                r['vs_raw'] = vs_raw(r, raw)
+                report['illan'].append(r)
+                progress('illan', illan_row(r)[:6], r)
+            print_table('illan (spapr-vlan + af-xdp, built-in ibmveth guest)',
+                        ILLAN_HEADER, report['illan'], illan_row)
+
+
+def progress(part, cells, r):
+    why = f': {r["failed"]}' if 'failed' in r else ''
+    print(f'  {part} {" ".join(cells)}{why}', flush=True)
+
+
+def interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main():
+    args = parse_args()
+    if os.geteuid() != 0:
+        print('bench: needs root: it creates network namespaces and veth '
+              'pairs and attaches XDP programs', file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, interrupted)
+    report = dict(header(args), secs=args.secs, runs=args.runs, raw=[],
+                  illan=[])
+    try:
+        bench(args, report)
+    except KeyboardInterrupt:
+        print('bench: interrupted; namespaces removed', file=sys.stderr)
+        return 130
+    finally:
+        with open(args.json, 'w') as f:
+            json.dump(report, f, indent=1)
+    print(f'\nJSON: {args.json}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
