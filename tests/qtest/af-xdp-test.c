@@ -673,7 +673,7 @@ static gpointer flood_run(gpointer opaque)
     build_frame(frame, sizeof(frame), guest_mac, peer_mac, 0xf00d);
     while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
         if (packet_send(f->fd, frame, sizeof(frame))) {
-            f->sent++;
+            __atomic_add_fetch(&f->sent, 1, __ATOMIC_RELEASE);
         }
         g_usleep(2000);
     }
@@ -684,13 +684,18 @@ static void flood_start(Flood *f, int fd)
 {
     *f = (Flood){ .fd = fd };
     f->thread = g_thread_new("flood", flood_run, f);
+    /* Frames flow before anything changes, however late the thread is
+     * scheduled on a loaded machine. */
+    while (!__atomic_load_n(&f->sent, __ATOMIC_ACQUIRE)) {
+        g_usleep(1000);
+    }
 }
 
 static unsigned flood_stop(Flood *f)
 {
     __atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
     g_thread_join(f->thread);
-    return f->sent;
+    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE);
 }
 
 /* Waits for NETDEV_LINK_CHANGED with @state; an interface being deleted
