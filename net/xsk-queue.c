@@ -400,17 +400,22 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
 }
 
 /* In copy mode the kernel transmits inside sendto(), a bounded number of
- * frames per call; what it left is retried on the next round. */
-static void tx_kick(XskQueue *q)
+ * frames per call (32 on this kernel).  True when it took frames and left
+ * some: the caller kicks again at once rather than after TX_RETRY_MS,
+ * which would cap transmit at a few tens of thousands of frames a second.
+ * A refused kick (ring busy, link down) is retried after the delay. */
+static bool tx_kick(XskQueue *q)
 {
-    bool pending;
+    bool pending, progress = true;
 
     __atomic_store_n(&q->tx_kick, false, __ATOMIC_RELEASE);
     if (xsk_ring_prod__needs_wakeup(&q->tx)) {
         STAT_ADD(q->stats.tx_kicks, 1);
-        if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-            errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
-            STAT_ADD(q->stats.tx_kick_errors, 1);
+        if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
+            progress = false;
+            if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+                STAT_ADD(q->stats.tx_kick_errors, 1);
+            }
         }
     }
     g_mutex_lock(&q->tx_lock);
@@ -419,7 +424,9 @@ static void tx_kick(XskQueue *q)
     g_mutex_unlock(&q->tx_lock);
     if (pending && !xsk_queue_failed(q)) {
         __atomic_store_n(&q->tx_kick, true, __ATOMIC_RELEASE);
+        return progress;
     }
+    return false;
 }
 
 /* The I/O thread. */
@@ -465,11 +472,12 @@ static gpointer io_thread(gpointer opaque)
 
     while (!__atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE)) {
         unsigned n = rx_batch(q);
+        bool more_tx = false;
 
         if (__atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE)) {
-            tx_kick(q);
+            more_tx = tx_kick(q);
         }
-        if (n == 0) {
+        if (n == 0 && !more_tx) {
             idle(q);
         }
     }
