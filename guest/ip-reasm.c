@@ -5,6 +5,7 @@
  * A queue keeps its fragments as copies in an array sorted by offset.
  */
 #include "guest/ip-reasm.h"
+#include "guest/ip-checksum.h"
 #include "qemu/bswap.h"
 
 #include <glib.h>
@@ -96,19 +97,6 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
     return memcmp(a, b, sizeof(QueueKey)) == 0;
 }
 
-static uint16_t ip_checksum(const uint8_t *p, size_t len)
-{
-    uint32_t sum = 0;
-
-    for (size_t i = 0; i + 1 < len; i += 2) {
-        sum += ldn_be_p(p + i, 2);
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return ~sum & 0xffff;
-}
-
 static void read_fragment_fields(Ipv4 *ip, const uint8_t *h)
 {
     uint16_t frag_off = ldn_be_p(h + 6, 2);
@@ -141,7 +129,7 @@ static FrameKind parse_frame(const uint8_t *frame, size_t len, Ipv4 *ip)
     }
     hlen = (h[0] & 15) * 4u;
     tot_len = ldn_be_p(h + 2, 2);
-    if (len < ETH_HLEN + hlen || ip_checksum(h, hlen) != 0 ||
+    if (len < ETH_HLEN + hlen || ip_header_checksum(h, hlen) != 0 ||
         tot_len > len - ETH_HLEN || tot_len < hlen) {
         return FRAME_BAD;
     }
@@ -342,7 +330,7 @@ static void finish_header(IpReasm *r, const Queue *q)
         h[1] |= 3;
     }
     stn_be_p(h + 10, 2, 0);
-    stn_be_p(h + 10, 2, ip_checksum(h, hlen));
+    stn_be_p(h + 10, 2, ip_header_checksum(h, hlen));
 }
 
 static IpReasmResult reassemble(IpReasm *r, Queue *q)

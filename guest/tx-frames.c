@@ -1,5 +1,6 @@
 /* Frames for fwd=txonly (see guest/tx-frames.h). */
 #include "guest/tx-frames.h"
+#include "guest/ip-checksum.h"
 
 #include <glib.h>
 #include <string.h>
@@ -25,19 +26,6 @@ static void put_be16(uint8_t *p, uint16_t v)
     p[1] = v;
 }
 
-static uint16_t ip_checksum(const uint8_t *hdr, size_t len)
-{
-    uint32_t sum = 0;
-
-    for (size_t i = 0; i < len; i += 2) {
-        sum += (uint32_t)hdr[i] << 8 | hdr[i + 1];
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return ~sum;
-}
-
 /* 10.0.2.15 -> 10.0.2.2, UDP port 9 (discard), payload zero. */
 static uint8_t *build_frame(uint32_t size, const uint8_t dst[6],
                             const uint8_t src[6])
@@ -54,7 +42,7 @@ static uint8_t *build_frame(uint32_t size, const uint8_t dst[6],
     ip[8] = 64;
     ip[9] = 17;
     memcpy(ip + 12, (uint8_t[]){ 10, 0, 2, 15, 10, 0, 2, 2 }, 8);
-    put_be16(ip + 10, ip_checksum(ip, IP_HLEN));
+    put_be16(ip + 10, ip_header_checksum(ip, IP_HLEN));
     put_be16(udp, 9);
     put_be16(udp + 2, 9);
     put_be16(udp + 4, MIN(ip_len - IP_HLEN, 65535u));
