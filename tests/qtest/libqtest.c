@@ -566,3 +566,16 @@ int illan_run(const char *args, char **out, char **err)
     g_assert_true(WIFEXITED(status));
     return WEXITSTATUS(status);
 }
+
+int qtest_bind_dgram(const char *path)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpuint(strlen(path), <, sizeof(addr.sun_path));
+    strcpy(addr.sun_path, path);
+    unlink(path);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
+    return fd;
+}

@@ -101,4 +101,8 @@ void qtest_tce_map(QTestState *s, uint32_t liobn, uint64_t ioba,
 int illan_run(const char *args, char **out, char **err);
 const char *illan_binary(void);
 
+/* A unix datagram socket bound to @path (removed first if it exists): the
+ * far end of a dgram netdev in tests. */
+int qtest_bind_dgram(const char *path);
+
 #endif

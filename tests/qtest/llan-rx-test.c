@@ -25,18 +25,6 @@ typedef struct Rig {
 
 static const uint8_t our_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
-static int bind_dgram(const char *path)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    g_assert_cmpint(fd, >=, 0);
-    g_strlcpy(addr.sun_path, path, sizeof(addr.sun_path));
-    unlink(path);
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
-    return fd;
-}
-
 static void rig_open_guest(Rig *r, const IbmvethConf *conf)
 {
     IbmvethConf linux_conf;
@@ -60,7 +48,7 @@ static void rig_start(Rig *r, const char *pools, const IbmvethConf *conf)
                                   getpid(), n);
     r->peer_path = g_strdup_printf("%s/llan-rx-%d-%d.peer", g_get_tmp_dir(),
                                    getpid(), n++);
-    r->peer = bind_dgram(r->peer_path);
+    r->peer = qtest_bind_dgram(r->peer_path);
     r->qts = qtest_initf("-nodefaults -m 512M -netdev dgram,id=n0,"
                          "local.type=unix,local.path=%s,remote.type=unix,"
                          "remote.path=%s -device spapr-vlan,netdev=n0,"

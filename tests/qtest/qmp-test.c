@@ -1133,19 +1133,6 @@ static void test_qom_get(void)
 
 /* ---- netdevs and statistics ---- */
 
-static int bind_dgram(const char *path)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    g_assert_cmpint(fd, >=, 0);
-    g_assert_cmpuint(strlen(path), <, sizeof(addr.sun_path));
-    strcpy(addr.sun_path, path);
-    unlink(path);
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
-    return fd;
-}
-
 /* Sends one broadcast frame of 60 bytes to the dgram socket at @to. */
 static void inject(int fd, const char *to)
 {
@@ -1335,7 +1322,7 @@ static void test_net_stats(void)
 
     /* The guest never opened nic0: three frames are dropped as
      * not-registered; stopped, two more as vm-stopped. */
-    peer = bind_dgram(r.peer_path);
+    peer = qtest_bind_dgram(r.peer_path);
     for (int i = 0; i < 3; i++) {
         inject(peer, r.n0_path);
     }
@@ -1391,7 +1378,7 @@ static void test_netdev_add_del(void)
     json_object_unref(st);
 
     /* It works: with no NIC, a frame sent to it is dropped as no-nic. */
-    peer = bind_dgram(r.n1_peer);
+    peer = qtest_bind_dgram(r.n1_peer);
     inject(peer, r.n1_path);
     st = net_stats_after(c, "n1", 1);
     n1 = find_named(get_arr(st, "netdevs"), "n1");
