@@ -11,6 +11,7 @@ docs/devel/benchmarks.md for the columns.
 
 import argparse
 import datetime
+import fnmatch
 import json
 import os
 import platform
@@ -762,6 +763,10 @@ def parse_args():
                    help='every fwd, size, pools, mode and wait')
     p.add_argument('--quick', action='store_true',
                    help='smoke run: 1 run of 2 s per point')
+    p.add_argument('--match', metavar='GLOB', action='append',
+                   help='only the points whose label matches, e.g. '
+                   '"rxonly/64/on/native/poll" or "*/64/*" (raw points: '
+                   '"raw/64/native/poll"); may be given more than once')
     p.add_argument('--illan-cpus', default=str(DUT_CPU),
                    help='CPU list illan is pinned to (taskset -c)')
     p.add_argument('--json', help='where the figures go '
@@ -782,8 +787,10 @@ def header(args):
             'kernel': f'{platform.system()} {platform.release()} '
                       f'{platform.version()}',
             'machine': machine()}
-    points = (len(raw_points()) if args.only != 'illan' else 0) + \
-        (len(illan_points(args.full)) if args.only != 'raw' else 0)
+    points = (len(selected(args, raw_points()))
+              if args.only != 'illan' else 0) + \
+        (len(selected(args, illan_points(args.full)))
+         if args.only != 'raw' else 0)
     minutes = points * args.runs * (args.secs + RUN_OVERHEAD_S) / 60
     print(f'date:    {info["date"]}\nkernel:  {info["kernel"]}\n'
           f'machine: {info["machine"]}\n'
@@ -792,11 +799,26 @@ def header(args):
     return info
 
 
+def label(point):
+    """fwd/size/pools/mode/wait, or raw/size/mode/wait."""
+    if 'fwd' in point:
+        keys = ('fwd', 'size', 'pools', 'mode', 'wait')
+        return '/'.join(point[k] for k in keys)
+    return '/'.join(['raw'] + [point[k] for k in ('size', 'mode', 'wait')])
+
+
+def selected(args, points):
+    if not args.match:
+        return points
+    return [p for p in points
+            if any(fnmatch.fnmatchcase(label(p), g) for g in args.match)]
+
+
 def bench(args, report):
     raw = {}
     with Netns() as ns:
         if args.only != 'illan':
-            for point in raw_points():
+            for point in selected(args, raw_points()):
                 r = measure(args, ns, point, raw_run)
                 report['raw'].append(r)
                 if 'failed' not in r:
@@ -805,7 +827,7 @@ def bench(args, report):
             print_table('Raw AF_XDP receive limit (xsk-rxdrop)', RAW_HEADER,
                         report['raw'], raw_row)
         if args.only != 'raw':
-            for point in illan_points(args.full):
+            for point in selected(args, illan_points(args.full)):
                 r = measure(args, ns, point, illan_run)
                 r['vs_raw'] = vs_raw(r, raw)
                 report['illan'].append(r)
