@@ -270,30 +270,39 @@ bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
     return guest_ram_range_ok(tcet->ram, *gpa, *avail);
 }
 
-/* Calls @fn on each contiguous real chunk of [ioba, ioba + len); the loop
- * is bounded by the window size, not by anything the guest controls. */
-typedef void (*DmaChunkFn)(void *host, uint64_t done, uint64_t n, void *arg);
-
-static bool dma_walk(const SpaprTceTable *tcet, uint64_t ioba, uint64_t len,
-                     DmaDirection dir, DmaChunkFn fn, void *arg)
+/* The host address of [ioba, ioba + len) when it lies in one I/O page,
+ * as most DMAs do (a frame into a buffer, a descriptor, a queue entry):
+ * one translation instead of a check pass and a copy pass. */
+static void *single_page(const SpaprTceTable *tcet, uint64_t ioba,
+                         uint64_t len, DmaDirection dir)
 {
-    uint64_t window = (uint64_t)tcet->nb_table << SPAPR_TCE_PAGE_SHIFT;
-    uint64_t done = 0;
+    uint64_t gpa, avail;
 
-    if (ioba > window || len > window - ioba) {
-        return false;
+    if (len == 0 ||
+        len > SPAPR_TCE_PAGE_SIZE - (ioba & ~SPAPR_TCE_PAGE_MASK) ||
+        !spapr_tce_translate(tcet, ioba, dir, &gpa, &avail)) {
+        return NULL;
     }
-    while (done < len) {
-        uint64_t gpa, avail, n;
+    return guest_ram_ptr(tcet->ram, gpa, len);
+}
 
+/* Copies between @buf and [ioba, ioba + len) page by page, once
+ * spapr_tce_dma_valid() has passed the whole range; false if the guest
+ * revoked a page in between.  The loop is bounded by the window size, not
+ * by anything the guest controls. */
+static bool copy_pages(const SpaprTceTable *tcet, uint64_t ioba,
+                       uint8_t *buf, uint64_t len, DmaDirection dir)
+{
+    for (uint64_t done = 0, gpa, avail, n; done < len; done += n) {
         if (!spapr_tce_translate(tcet, ioba + done, dir, &gpa, &avail)) {
             return false;
         }
         n = MIN(avail, len - done);
-        if (fn) {
-            fn(guest_ram_ptr(tcet->ram, gpa, n), done, n, arg);
+        if (dir == DMA_DEVICE_WRITES) {
+            memcpy(guest_ram_ptr(tcet->ram, gpa, n), buf + done, n);
+        } else {
+            memcpy(buf + done, guest_ram_ptr(tcet->ram, gpa, n), n);
         }
-        done += n;
     }
     return true;
 }
@@ -301,32 +310,43 @@ static bool dma_walk(const SpaprTceTable *tcet, uint64_t ioba, uint64_t len,
 bool spapr_tce_dma_valid(const SpaprTceTable *tcet, uint64_t ioba,
                          uint64_t len, DmaDirection dir)
 {
-    return dma_walk(tcet, ioba, len, dir, NULL, NULL);
-}
+    uint64_t window = (uint64_t)tcet->nb_table << SPAPR_TCE_PAGE_SHIFT;
 
-static void copy_from_guest(void *host, uint64_t done, uint64_t n, void *arg)
-{
-    memcpy((uint8_t *)arg + done, host, n);
-}
-
-static void copy_to_guest(void *host, uint64_t done, uint64_t n, void *arg)
-{
-    memcpy(host, (const uint8_t *)arg + done, n);
+    if (ioba > window || len > window - ioba) {
+        return false;
+    }
+    for (uint64_t done = 0, gpa, avail; done < len; done += avail) {
+        if (!spapr_tce_translate(tcet, ioba + done, dir, &gpa, &avail)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
                         uint64_t len)
 {
+    void *host = single_page(tcet, ioba, len, DMA_DEVICE_READS);
+
+    if (host) {
+        memcpy(buf, host, len);
+        return true;
+    }
     return spapr_tce_dma_valid(tcet, ioba, len, DMA_DEVICE_READS) &&
-           dma_walk(tcet, ioba, len, DMA_DEVICE_READS, copy_from_guest, buf);
+           copy_pages(tcet, ioba, buf, len, DMA_DEVICE_READS);
 }
 
 bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
                          const void *buf, uint64_t len)
 {
+    void *host = single_page(tcet, ioba, len, DMA_DEVICE_WRITES);
+
+    if (host) {
+        memcpy(host, buf, len);
+        return true;
+    }
     return spapr_tce_dma_valid(tcet, ioba, len, DMA_DEVICE_WRITES) &&
-           dma_walk(tcet, ioba, len, DMA_DEVICE_WRITES, copy_to_guest,
-                    (void *)buf);
+           copy_pages(tcet, ioba, (uint8_t *)buf, len, DMA_DEVICE_WRITES);
 }
 
 /* The hcalls.  Argument checks follow PAPR as QEMU applies them. */
