@@ -164,21 +164,33 @@ static void spapr_vlan_reset(DeviceState *qdev)
 
 /* Receive. */
 
-static void count_no_buffer(SpaprVlanState *s)
+/*
+ * What one batch carries from frame to frame: the receive queue's
+ * descriptor, read from the buffer list once per batch rather than per
+ * frame (the device itself flips its toggle, under the lock), and the
+ * frames that found no buffer, added to the guest's counter once.
+ */
+typedef struct RxBatch {
+    uint64_t qbd;
+    bool qbd_ok;
+    uint64_t no_buffer;
+} RxBatch;
+
+static void count_no_buffer(SpaprVlanState *s, uint64_t frames)
 {
     uint64_t n;
 
     /* The guest reads this as ethtool's rx_no_buffer; if it unmapped the
-     * page the frame is still counted in our stats. */
+     * page the frames are still counted in our stats. */
     if (dma_ld64(&s->vdev, s->buf_list + BUF_LIST_NO_BUFFER, &n)) {
-        dma_st64(&s->vdev, s->buf_list + BUF_LIST_NO_BUFFER, n + 1);
+        dma_st64(&s->vdev, s->buf_list + BUF_LIST_NO_BUFFER, n + frames);
     }
 }
 
 /* Takes a buffer of at least @need bytes; false with *drop set when the
  * frame cannot have one. */
-static bool take_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd,
-                        NetRxResult *drop)
+static bool take_buffer(SpaprVlanState *s, RxBatch *b, uint32_t need,
+                        uint64_t *bd, NetRxResult *drop)
 {
     if (s->use_rx_buffer_pools) {
         if (llan_rx_pool_take_best_fit(&s->pools, need, bd)) {
@@ -196,34 +208,34 @@ static bool take_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd,
             break;
         }
     }
-    count_no_buffer(s);
+    b->no_buffer++;
     *drop = NET_RX_DROP_NO_BUFFER;
     return false;
+}
+
+/* Flips the queue's toggle in the buffer list: the guest's next lap. */
+static bool wrap_rxq(SpaprVlanState *s, RxBatch *b)
+{
+    s->rxq_ptr = 0;
+    b->qbd ^= LLAN_BD_TOGGLE;
+    return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, b->qbd);
 }
 
 /* Writes the entry for a frame of @len in the buffer whose handle is
  * @handle; the control byte goes last, after a release fence, so a guest
  * polling it never sees a half-written entry. */
-static bool write_rxq_entry(SpaprVlanState *s, uint64_t handle, uint32_t len)
+static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
+                            uint32_t len)
 {
-    uint64_t qbd;
     uint8_t entry[RXQ_ENTRY_SIZE] = { 0 };
-    uint32_t qlen;
+    uint32_t qlen = LLAN_BD_LEN(b->qbd);
 
-    if (!dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &qbd)) {
+    if (!b->qbd_ok || qlen < RXQ_ENTRY_SIZE) {
         return false;
     }
-    qlen = LLAN_BD_LEN(qbd);
-    if (qlen < RXQ_ENTRY_SIZE) {
+    /* The guest shrank its queue under us: wrap early. */
+    if (s->rxq_ptr + RXQ_ENTRY_SIZE > qlen && !wrap_rxq(s, b)) {
         return false;
-    }
-    if (s->rxq_ptr + RXQ_ENTRY_SIZE > qlen) {
-        /* The guest shrank its queue under us: wrap early. */
-        s->rxq_ptr = 0;
-        qbd ^= LLAN_BD_TOGGLE;
-        if (!dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, qbd)) {
-            return false;
-        }
     }
     /* The entry that wraps must be able to flip the toggle, or the guest
      * would take the entries after it for stale ones. */
@@ -235,25 +247,23 @@ static bool write_rxq_entry(SpaprVlanState *s, uint64_t handle, uint32_t len)
     stn_be_p(entry + 2, 2, RX_DATA_OFFSET);
     stn_be_p(entry + 4, 4, len);
     stn_be_p(entry + 8, 8, handle);
-    entry[0] = RXQ_CTRL_VALID | ((qbd & LLAN_BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
-    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(qbd) + s->rxq_ptr + 1,
+    entry[0] = RXQ_CTRL_VALID |
+               ((b->qbd & LLAN_BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
+    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(b->qbd) + s->rxq_ptr + 1,
                              entry + 1, sizeof(entry) - 1)) {
         return false;
     }
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(qbd) + s->rxq_ptr, entry, 1)) {
+    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
+                             entry, 1)) {
         return false;
     }
     s->rxq_ptr += RXQ_ENTRY_SIZE;
-    if (s->rxq_ptr >= qlen) {
-        s->rxq_ptr = 0;
-        return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD,
-                        qbd ^ LLAN_BD_TOGGLE);
-    }
-    return true;
+    return s->rxq_ptr < qlen || wrap_rxq(s, b);
 }
 
-static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
+static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
+                               const NetFrame *f)
 {
     uint64_t bd, handle;
     NetRxResult drop;
@@ -264,7 +274,7 @@ static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
     if (!filter_accepts(s, f->data)) {
         return NET_RX_DROP_FILTERED;
     }
-    if (!take_buffer(s, f->len + RX_DATA_OFFSET, &bd, &drop)) {
+    if (!take_buffer(s, b, f->len + RX_DATA_OFFSET, &bd, &drop)) {
         return drop;
     }
     /* A page-mode guest can plant valid descriptors it never posted. */
@@ -276,7 +286,7 @@ static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
     if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET,
                              f->data, f->len) ||
         !dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
-        !write_rxq_entry(s, handle, f->len)) {
+        !write_rxq_entry(s, b, handle, f->len)) {
         return NET_RX_DROP_DMA_ERROR;
     }
     s->stats.rx_frames++;
@@ -285,18 +295,43 @@ static NetRxResult receive_one(SpaprVlanState *s, const NetFrame *f)
     return NET_RX_DELIVERED;
 }
 
+static void receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
+                                 unsigned n, NetRxResult *results)
+{
+    RxBatch b = { 0 };
+
+    /* Stopped means no frame touches guest memory. */
+    if (!runstate_is_running()) {
+        for (unsigned i = 0; i < n; i++) {
+            results[i] = NET_RX_DROP_VM_STOPPED;
+        }
+        return;
+    }
+    /* The frames were written on another CPU: start every cache miss
+     * now rather than one per frame. */
+    for (unsigned i = 0; i < n; i++) {
+        __builtin_prefetch(frames[i].data);
+    }
+    if (s->isopen) {
+        b.qbd_ok = dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &b.qbd);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        results[i] = receive_one(s, &b, &frames[i]);
+    }
+    if (b.no_buffer) {
+        count_no_buffer(s, b.no_buffer);
+    }
+}
+
 static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
                                      unsigned n, NetRxResult *results)
 {
     SpaprVlanState *s = opaque;
-    bool delivered = false, irq, running;
+    bool delivered = false, irq;
 
     g_mutex_lock(&s->lock);
-    /* Stopped means no frame touches guest memory. */
-    running = runstate_is_running();
+    receive_batch_locked(s, frames, n, results);
     for (unsigned i = 0; i < n; i++) {
-        results[i] = running ? receive_one(s, &frames[i])
-                             : NET_RX_DROP_VM_STOPPED;
         if (results[i] == NET_RX_DELIVERED) {
             delivered = true;
         } else {
