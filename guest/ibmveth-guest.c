@@ -42,6 +42,8 @@ struct IbmvethGuest {
     pthread_t pthread;
     bool stop;              /* atomic */
     uint8_t *frame;         /* scratch for frames from the TAP */
+    uint64_t now_ns;        /* the clock at the start of this iteration:
+                               one read per NAPI poll, not per frame */
     IbmvethGuestStats st;   /* written by the vCPU thread only */
 };
 
@@ -184,7 +186,7 @@ static void stack_receive(IbmvethGuest *g, uint8_t *frame, uint32_t len,
     size_t dlen;
     const uint8_t *dgram;
 
-    switch (ip_reasm_input(g->reasm, frame, len, truesize, now_ns())) {
+    switch (ip_reasm_input(g->reasm, frame, len, truesize, g->now_ns)) {
     case IP_REASM_PASS:
         __atomic_store_n(&g->st.charged_peak_bytes,
                          MAX(g->st.charged_peak_bytes,
@@ -382,9 +384,10 @@ static void vcpu_iteration(IbmvethGuest *g)
         vcpu_sleep(g);
         return;
     }
+    g->now_ns = now_ns();
     rx = napi_poll(g);
     tx = tx_work(g);
-    ip_reasm_expire(g->reasm, now_ns());
+    ip_reasm_expire(g->reasm, g->now_ns);
     if (g->conf.spin || rx == g->conf.budget || tx > 0) {
         return;
     }
