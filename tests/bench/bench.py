@@ -438,12 +438,12 @@ def gen_mark(gen):
     return gen.expect('mark', START_TIMEOUT_S)
 
 
-def start_rxdrop(args, ns, mode, wait):
+def start_rxdrop(args, ns, mode, wait, fwd):
     for attempt in range(START_ATTEMPTS):
         rx = Proc('xsk-rxdrop', ['ip', 'netns', 'exec', ns.dut,
                                  tool(args, 'xsk-rxdrop'), '-i', 'dut0',
-                                 '-m', mode, '-w', wait, '-t', str(args.secs),
-                                 '-c', str(DUT_CPU)])
+                                 '-m', mode, '-w', wait, '-f', fwd,
+                                 '-t', str(args.secs), '-c', str(DUT_CPU)])
         try:
             rx.expect('ready', START_TIMEOUT_S)
             return rx
@@ -455,10 +455,13 @@ def start_rxdrop(args, ns, mode, wait):
 
 
 def raw_run(args, ns, point):
-    size, mode, wait = point['size'], point['mode'], point['wait']
-    rx = start_rxdrop(args, ns, mode, wait)
+    """drop: what the socket received.  macswap: what arrived back at the
+    generator's end, as for illan's macswap."""
+    size, mode, wait, fwd = (point['size'], point['mode'], point['wait'],
+                             point['fwd'])
+    rx = start_rxdrop(args, ns, mode, wait, fwd)
     gen = start_gen(args, ns, size, args.secs + START_TIMEOUT_S + 5,
-                    ns.dut_mac)
+                    ns.dut_mac, *(['--count'] if fwd == 'macswap' else []))
     try:
         rx.expect('first', START_TIMEOUT_S)
         m0, cpu = gen_mark(gen), CpuWindow([rx.pid, gen.pid])
@@ -468,8 +471,12 @@ def raw_run(args, ns, point):
         gen.stop()
         rx.stop()
     secs = done['secs']
-    return {'mpps': done['frames'] / secs / 1e6,
-            'gbps': done['bytes'] * 8 / secs / 1e9,
+    if fwd == 'macswap':
+        mpps = gen_rate(m0, m1, 'rx_frames') / 1e6
+        gbps = gen_rate(m0, m1, 'rx_bytes') * 8 / 1e9
+    else:
+        mpps, gbps = done['frames'] / secs / 1e6, done['bytes'] * 8 / secs / 1e9
+    return {'mpps': mpps, 'gbps': gbps,
             'offered_mpps': gen_rate(m0, m1, 'tx_packets') / 1e6,
             'drops': per_s(xdp_drops(done), secs),
             'cpu': use, 'secs': secs}
@@ -601,8 +608,12 @@ def illan_figures(point, a, b, use):
 # --- points, runs, medians -----------------------------------------------
 
 def raw_points():
-    return [{'size': s, 'mode': m, 'wait': w}
-            for s in SIZES for m in MODES for w in WAITS]
+    """The receive limit everywhere; the forwarding loop's limit where
+    illan's macswap target is held."""
+    return [{'fwd': 'drop', 'size': s, 'mode': m, 'wait': w}
+            for s in SIZES for m in MODES for w in WAITS] + \
+        [{'fwd': 'macswap', 'size': '64', 'mode': 'native', 'wait': w}
+         for w in WAITS]
 
 
 def illan_points(full):
@@ -647,10 +658,10 @@ def measure(args, ns, point, one_run):
     return result
 
 
-def raw_key(point):
+def raw_key(point, fwd='drop'):
     """The raw point an illan point is held against: same size, XDP mode
     and wait style (illan's irq or poll waiting is poll())."""
-    return (point['size'], point['mode'],
+    return (fwd, point['size'], point['mode'],
             'spin' if point['wait'] == 'spin' else 'poll')
 
 
@@ -701,19 +712,19 @@ def cpu_cells(r):
 
 
 def raw_row(r, failed='FAILED'):
-    head = [r['size'], r['mode'], r['wait']]
+    head = [r['fwd'], r['size'], r['mode'], r['wait']]
     if 'failed' in r:
-        return head + [failed] + [''] * (len(RAW_HEADER) - 4)
+        return head + [failed] + [''] * (len(RAW_HEADER) - 5)
     return head + [fmt(r['mpps']), fmt(r['gbps']), fmt(r['offered_mpps']),
                    fmt_drops(r['drops'])] + cpu_cells(r) + \
         [' '.join(fmt(m) for m in r['runs'])]
 
 
-RAW_HEADER = ['size', 'mode', 'wait', 'Mpps', 'Gbit/s', 'offered Mpps',
+RAW_HEADER = ['fwd', 'size', 'mode', 'wait', 'Mpps', 'Gbit/s', 'offered Mpps',
               'drops/s', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
               'runs (Mpps)']
 ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'Mpps', 'Gbit/s',
-                'vs raw', 'offered Mpps', 'guest tx Mpps', 'drops/s',
+                'vs raw', 'vs raw macswap', 'offered Mpps', 'guest tx Mpps', 'drops/s',
                 'illan %', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
                 'runs (Mpps)']
 
@@ -726,12 +737,20 @@ def vs_raw(r, raw):
     return r['mpps'] / limit
 
 
+def vs_raw_fwd(r, raw):
+    """macswap against the raw forwarding loop, where there is one."""
+    limit = raw.get(raw_key(r, 'macswap'))
+    if 'failed' in r or not limit or r['fwd'] != 'macswap':
+        return None
+    return r['mpps'] / limit
+
+
 def illan_row(r, failed='FAILED'):
     head = [r['fwd'], r['size'], r['pools'], r['mode'], r['wait']]
     if 'failed' in r:
         return head + [failed] + [''] * (len(ILLAN_HEADER) - 6)
     return head + [fmt(r['mpps']), fmt(r['gbps']), fmt(r['vs_raw']),
-                   fmt(r['offered_mpps']), fmt(r['guest_tx_mpps']),
+                   fmt(r['vs_raw_fwd']), fmt(r['offered_mpps']), fmt(r['guest_tx_mpps']),
                    fmt_drops(r['drops']), fmt(r['cpu'].get('illan'), 0)] + \
         cpu_cells(r) + [' '.join(fmt(m) for m in r['runs'])]
 
@@ -800,11 +819,13 @@ def header(args):
 
 
 def label(point):
-    """fwd/size/pools/mode/wait, or raw/size/mode/wait."""
-    if 'fwd' in point:
+    """fwd/size/pools/mode/wait for illan; raw/size/mode/wait for the
+    receive limit, raw-macswap/... for the forwarding loop's."""
+    if 'pools' in point:
         keys = ('fwd', 'size', 'pools', 'mode', 'wait')
         return '/'.join(point[k] for k in keys)
-    return '/'.join(['raw'] + [point[k] for k in ('size', 'mode', 'wait')])
+    raw = 'raw' if point['fwd'] == 'drop' else 'raw-' + point['fwd']
+    return '/'.join([raw] + [point[k] for k in ('size', 'mode', 'wait')])
 
 
 def selected(args, points):
@@ -822,14 +843,16 @@ def bench(args, report):
                 r = measure(args, ns, point, raw_run)
                 report['raw'].append(r)
                 if 'failed' not in r:
-                    raw[raw_key(r)] = r['mpps']
-                progress('raw', raw_row(r)[:4], r)
-            print_table('Raw AF_XDP receive limit (xsk-rxdrop)', RAW_HEADER,
+                    raw[raw_key(r, r['fwd'])] = r['mpps']
+                progress('raw', raw_row(r)[:5], r)
+            print_table('Raw AF_XDP limits (xsk-rxdrop: receive, and a macswap loop)',
+                        RAW_HEADER,
                         report['raw'], raw_row)
         if args.only != 'raw':
             for point in selected(args, illan_points(args.full)):
                 r = measure(args, ns, point, illan_run)
                 r['vs_raw'] = vs_raw(r, raw)
+                r['vs_raw_fwd'] = vs_raw_fwd(r, raw)
                 report['illan'].append(r)
                 progress('illan', illan_row(r)[:6], r)
             print_table('illan (spapr-vlan + af-xdp, built-in ibmveth guest)',

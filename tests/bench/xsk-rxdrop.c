@@ -7,9 +7,16 @@
  * need-wakeup, batches of 64.  Every frame goes straight back to the fill
  * ring.
  *
+ * With --fwd macswap it is the limit of a forwarding loop instead: each
+ * frame goes out again through the same socket with its MACs swapped
+ * (same UMEM frame, no copy), and back to the fill ring once the kernel
+ * completes it; the benchmark counts what arrives at the generator's end,
+ * as it does for illan's macswap.
+ *
  * It counts for --duration seconds from the first frame and prints,
  * key=value: "ready" once bound, "first" at the first frame and "done"
- * with the frames, bytes, rate and XDP_STATISTICS of that window.
+ * with the frames, bytes, rate and XDP_STATISTICS of that window (frames
+ * received; with macswap also tx_frames, those sent).
  */
 #include <errno.h>
 #include <net/if.h>
@@ -38,21 +45,22 @@
 #define POLL_TIMEOUT_MS 100
 
 typedef struct Options {
-    char *ifname, *mode, *wait;
+    char *ifname, *mode, *wait, *fwd;
     int secs, cpu;
 } Options;
 
 typedef struct Rx {
     int fd;
-    bool spin;
+    bool spin, macswap;
     void *area;
     struct xsk_umem *umem;
     struct xsk_socket *xsk;
     struct xsk_ring_prod fill;
     struct xsk_ring_cons comp;
     struct xsk_ring_cons rx;
+    struct xsk_ring_prod tx;
     XdpRedirect *prog;
-    uint64_t frames, bytes;
+    uint64_t frames, bytes, tx_frames;
 } Rx;
 
 static _Noreturn void die(const char *what, int err)
@@ -83,8 +91,11 @@ static void open_socket(Rx *r, const Options *o)
     if (err) {
         die("xsk_umem__create", -err);
     }
-    err = xsk_socket__create(&r->xsk, o->ifname, 0, r->umem, &r->rx, NULL,
-                             &scfg);
+    if (!strcmp(o->fwd, "macswap")) {
+        scfg.tx_size = RING;
+    }
+    err = xsk_socket__create(&r->xsk, o->ifname, 0, r->umem, &r->rx,
+                             scfg.tx_size ? &r->tx : NULL, &scfg);
     if (err) {
         die("xsk_socket__create", -err);
     }
@@ -121,13 +132,77 @@ static void setup(Rx *r, const Options *o)
     }
     fill_all(r);
     r->spin = !strcmp(o->wait, "spin");
+    r->macswap = !strcmp(o->fwd, "macswap");
+}
+
+/* Completed transmits go back to the fill ring, as many as it has room
+ * for; the rest wait in the completion ring. */
+static void recycle_completions(Rx *r)
+{
+    uint32_t idx_comp = 0, idx_fill = 0;
+    uint32_t n = xsk_ring_cons__peek(&r->comp, RING, &idx_comp);
+
+    n = MIN(n, xsk_prod_nb_free(&r->fill, n));
+    if (!n || xsk_ring_prod__reserve(&r->fill, n, &idx_fill) != n) {
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        *xsk_ring_prod__fill_addr(&r->fill, idx_fill + i) =
+            *xsk_ring_cons__comp_addr(&r->comp, idx_comp + i);
+    }
+    xsk_ring_prod__submit(&r->fill, n);
+    xsk_ring_cons__release(&r->comp, n);
+}
+
+static void swap_macs(uint8_t *frame)
+{
+    uint8_t tmp[6];
+
+    memcpy(tmp, frame, 6);
+    memcpy(frame, frame + 6, 6);
+    memcpy(frame + 6, tmp, 6);
+}
+
+/* One batch from the rx ring to the tx ring, MACs swapped in place; how
+ * many frames. */
+static uint32_t forward_batch(Rx *r)
+{
+    uint32_t idx_rx = 0, idx_tx = 0, n;
+
+    recycle_completions(r);
+    n = xsk_ring_cons__peek(&r->rx, BATCH, &idx_rx);
+    n = n ? xsk_ring_prod__reserve(&r->tx, n, &idx_tx) : 0;
+    if (!n) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct xdp_desc *d = xsk_ring_cons__rx_desc(&r->rx, idx_rx + i);
+        struct xdp_desc *t = xsk_ring_prod__tx_desc(&r->tx, idx_tx + i);
+
+        swap_macs(xsk_umem__get_data(r->area, d->addr));
+        r->bytes += d->len;
+        *t = *d;
+    }
+    xsk_ring_prod__submit(&r->tx, n);
+    xsk_ring_cons__release(&r->rx, n);
+    if (xsk_ring_prod__needs_wakeup(&r->tx)) {
+        sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+    }
+    r->frames += n;
+    r->tx_frames += n;
+    return n;
 }
 
 /* One batch from the rx ring back to the fill ring; how many frames. */
 static uint32_t take_batch(Rx *r)
 {
     uint32_t idx_rx = 0, idx_fill = 0;
-    uint32_t n = xsk_ring_cons__peek(&r->rx, BATCH, &idx_rx);
+    uint32_t n;
+
+    if (r->macswap) {
+        return forward_batch(r);
+    }
+    n = xsk_ring_cons__peek(&r->rx, BATCH, &idx_rx);
 
     if (!n) {
         return 0;
@@ -158,7 +233,10 @@ static void idle(Rx *r)
 {
     struct pollfd p = { .fd = r->fd, .events = POLLIN };
 
-    if (!r->spin) {
+    if (r->macswap && xsk_prod_nb_free(&r->tx, RING) < RING) {
+        /* Frames wait for the kernel to send them. */
+        sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+    } else if (!r->spin) {
         poll(&p, 1, POLL_TIMEOUT_MS);
     } else if (xsk_ring_prod__needs_wakeup(&r->fill)) {
         recvfrom(r->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
@@ -224,14 +302,15 @@ static void receive(Rx *r, int secs)
     s1 = xdp_stats(r);
     printf("done secs=%.3f frames=%llu bytes=%llu mpps=%.3f gbps=%.3f "
            "rx_dropped=%llu rx_invalid_descs=%llu rx_ring_full=%llu "
-           "rx_fill_ring_empty_descs=%llu\n", t,
+           "rx_fill_ring_empty_descs=%llu tx_frames=%llu\n", t,
            (unsigned long long)r->frames, (unsigned long long)r->bytes,
            r->frames / t / 1e6, r->bytes * 8 / t / 1e9,
            (unsigned long long)(s1.rx_dropped - s0.rx_dropped),
            (unsigned long long)(s1.rx_invalid_descs - s0.rx_invalid_descs),
            (unsigned long long)(s1.rx_ring_full - s0.rx_ring_full),
            (unsigned long long)(s1.rx_fill_ring_empty_descs -
-                                s0.rx_fill_ring_empty_descs));
+                                s0.rx_fill_ring_empty_descs),
+           (unsigned long long)r->tx_frames);
 }
 
 static void teardown(Rx *r)
@@ -262,6 +341,8 @@ static bool parse_args(int argc, char **argv, Options *o)
           "XDP mode: native (default) or skb", "MODE" },
         { "wait", 'w', 0, G_OPTION_ARG_STRING, &o->wait,
           "when the ring is empty: poll (default) or spin", "WAIT" },
+        { "fwd", 'f', 0, G_OPTION_ARG_STRING, &o->fwd,
+          "drop (default) or macswap: send each frame back", "FWD" },
         { "duration", 't', 0, G_OPTION_ARG_INT, &o->secs,
           "seconds from the first frame, default 10", "SECS" },
         { "cpu", 'c', 0, G_OPTION_ARG_INT, &o->cpu,
@@ -279,9 +360,11 @@ static bool parse_args(int argc, char **argv, Options *o)
     }
     if (!o->ifname || o->secs <= 0 ||
         (strcmp(o->mode, "native") && strcmp(o->mode, "skb")) ||
-        (strcmp(o->wait, "poll") && strcmp(o->wait, "spin"))) {
+        (strcmp(o->wait, "poll") && strcmp(o->wait, "spin")) ||
+        (strcmp(o->fwd, "drop") && strcmp(o->fwd, "macswap"))) {
         fprintf(stderr, "xsk-rxdrop: needs --ifname, a positive --duration, "
-                "--mode native|skb and --wait poll|spin\n");
+                "--mode native|skb, --wait poll|spin and --fwd "
+                "drop|macswap\n");
         return false;
     }
     return true;
@@ -289,7 +372,8 @@ static bool parse_args(int argc, char **argv, Options *o)
 
 int main(int argc, char **argv)
 {
-    Options o = { .mode = "native", .wait = "poll", .secs = 10, .cpu = 1 };
+    Options o = { .mode = "native", .wait = "poll", .fwd = "drop",
+                  .secs = 10, .cpu = 1 };
     Rx r = { 0 };
 
     if (!parse_args(argc, argv, &o)) {
@@ -298,8 +382,8 @@ int main(int argc, char **argv)
     pin(o.cpu);
     setvbuf(stdout, NULL, _IOLBF, 0);
     setup(&r, &o);
-    printf("ready ifname=%s mode=%s wait=%s zerocopy=%d\n", o.ifname, o.mode,
-           o.wait, zero_copy(&r));
+    printf("ready ifname=%s mode=%s wait=%s fwd=%s zerocopy=%d\n", o.ifname,
+           o.mode, o.wait, o.fwd, zero_copy(&r));
     receive(&r, o.secs);
     teardown(&r);
     return 0;
