@@ -528,6 +528,7 @@ static JsonObject *vlan_stats(SpaprVlanState *s)
     json_object_set_int_member(o, "rx-bytes", vs.rx_bytes);
     json_object_set_int_member(o, "rx-buffer-bytes", vs.rx_buffer_bytes);
     json_object_set_int_member(o, "rx-interrupts", vs.rx_interrupts);
+    json_object_set_int_member(o, "rx-held", vs.rx_held);
     json_object_set_int_member(o, "rx-bufs-posted", vs.rx_bufs);
     json_object_set_object_member(o, "rx-dropped", drop_counts(vs.rx_dropped));
     json_object_set_int_member(o, "tx-frames", vs.tx_frames);

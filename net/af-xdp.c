@@ -635,6 +635,17 @@ static bool af_xdp_send(void *opaque, const uint8_t *data, size_t len)
     return s->queues[0] && xsk_queue_send(s->queues[0], data, len);
 }
 
+static void af_xdp_rx_ready(void *opaque)
+{
+    AfXdpState *s = opaque;
+
+    for (unsigned i = 0; i < s->o.queues; i++) {
+        if (s->queues[i]) {
+            xsk_queue_rx_ready(s->queues[i]);
+        }
+    }
+}
+
 static void af_xdp_free(void *opaque)
 {
     AfXdpState *s = opaque;
@@ -711,6 +722,7 @@ static GVariant *af_xdp_query(void *opaque)
 
 static const NetBackendOps af_xdp_ops = {
     .send = af_xdp_send,
+    .rx_ready = af_xdp_rx_ready,
     .cleanup = af_xdp_free,
     .query = af_xdp_query,
 };

@@ -374,6 +374,26 @@ uint64_t net_backend_rx_error(NetClientState *backend)
     return n;
 }
 
+unsigned net_backend_rx_room(NetClientState *backend)
+{
+    NetClientState *nic = backend->peer;
+
+    if (!nic || !nic->nic_ops->rx_room || !net_client_link_up(backend) ||
+        !net_client_link_up(nic)) {
+        return NET_BATCH_MAX;
+    }
+    return MIN(nic->nic_ops->rx_room(nic->opaque), NET_BATCH_MAX);
+}
+
+void net_nic_rx_ready(NetClientState *nic)
+{
+    NetClientState *backend = nic->peer;
+
+    if (backend && backend->backend_ops->rx_ready) {
+        backend->backend_ops->rx_ready(backend->opaque);
+    }
+}
+
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n)
 {

@@ -74,6 +74,8 @@ struct XskQueue {
     int wake_fd;                    /* eventfd: stop, or a tx kick */
     bool stopping;                  /* atomic */
     bool tx_kick;                   /* atomic: frames wait in the tx ring */
+    bool rx_held;                   /* the NIC has no room: wait for
+                                       xsk_queue_rx_ready(), not frames */
     bool failed;                    /* atomic */
     XskQueueStats stats;            /* the non-xdp_* part */
 };
@@ -296,15 +298,17 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
 
 /* Receive. */
 
-/* One batch from the rx ring to the NIC and back to the fill ring;
- * returns how many frames it carried. */
+/* One batch from the rx ring to the NIC and back to the fill ring, as
+ * many frames as the NIC has room for; returns how many it carried. */
 static unsigned rx_batch(XskQueue *q)
 {
     NetFrame frames[NET_BATCH_MAX];
     uint64_t addrs[NET_BATCH_MAX];
     uint32_t idx = 0, fidx = 0;
-    unsigned n = xsk_ring_cons__peek(&q->rx, q->cfg.batch, &idx);
+    unsigned room = net_backend_rx_room(q->backend), n;
 
+    q->rx_held = room == 0;
+    n = xsk_ring_cons__peek(&q->rx, MIN(q->cfg.batch, room), &idx);
     if (n == 0) {
         return 0;
     }
@@ -431,8 +435,9 @@ static bool tx_kick(XskQueue *q)
 
 /* The I/O thread. */
 
-/* Sleeps until the socket has frames, a sender or close wakes us, or a
- * pending transmit needs its retry. */
+/* Sleeps until the socket has frames (unless the NIC has no room for
+ * them), the NIC has room, a sender or close wakes us, or a pending
+ * transmit needs its retry. */
 static void wait_for_work(XskQueue *q)
 {
     struct pollfd fds[2] = {
@@ -441,7 +446,7 @@ static void wait_for_work(XskQueue *q)
     };
     bool kick = __atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE);
     /* A dead socket would report POLLERR forever: wait for close. */
-    nfds_t nfds = xsk_queue_failed(q) ? 1 : 2;
+    nfds_t nfds = xsk_queue_failed(q) || q->rx_held ? 1 : 2;
     uint64_t ignored;
 
     STAT_ADD(q->stats.sleeps, 1);
@@ -482,6 +487,13 @@ static gpointer io_thread(gpointer opaque)
         }
     }
     return NULL;
+}
+
+void xsk_queue_rx_ready(XskQueue *q)
+{
+    if (!q->cfg.spin) {
+        eventfd_write(q->wake_fd, 1);
+    }
 }
 
 void xsk_queue_start(XskQueue *q)

@@ -153,13 +153,60 @@ static void vlan_reset_locked(SpaprVlanState *s)
     s->mac = s->perm_mac;
 }
 
+/*
+ * QEMU's can_receive: with the guest open and running but no buffer
+ * posted, frames wait in the backend (an AF_XDP ring), as on a NIC out of
+ * descriptors, instead of each costing a look for a buffer and a drop.
+ * Frames the device would refuse for another reason count as room, so
+ * that they are dropped and counted with that reason.
+ */
+static unsigned rx_room_locked(SpaprVlanState *s)
+{
+    if (!s->isopen || !runstate_is_running()) {
+        return NET_BATCH_MAX;
+    }
+    return s->rx_bufs;
+}
+
+static unsigned spapr_vlan_rx_room(void *opaque)
+{
+    SpaprVlanState *s = opaque;
+    unsigned room;
+
+    g_mutex_lock(&s->lock);
+    room = rx_room_locked(s);
+    if (room == 0) {
+        s->rx_held = true;
+        s->stats.rx_held++;
+    }
+    g_mutex_unlock(&s->lock);
+    return room;
+}
+
+/* True when a backend holding frames must now be told there is room:
+ * after any hcall or reset, under the lock. */
+static bool rx_release_locked(SpaprVlanState *s)
+{
+    if (!s->rx_held || rx_room_locked(s) == 0) {
+        return false;
+    }
+    s->rx_held = false;
+    return true;
+}
+
 static void spapr_vlan_reset(DeviceState *qdev)
 {
     SpaprVlanState *s = (SpaprVlanState *)qdev;
 
+    bool release;
+
     g_mutex_lock(&s->lock);
     vlan_reset_locked(s);
+    release = rx_release_locked(s);
     g_mutex_unlock(&s->lock);
+    if (release) {
+        net_nic_rx_ready(s->nic);
+    }
 }
 
 /* Receive. */
@@ -674,7 +721,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
 {
     SpaprVlanState *s = vlan_find(spapr, args[0]);
     VlanHcallFn fn = NULL;
-    bool changed;
+    bool changed, release;
     int64_t ret;
 
     for (size_t i = 0; i < G_N_ELEMENTS(vlan_hcalls); i++) {
@@ -690,9 +737,13 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     ret = fn(s, args);
     changed = s->rx_filter_changed;
     s->rx_filter_changed = false;
+    release = rx_release_locked(s);
     g_mutex_unlock(&s->lock);
     if (changed) {
         net_nic_rx_filter_changed(s->nic);
+    }
+    if (release) {
+        net_nic_rx_ready(s->nic);
     }
     return ret;
 }
@@ -953,6 +1004,7 @@ static void vlan_commit(void *obj, const void *image)
 {
     SpaprVlanState *s = obj;
     const SpaprVlanImage *img = image;
+    bool release;
 
     g_mutex_lock(&s->lock);
     spapr_vio_commit(&s->vdev, &img->sdev);
@@ -968,7 +1020,11 @@ static void vlan_commit(void *obj, const void *image)
         s->pools.sorted[i] = &s->pools.storage[i];
     }
     llan_rx_pools_sort(&s->pools);
+    release = rx_release_locked(s);
     g_mutex_unlock(&s->lock);
+    if (release) {
+        net_nic_rx_ready(s->nic);
+    }
 }
 
 static const VMStateImageOps vlan_image_ops = {
@@ -979,6 +1035,7 @@ static const VMStateImageOps vlan_image_ops = {
 
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
+    .rx_room = spapr_vlan_rx_room,
 };
 
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)

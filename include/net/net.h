@@ -63,6 +63,14 @@ typedef struct NetClientStats {
 typedef struct NetNicOps {
     void (*receive_batch)(void *opaque, const NetFrame *frames, unsigned n,
                           NetRxResult *results);
+    /*
+     * Optional, QEMU's can_receive: how many frames the NIC can take now.
+     * 0 means the guest has posted no buffer, and a backend that can hold
+     * frames leaves them where they are (an AF_XDP ring) instead of
+     * having them dropped; the NIC then calls net_nic_rx_ready() once it
+     * has room.  Called from the backend's threads.
+     */
+    unsigned (*rx_room)(void *opaque);
 } NetNicOps;
 
 /* The backend's side. */
@@ -70,6 +78,9 @@ typedef struct NetBackendOps {
     /* Sends one frame; false when it could not be sent. */
     bool (*send)(void *opaque, const uint8_t *data, size_t len);
     void (*cleanup)(void *opaque);
+    /* Optional: the NIC has room again after rx_room() said 0.  Any
+     * thread. */
+    void (*rx_ready)(void *opaque);
     /* Optional: the backend's own state and counters, as an a{sv}
      * dictionary (floating reference), for x-query-net-stats. */
     GVariant *(*query)(void *opaque);
@@ -108,6 +119,11 @@ NetClientState *net_backend_new(const char *id, const NetBackendOps *ops,
  * from any thread: the af-xdp I/O threads call it, several at once. */
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n);
+/* For backends that can hold frames: how many the NIC takes now, at most
+ * NET_BATCH_MAX; 0 until the backend's rx_ready() is called.  Frames the
+ * NIC would drop anyway (no NIC, link down, guest not open) count as
+ * room, so that they are dropped and counted rather than held. */
+unsigned net_backend_rx_room(NetClientState *backend);
 /*
  * The backend's link changed: @state is "down", "up", "removed" (the host
  * interface went away), "reopened" (it came back and the backend recovered)
@@ -132,6 +148,8 @@ NetClientState *net_nic_new(const char *name, const char *netdev_id,
                             const NetNicOps *ops, void *opaque,
                             GError **errp);
 void net_nic_free(NetClientState *nic);
+/* The NIC has room again after its rx_room() said 0.  Any thread. */
+void net_nic_rx_ready(NetClientState *nic);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
 

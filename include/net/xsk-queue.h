@@ -63,6 +63,9 @@ void xsk_queue_close(XskQueue *q);
  * senders are serialized. */
 bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len);
 
+/* The NIC has room again for frames the queue held back.  Any thread. */
+void xsk_queue_rx_ready(XskQueue *q);
+
 /* True once the kernel reported the socket dead (interface gone). */
 bool xsk_queue_failed(const XskQueue *q);
 bool xsk_queue_zero_copy(const XskQueue *q);

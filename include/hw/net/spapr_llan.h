@@ -26,6 +26,7 @@ typedef struct SpaprVlanStats {
     uint64_t rx_bytes;
     uint64_t rx_buffer_bytes;       /* size of the buffers they used */
     uint64_t rx_interrupts;
+    uint64_t rx_held;               /* times frames waited for a buffer */
     uint64_t rx_dropped[NET_RX__MAX];   /* by reason, as net_rx_result_name */
     uint64_t tx_frames;
     uint64_t tx_bytes;
@@ -62,6 +63,8 @@ typedef struct SpaprVlanState {
     LlanRxPools pools;
     SpaprVlanFilter filter;
     bool rx_filter_changed;     /* by this hcall; announced after it */
+    bool rx_held;               /* the backend holds frames for lack of
+                                   buffers: wake it when there are some */
     SpaprVlanStats stats;
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
 } SpaprVlanState;
