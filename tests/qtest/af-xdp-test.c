@@ -162,16 +162,22 @@ static void rig_start(Rig *r, unsigned queues, const char *netdev_opts)
     rig_start_wrapped(r, NULL, netdev_opts);
 }
 
-static void rig_open_guest(Rig *r)
+static void rig_open_guest_with(Rig *r, const IbmvethConf *conf)
 {
-    IbmvethConf conf;
     int64_t rc = 0;
 
     guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
+    r->guest = qibmveth_open(r->qts, &r->alloc, conf, &rc);
+    g_assert_nonnull(r->guest);
+}
+
+static void rig_open_guest(Rig *r)
+{
+    IbmvethConf conf;
+
     ibmveth_conf_linux_defaults(&conf, UNIT);
     conf.mac = GUEST_MAC;
-    r->guest = qibmveth_open(r->qts, &r->alloc, &conf, &rc);
-    g_assert_nonnull(r->guest);
+    rig_open_guest_with(r, &conf);
 }
 
 static void rig_stop(Rig *r)
@@ -349,6 +355,62 @@ static void test_busy_poll(void)
 }
 
 /* Two queues: the peer's frames go to the queue of the CPU that sends. */
+/*
+ * A guest with every buffer used: the frames wait in the AF_XDP ring
+ * instead of being dropped as no-buffer, and each replenish lets as many
+ * through as it posted, in order.
+ */
+static void test_held_without_buffers(void)
+{
+    enum { POSTED = 8, HELD = 12 };
+    IbmvethConf conf;
+    JsonObject *nd, *nic;
+    g_autoptr(JsonObject) rsp = NULL;
+    Rig r = { 0 };
+    uint16_t next = 0;
+
+    ibmveth_conf_linux_defaults(&conf, UNIT);
+    conf.mac = GUEST_MAC;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        conf.pool_active[i] = i == 1;
+    }
+    conf.pool_count[1] = POSTED;
+    rig_start(&r, 1, ",mode=native");
+    rig_open_guest_with(&r, &conf);
+    send_frames(&r, 0, POSTED);
+    wait_rx_frames(&r, POSTED);
+    send_frames(&r, POSTED, HELD);
+    /* Long enough for the I/O thread to have taken them, had it. */
+    g_usleep(200 * 1000);
+    rsp = query_stats(&r, &nd, &nic);
+    g_assert_cmpint(member_int(nd, "rx.frames"), ==, POSTED);
+    g_assert_cmpint(member_int(nic, "device.rx-held"), >=, 1);
+    g_assert_cmpint(member_int(nic, "device.rx-bufs-posted"), ==, 0);
+    g_clear_pointer(&rsp, json_object_unref);
+
+    while (next < POSTED + HELD) {
+        unsigned batch = MIN(POSTED, POSTED + HELD - next);
+
+        for (unsigned i = 0; i < batch; i++) {
+            uint32_t buf_size;
+
+            g_assert_cmpuint(guest_receive(&r, &buf_size), ==, next++);
+            g_assert_cmpuint(buf_size, ==, 2048);
+        }
+        g_assert_cmpuint(qibmveth_replenish(r.guest), ==, batch);
+    }
+    wait_rx_frames(&r, POSTED + HELD);
+    rsp = query_stats(&r, &nd, &nic);
+    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, POSTED + HELD);
+    g_assert_cmpint(member_int(nic, "device.rx-dropped.no-buffer"), ==, 0);
+    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
+    g_assert_cmpuint(qibmveth_rx_no_buffer(r.guest), ==, 0);
+    g_test_message("8 buffers posted, 20 frames sent: 12 held in the ring "
+                   "(rx-held %" G_GINT64_FORMAT "), all 20 delivered in "
+                   "order, 0 dropped", member_int(nic, "device.rx-held"));
+    rig_stop(&r);
+}
+
 static void test_two_queues(void)
 {
     g_autoptr(JsonObject) rsp = NULL;
@@ -815,6 +877,8 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/spin", test_spin);
     g_test_add_func("/af-xdp/busy-poll", test_busy_poll);
     g_test_add_func("/af-xdp/two-queues", test_two_queues);
+    g_test_add_func("/af-xdp/held-without-buffers",
+                    test_held_without_buffers);
     g_test_add_func("/af-xdp/unprivileged-sock-fds",
                     test_unprivileged_sock_fds);
     g_test_add_func("/af-xdp/refusals", test_refusals);

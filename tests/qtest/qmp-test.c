@@ -1217,13 +1217,15 @@ static void check_nic_stats(JsonObject *nic)
     check_tx(get_obj(nic, "tx"));
     dev = get_obj(nic, "device");
     MEMBERS(dev, "rx-buffer-pools", "rx-frames", "rx-bytes",
-            "rx-buffer-bytes", "rx-interrupts", "rx-bufs-posted",
-            "rx-dropped", "tx-frames", "tx-bytes", "tx-errors", "pools");
+            "rx-buffer-bytes", "rx-interrupts", "rx-held",
+            "rx-bufs-posted", "rx-dropped", "tx-frames", "tx-bytes",
+            "tx-errors", "pools");
     get_bool(dev, "rx-buffer-pools");
     get_int(dev, "rx-frames");
     get_int(dev, "rx-bytes");
     get_int(dev, "rx-buffer-bytes");
     get_int(dev, "rx-interrupts");
+    get_int(dev, "rx-held");
     get_int(dev, "rx-bufs-posted");
     check_drops(get_obj(dev, "rx-dropped"));
     get_int(dev, "tx-frames");
