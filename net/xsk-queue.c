@@ -373,11 +373,28 @@ static void request_tx_kick(XskQueue *q)
     }
 }
 
+/* Has the kernel send what the tx ring holds, in this thread. */
+static void kick_locked(XskQueue *q)
+{
+    STAT_ADD(q->stats.tx_kicks, 1);
+    if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+        errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+        STAT_ADD(q->stats.tx_kick_errors, 1);
+    }
+    reap_completions_locked(q);
+}
+
+static bool tx_reserve_locked(XskQueue *q, uint32_t *idx)
+{
+    return q->tx_nfree > 0 && xsk_ring_prod__reserve(&q->tx, 1, idx) == 1;
+}
+
 bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
 {
     uint32_t idx = 0;
     struct xdp_desc *d;
     uint64_t addr;
+    bool sent;
 
     if (len > XSK_FRAME_SIZE) {
         STAT_ADD(q->stats.tx_oversize, 1);
@@ -385,22 +402,29 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
     }
     g_mutex_lock(&q->tx_lock);
     reap_completions_locked(q);
-    if (q->tx_nfree == 0 || xsk_ring_prod__reserve(&q->tx, 1, &idx) != 1) {
-        g_mutex_unlock(&q->tx_lock);
-        STAT_ADD(q->stats.tx_ring_full, 1);
-        request_tx_kick(q);
-        return false;
+    /*
+     * A full ring means the sender outruns the I/O thread's kicks (in
+     * copy mode the kernel sends only inside sendto(), 32 frames a call):
+     * rather than drop, the sender has the kernel send them now, which
+     * also slows it to the rate the kernel sends at.
+     */
+    sent = tx_reserve_locked(q, &idx);
+    if (!sent) {
+        kick_locked(q);
+        sent = tx_reserve_locked(q, &idx);
     }
-    addr = q->tx_free[--q->tx_nfree];
-    memcpy(xsk_umem__get_data(q->umem_area, addr), data, len);
-    d = xsk_ring_prod__tx_desc(&q->tx, idx);
-    d->addr = addr;
-    d->len = len;
-    xsk_ring_prod__submit(&q->tx, 1);
+    if (sent) {
+        addr = q->tx_free[--q->tx_nfree];
+        memcpy(xsk_umem__get_data(q->umem_area, addr), data, len);
+        d = xsk_ring_prod__tx_desc(&q->tx, idx);
+        d->addr = addr;
+        d->len = len;
+        xsk_ring_prod__submit(&q->tx, 1);
+    }
     g_mutex_unlock(&q->tx_lock);
-    STAT_ADD(q->stats.tx_frames, 1);
+    STAT_ADD(*(sent ? &q->stats.tx_frames : &q->stats.tx_ring_full), 1);
     request_tx_kick(q);
-    return true;
+    return sent;
 }
 
 /* In copy mode the kernel transmits inside sendto(), a bounded number of
