@@ -278,6 +278,9 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
         q->umem_area = NULL;
         ok = false;
     } else {
+        /* The I/O thread reads every frame of 10 MiB of UMEM: fewer TLB
+         * misses with huge pages.  Best effort. */
+        madvise(q->umem_area, q->umem_size, MADV_HUGEPAGE);
         ok = cfg->sock_fd >= 0 ? setup_passed_socket(q)
                                : setup_own_socket(q);
     }
