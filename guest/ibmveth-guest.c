@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -388,7 +389,12 @@ static void vcpu_iteration(IbmvethGuest *g)
     rx = napi_poll(g);
     tx = tx_work(g);
     ip_reasm_expire(g->reasm, g->now_ns);
-    if (g->conf.spin || rx == g->conf.budget || tx > 0) {
+    if (rx == g->conf.budget || tx > 0) {
+        return;
+    }
+    if (g->conf.spin) {
+        /* As a spinning I/O thread does: the CPU may be shared. */
+        sched_yield();
         return;
     }
     if (napi_complete(g)) {

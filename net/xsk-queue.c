@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -495,6 +496,11 @@ static void idle(XskQueue *q)
     } else if (q->cfg.busy_poll_usecs) {
         /* Lets the kernel run the device's NAPI on this thread. */
         recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+    } else {
+        /* A spinning thread that shares its CPU (with a vCPU, say) hands
+         * it over when it has nothing to do, instead of at the end of its
+         * time slice; alone on its CPU this returns at once. */
+        sched_yield();
     }
 }
 
