@@ -72,7 +72,8 @@ struct XskQueue {
     uint32_t tx_nfree;
 
     GThread *thread;
-    int wake_fd;                    /* eventfd: stop, or a tx kick */
+    int wake_fd;                    /* eventfd: stop, a tx kick, or room
+                                       in the NIC again */
     bool stopping;                  /* atomic */
     bool tx_kick;                   /* atomic: frames wait in the tx ring */
     bool rx_held;                   /* the NIC has no room: wait for
@@ -377,7 +378,7 @@ static void request_tx_kick(XskQueue *q)
     }
 }
 
-/* Has the kernel send what the tx ring holds, in this thread. */
+/* Makes the kernel send what the tx ring holds, in this thread. */
 static void kick_locked(XskQueue *q)
 {
     STAT_ADD(q->stats.tx_kicks, 1);

@@ -197,7 +197,6 @@ static bool rx_release_locked(SpaprVlanState *s)
 static void spapr_vlan_reset(DeviceState *qdev)
 {
     SpaprVlanState *s = (SpaprVlanState *)qdev;
-
     bool release;
 
     g_mutex_lock(&s->lock);
