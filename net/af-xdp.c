@@ -69,6 +69,9 @@ typedef struct AfXdpState {
     AfXdpOptions o;
     unsigned ifindex;
     const char *mode;           /* "native", "skb", or "external" */
+    /* Replaced by the main thread when the interface goes and comes
+     * back; read by hcall threads (send, rx_ready) under the read lock. */
+    GRWLock queues_lock;
     XskQueue *queues[AF_XDP_MAX_QUEUES];
     XdpRedirect *redirect;      /* NULL with inhibit=on */
     LinkWatch *watch;
@@ -498,8 +501,13 @@ static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
 static void close_queues(AfXdpState *s)
 {
     for (unsigned i = 0; i < s->o.queues; i++) {
-        xsk_queue_close(s->queues[i]);
+        XskQueue *q;
+
+        g_rw_lock_writer_lock(&s->queues_lock);
+        q = s->queues[i];
         s->queues[i] = NULL;
+        g_rw_lock_writer_unlock(&s->queues_lock);
+        xsk_queue_close(q);
     }
     xdp_redirect_detach(s->redirect);
     s->redirect = NULL;
@@ -510,14 +518,18 @@ static bool open_queue_sockets(AfXdpState *s, GError **errp)
     int err = 0;
 
     for (unsigned i = 0; i < s->o.queues; i++) {
-        s->queues[i] = open_queue(s, i, &err, errp);
-        if (!s->queues[i]) {
+        XskQueue *q = open_queue(s, i, &err, errp);
+
+        g_rw_lock_writer_lock(&s->queues_lock);
+        s->queues[i] = q;
+        g_rw_lock_writer_unlock(&s->queues_lock);
+        if (!q) {
             explain_open_error(s, err, errp);
             return false;
         }
         if (s->redirect &&
             !xdp_redirect_add_socket(s->redirect, s->o.start_queue + i,
-                                     xsk_queue_fd(s->queues[i]))) {
+                                     xsk_queue_fd(q))) {
             g_set_error(errp, ILLAN_ERROR, 0,
                         "cannot add the socket of queue %u to the XSK map: "
                         "%s", s->o.start_queue + i, g_strerror(errno));
@@ -631,19 +643,25 @@ static void link_event(void *opaque, const LinkEvent *ev)
 static bool af_xdp_send(void *opaque, const uint8_t *data, size_t len)
 {
     AfXdpState *s = opaque;
+    bool sent;
 
-    return s->queues[0] && xsk_queue_send(s->queues[0], data, len);
+    g_rw_lock_reader_lock(&s->queues_lock);
+    sent = s->queues[0] && xsk_queue_send(s->queues[0], data, len);
+    g_rw_lock_reader_unlock(&s->queues_lock);
+    return sent;
 }
 
 static void af_xdp_rx_ready(void *opaque)
 {
     AfXdpState *s = opaque;
 
+    g_rw_lock_reader_lock(&s->queues_lock);
     for (unsigned i = 0; i < s->o.queues; i++) {
         if (s->queues[i]) {
             xsk_queue_rx_ready(s->queues[i]);
         }
     }
+    g_rw_lock_reader_unlock(&s->queues_lock);
 }
 
 static void af_xdp_free(void *opaque)
@@ -656,6 +674,7 @@ static void af_xdp_free(void *opaque)
     for (unsigned i = 0; i < s->o.n_sock_fds; i++) {
         close(s->o.sock_fds[i]);
     }
+    g_rw_lock_clear(&s->queues_lock);
     g_free(s->o.ifname);
     g_free(s->id);
     g_free(s);
@@ -755,6 +774,7 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
     AfXdpState *s = g_new0(AfXdpState, 1);
     bool ok;
 
+    g_rw_lock_init(&s->queues_lock);
     s->id = g_strdup(id);
     ok = parse_options(opts, &s->o, errp) && af_xdp_checks(s, errp) &&
          (s->watch = link_watch_new(link_event, s, errp)) != NULL;
