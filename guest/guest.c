@@ -14,7 +14,6 @@
 /* Below this the models leave memory alone (room for a firmware). */
 #define GUEST_MEM_BASE      (1ULL << 20)
 #define DMA_WINDOW_SIZE     0x10000000ULL
-#define BUDGET_MAX          256
 
 static GPtrArray *guests;       /* IbmvethGuest * */
 static uint64_t mem_next, mem_end;
@@ -184,7 +183,8 @@ static bool parse_key(IbmvethGuestConf *c, const char *key, const char *v,
         }
         c->spin = !strcmp(v, "spin");
     } else if (!strcmp(key, "budget")) {
-        if (!parse_uint_range(key, v, 1, BUDGET_MAX, &n, errp)) {
+        if (!parse_uint_range(key, v, 1, IBMVETH_GUEST_BUDGET_MAX, &n,
+                              errp)) {
             return false;
         }
         c->budget = n;

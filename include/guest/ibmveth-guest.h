@@ -33,13 +33,14 @@ typedef enum GuestFwd {
 const char *guest_fwd_name(GuestFwd fwd);
 
 #define IBMVETH_GUEST_MIX   0   /* tx_size: cycle 64/594/1518 bytes */
+#define IBMVETH_GUEST_BUDGET_MAX 256    /* the largest NAPI weight */
 
 typedef struct IbmvethGuestConf {
     const char *id;
     GuestFwd fwd;
     const char *ifname;     /* fwd=tap */
     bool spin;              /* poll=spin */
-    unsigned budget;        /* NAPI weight */
+    unsigned budget;        /* NAPI weight, 1..IBMVETH_GUEST_BUDGET_MAX */
     uint32_t tx_size;       /* fwd=txonly: frame bytes, or ..._MIX */
     uint8_t tx_dst[6];      /* fwd=txonly: destination MAC */
     uint32_t page_size;     /* the guest kernel's page size */
