@@ -310,11 +310,20 @@ static unsigned rx_batch(XskQueue *q)
     NetFrame frames[NET_BATCH_MAX];
     uint64_t addrs[NET_BATCH_MAX];
     uint32_t idx = 0, fidx = 0;
-    unsigned room = net_backend_rx_room(q->backend), n;
+    unsigned n = xsk_ring_cons__peek(&q->rx, q->cfg.batch, &idx), room;
 
-    q->rx_held = room == 0;
-    n = xsk_ring_cons__peek(&q->rx, MIN(q->cfg.batch, room), &idx);
+    /* The NIC is asked (under its lock) only when there are frames. */
+    q->rx_held = false;
     if (n == 0) {
+        return 0;
+    }
+    room = net_backend_rx_room(q->backend);
+    if (room < n) {
+        xsk_ring_cons__cancel(&q->rx, n - room);
+        n = room;
+    }
+    if (n == 0) {
+        q->rx_held = true;
         return 0;
     }
     for (unsigned i = 0; i < n; i++) {
