@@ -12,6 +12,7 @@
  * one queue keeps them in order.
  */
 #include "net/net.h"
+#include "qemu/thread.h"
 #include "net/link-watch.h"
 #include "net/xdp-prog.h"
 #include "net/xsk-queue.h"
@@ -71,7 +72,7 @@ typedef struct AfXdpState {
     const char *mode;           /* "native", "skb", or "external" */
     /* Replaced by the main thread when the interface goes and comes
      * back; read by hcall threads (send, rx_ready) under the read lock. */
-    GRWLock queues_lock;
+    QemuRWLock queues_lock;
     XskQueue *queues[AF_XDP_MAX_QUEUES];
     XdpRedirect *redirect;      /* NULL with inhibit=on */
     LinkWatch *watch;
@@ -503,10 +504,10 @@ static void close_queues(AfXdpState *s)
     for (unsigned i = 0; i < s->o.queues; i++) {
         XskQueue *q;
 
-        g_rw_lock_writer_lock(&s->queues_lock);
+        qemu_rwlock_wrlock(&s->queues_lock);
         q = s->queues[i];
         s->queues[i] = NULL;
-        g_rw_lock_writer_unlock(&s->queues_lock);
+        qemu_rwlock_unlock(&s->queues_lock);
         xsk_queue_close(q);
     }
     xdp_redirect_detach(s->redirect);
@@ -520,9 +521,9 @@ static bool open_queue_sockets(AfXdpState *s, GError **errp)
     for (unsigned i = 0; i < s->o.queues; i++) {
         XskQueue *q = open_queue(s, i, &err, errp);
 
-        g_rw_lock_writer_lock(&s->queues_lock);
+        qemu_rwlock_wrlock(&s->queues_lock);
         s->queues[i] = q;
-        g_rw_lock_writer_unlock(&s->queues_lock);
+        qemu_rwlock_unlock(&s->queues_lock);
         if (!q) {
             explain_open_error(s, err, errp);
             return false;
@@ -645,9 +646,9 @@ static bool af_xdp_send(void *opaque, const uint8_t *data, size_t len)
     AfXdpState *s = opaque;
     bool sent;
 
-    g_rw_lock_reader_lock(&s->queues_lock);
+    qemu_rwlock_rdlock(&s->queues_lock);
     sent = s->queues[0] && xsk_queue_send(s->queues[0], data, len);
-    g_rw_lock_reader_unlock(&s->queues_lock);
+    qemu_rwlock_unlock(&s->queues_lock);
     return sent;
 }
 
@@ -655,13 +656,13 @@ static void af_xdp_rx_ready(void *opaque)
 {
     AfXdpState *s = opaque;
 
-    g_rw_lock_reader_lock(&s->queues_lock);
+    qemu_rwlock_rdlock(&s->queues_lock);
     for (unsigned i = 0; i < s->o.queues; i++) {
         if (s->queues[i]) {
             xsk_queue_rx_ready(s->queues[i]);
         }
     }
-    g_rw_lock_reader_unlock(&s->queues_lock);
+    qemu_rwlock_unlock(&s->queues_lock);
 }
 
 static void af_xdp_free(void *opaque)
@@ -674,7 +675,7 @@ static void af_xdp_free(void *opaque)
     for (unsigned i = 0; i < s->o.n_sock_fds; i++) {
         close(s->o.sock_fds[i]);
     }
-    g_rw_lock_clear(&s->queues_lock);
+    qemu_rwlock_destroy(&s->queues_lock);
     g_free(s->o.ifname);
     g_free(s->id);
     g_free(s);
@@ -774,7 +775,7 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
     AfXdpState *s = g_new0(AfXdpState, 1);
     bool ok;
 
-    g_rw_lock_init(&s->queues_lock);
+    qemu_rwlock_init(&s->queues_lock);
     s->id = g_strdup(id);
     ok = parse_options(opts, &s->o, errp) && af_xdp_checks(s, errp) &&
          (s->watch = link_watch_new(link_event, s, errp)) != NULL;

@@ -14,6 +14,7 @@
  * backend; link states are atomic.
  */
 #include "net/net.h"
+#include "qemu/thread.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +38,7 @@ struct NetClientState {
 static void (*rx_filter_notifier)(NetClientState *nic);
 static void (*link_event_notifier)(NetClientState *backend, const char *state,
                                    const char *detail);
-static GMutex stats_lock;
+static QemuMutex stats_lock = { PTHREAD_MUTEX_INITIALIZER };
 
 static GPtrArray *netdev_types;
 /* In creation order; net_foreach_client() walks NICs, then netdevs. */
@@ -326,7 +327,7 @@ typedef struct RxTally {
 static void count_rx(NetClientState *backend, unsigned n,
                      const RxTally *tally)
 {
-    g_mutex_lock(&stats_lock);
+    qemu_mutex_lock(&stats_lock);
     count_rx_batch_locked(backend, n, tally->bytes);
     if (backend->peer) {
         count_rx_batch_locked(backend->peer, n, tally->bytes);
@@ -336,7 +337,7 @@ static void count_rx(NetClientState *backend, unsigned n,
             count_rx_result_locked(backend, r, tally->by_result[r]);
         }
     }
-    g_mutex_unlock(&stats_lock);
+    qemu_mutex_unlock(&stats_lock);
 }
 
 /* Hands the frames long enough to carry an Ethernet header to the NIC, in
@@ -368,9 +369,9 @@ uint64_t net_backend_rx_error(NetClientState *backend)
 {
     uint64_t n;
 
-    g_mutex_lock(&stats_lock);
+    qemu_mutex_lock(&stats_lock);
     n = ++backend->stats.rx_errors;
-    g_mutex_unlock(&stats_lock);
+    qemu_mutex_unlock(&stats_lock);
     return n;
 }
 
@@ -443,12 +444,12 @@ static void count_tx_on(NetClientState *nc, TxOutcome outcome, size_t len)
 /* Counts on the NIC and, if any, its netdev, so both balance. */
 static bool count_tx(NetClientState *nic, TxOutcome outcome, size_t len)
 {
-    g_mutex_lock(&stats_lock);
+    qemu_mutex_lock(&stats_lock);
     count_tx_on(nic, outcome, len);
     if (nic->peer) {
         count_tx_on(nic->peer, outcome, len);
     }
-    g_mutex_unlock(&stats_lock);
+    qemu_mutex_unlock(&stats_lock);
     return outcome == TX_SENT;
 }
 
@@ -485,9 +486,9 @@ void net_client_set_link(NetClientState *nc, bool up)
 
 void net_client_get_stats(const NetClientState *nc, NetClientStats *stats)
 {
-    g_mutex_lock(&stats_lock);
+    qemu_mutex_lock(&stats_lock);
     *stats = nc->stats;
-    g_mutex_unlock(&stats_lock);
+    qemu_mutex_unlock(&stats_lock);
 }
 
 void net_backend_link_event(NetClientState *backend, const char *state,

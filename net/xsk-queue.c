@@ -14,6 +14,7 @@
  * xsk_ring_* structures, driven by libxdp's inline ring helpers.
  */
 #include "net/xsk-queue.h"
+#include "qemu/thread.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -65,7 +66,7 @@ struct XskQueue {
     struct xsk_ring_prod fill;
 
     /* Transmit: senders and the I/O thread, under tx_lock. */
-    GMutex tx_lock;
+    QemuMutex tx_lock;
     struct xsk_ring_prod tx;
     struct xsk_ring_cons comp;
     uint64_t *tx_free;
@@ -257,7 +258,7 @@ static void queue_free(XskQueue *q)
     if (q->wake_fd >= 0) {
         close(q->wake_fd);
     }
-    g_mutex_clear(&q->tx_lock);
+    qemu_mutex_destroy(&q->tx_lock);
     g_free(q->tx_free);
     g_free(q);
 }
@@ -272,7 +273,7 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
     q->backend = backend;
     q->fd = -1;
     q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    g_mutex_init(&q->tx_lock);
+    qemu_mutex_init(&q->tx_lock);
     q->umem_size = xsk_queue_umem_size(cfg);
     q->umem_area = mmap(NULL, q->umem_size, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -414,7 +415,7 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
         STAT_ADD(q->stats.tx_oversize, 1);
         return false;
     }
-    g_mutex_lock(&q->tx_lock);
+    qemu_mutex_lock(&q->tx_lock);
     reap_completions_locked(q);
     /*
      * A full ring means the sender outruns the I/O thread's kicks (in
@@ -435,7 +436,7 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
         d->len = len;
         xsk_ring_prod__submit(&q->tx, 1);
     }
-    g_mutex_unlock(&q->tx_lock);
+    qemu_mutex_unlock(&q->tx_lock);
     STAT_ADD(*(sent ? &q->stats.tx_frames : &q->stats.tx_ring_full), 1);
     request_tx_kick(q);
     return sent;
@@ -460,10 +461,10 @@ static bool tx_kick(XskQueue *q)
             }
         }
     }
-    g_mutex_lock(&q->tx_lock);
+    qemu_mutex_lock(&q->tx_lock);
     reap_completions_locked(q);
     pending = tx_pending_locked(q);
-    g_mutex_unlock(&q->tx_lock);
+    qemu_mutex_unlock(&q->tx_lock);
     if (pending && !xsk_queue_failed(q)) {
         __atomic_store_n(&q->tx_kick, true, __ATOMIC_RELEASE);
         return progress;

@@ -4,6 +4,7 @@
  * use, so nothing a client sends can crash or wedge the process.
  */
 #include "system/qtest.h"
+#include "qemu/thread.h"
 #include "hw/ppc/spapr_vio.h"
 #include "qemu/option.h"
 #include "qemu/unix-socket.h"
@@ -42,7 +43,7 @@ struct QTestServer {
     GHashTable *irq_levels;     /* irq -> last level reported */
     /* Interrupts are raised on af-xdp I/O threads too: one writer at a
      * time on the socket and the level table. */
-    GMutex out_lock;
+    QemuMutex out_lock;
 };
 
 typedef struct QTestCmd {
@@ -84,9 +85,9 @@ static void qtest_send_locked(QTestServer *qs, const char *line)
 
 static void qtest_send(QTestServer *qs, const char *line)
 {
-    g_mutex_lock(&qs->out_lock);
+    qemu_mutex_lock(&qs->out_lock);
     qtest_send_locked(qs, line);
-    g_mutex_unlock(&qs->out_lock);
+    qemu_mutex_unlock(&qs->out_lock);
 }
 
 /* Level changes on an intercepted line, reported as QEMU does. */
@@ -96,7 +97,7 @@ static void report_irq(QTestServer *qs, int n, int level)
     g_autofree char *line = NULL;
 
     level = !!level;
-    g_mutex_lock(&qs->out_lock);
+    qemu_mutex_lock(&qs->out_lock);
     old = g_hash_table_lookup(qs->irq_levels, GINT_TO_POINTER(n));
     if (GPOINTER_TO_INT(old) != level + 1) {
         g_hash_table_insert(qs->irq_levels, GINT_TO_POINTER(n),
@@ -104,7 +105,7 @@ static void report_irq(QTestServer *qs, int n, int level)
         line = g_strdup_printf("IRQ %s %d", level ? "raise" : "lower", n);
         qtest_send_locked(qs, line);
     }
-    g_mutex_unlock(&qs->out_lock);
+    qemu_mutex_unlock(&qs->out_lock);
 }
 
 static void intercept_out_handler(void *opaque, int n, int level)
@@ -669,7 +670,7 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
     qs->start_us = g_get_monotonic_time();
     qs->inbuf = g_string_new(NULL);
     qs->irq_levels = g_hash_table_new(g_direct_hash, g_direct_equal);
-    g_mutex_init(&qs->out_lock);
+    qemu_mutex_init(&qs->out_lock);
     qs->in_fd = qs->out_fd = -1;
     qs->log = log;
     if (!strcmp(spec, "stdio")) {
@@ -720,7 +721,7 @@ void qtest_server_free(QTestServer *qs)
         fclose(qs->log);
     }
     g_hash_table_destroy(qs->irq_levels);
-    g_mutex_clear(&qs->out_lock);
+    qemu_mutex_destroy(&qs->out_lock);
     g_string_free(qs->inbuf, TRUE);
     g_free(qs);
 }

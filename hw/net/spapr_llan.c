@@ -10,6 +10,7 @@
  * is used, and every frame that is not delivered is counted by reason.
  */
 #include "hw/net/spapr_llan.h"
+#include "qemu/thread.h"
 #include "hw/net/llan_bd.h"
 #include "hw/net/llan_rx_page.h"
 #include "migration/savevm.h"
@@ -173,13 +174,13 @@ static unsigned spapr_vlan_rx_room(void *opaque)
     SpaprVlanState *s = opaque;
     unsigned room;
 
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     room = rx_room_locked(s);
     if (room == 0) {
         s->rx_held = true;
         s->stats.rx_held++;
     }
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
     return room;
 }
 
@@ -199,10 +200,10 @@ static void spapr_vlan_reset(DeviceState *qdev)
     SpaprVlanState *s = (SpaprVlanState *)qdev;
     bool release;
 
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     vlan_reset_locked(s);
     release = rx_release_locked(s);
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
     if (release) {
         net_nic_rx_ready(s->nic);
     }
@@ -375,7 +376,7 @@ static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
     SpaprVlanState *s = opaque;
     bool delivered = false, irq;
 
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     receive_batch_locked(s, frames, n, results);
     for (unsigned i = 0; i < n; i++) {
         if (results[i] == NET_RX_DELIVERED) {
@@ -388,7 +389,7 @@ static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
     if (irq) {
         s->stats.rx_interrupts++;
     }
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
     if (irq) {
         spapr_vio_irq_pulse(&s->vdev);
     }
@@ -732,12 +733,12 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     if (!s) {
         return H_PARAMETER;
     }
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     ret = fn(s, args);
     changed = s->rx_filter_changed;
     s->rx_filter_changed = false;
     release = rx_release_locked(s);
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
     if (changed) {
         net_nic_rx_filter_changed(s->nic);
     }
@@ -983,7 +984,7 @@ static void vlan_capture(void *obj, void *image)
     SpaprVlanState *s = obj;
     SpaprVlanImage *img = image;
 
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     spapr_vio_capture(&s->vdev, &img->sdev);
     img->isopen = s->isopen;
     img->buf_list = s->buf_list;
@@ -996,7 +997,7 @@ static void vlan_capture(void *obj, void *image)
         img->rx_pool[i] = &img->pools[i];
     }
     img->use_rx_buffer_pools = s->use_rx_buffer_pools;
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
 }
 
 static void vlan_commit(void *obj, const void *image)
@@ -1005,7 +1006,7 @@ static void vlan_commit(void *obj, const void *image)
     const SpaprVlanImage *img = image;
     bool release;
 
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     spapr_vio_commit(&s->vdev, &img->sdev);
     s->isopen = img->isopen;
     s->buf_list = img->buf_list;
@@ -1020,7 +1021,7 @@ static void vlan_commit(void *obj, const void *image)
     }
     llan_rx_pools_sort(&s->pools);
     release = rx_release_locked(s);
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
     if (release) {
         net_nic_rx_ready(s->nic);
     }
@@ -1057,7 +1058,7 @@ static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
         return false;
     }
     s->perm_mac = s->mac;
-    g_mutex_init(&s->lock);
+    qemu_mutex_init(&s->lock);
     vlan_reset_locked(s);
     if (!live_vlans) {
         live_vlans = g_ptr_array_new();
@@ -1080,7 +1081,7 @@ static void spapr_vlan_finalize(DeviceState *qdev)
     vmstate_unregister(s);
     g_ptr_array_remove_fast(live_vlans, s);
     net_nic_free(s->nic);
-    g_mutex_clear(&s->lock);
+    qemu_mutex_destroy(&s->lock);
 }
 
 /*
@@ -1109,7 +1110,7 @@ static bool spapr_vlan_devnode(SpaprVioDevice *dev, void *fdt, int node,
 
 void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
 {
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     *stats = s->stats;
     stats->rx_bufs = s->rx_bufs;
     stats->npools = 0;
@@ -1123,14 +1124,14 @@ void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
             stats->npools++;
         }
     }
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
 }
 
 void spapr_vlan_get_filter(SpaprVlanState *s, SpaprVlanFilter *filter)
 {
-    g_mutex_lock(&s->lock);
+    qemu_mutex_lock(&s->lock);
     *filter = s->filter;
-    g_mutex_unlock(&s->lock);
+    qemu_mutex_unlock(&s->lock);
 }
 
 static const Property spapr_vlan_props[] = {

@@ -9,6 +9,7 @@
 #define HW_NET_SPAPR_LLAN_H
 
 #include "hw/net/llan_rx_pools.h"
+#include "qemu/thread.h"
 #include "hw/ppc/spapr_vio.h"
 #include "net/net.h"
 
@@ -55,7 +56,7 @@ typedef struct SpaprVlanState {
     bool use_rx_buffer_pools;
 
     NetClientState *nic;
-    GMutex lock;            /* the rx state below: one take per batch */
+    QemuMutex lock;            /* the rx state below: one take per batch */
     bool isopen;
     uint64_t buf_list;
     uint32_t add_buf_ptr, use_buf_ptr, rx_bufs;
