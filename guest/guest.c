@@ -318,11 +318,6 @@ void guest_cleanup(void)
     g_clear_pointer(&guests, g_ptr_array_unref);
 }
 
-bool guest_any(void)
-{
-    return guests && guests->len > 0;
-}
-
 void guest_foreach(void (*fn)(IbmvethGuest *g, void *opaque), void *opaque)
 {
     for (guint i = 0; guests && i < guests->len; i++) {

@@ -623,11 +623,6 @@ uint64_t ibmveth_tx_buffer(IbmvethDriver *v)
     return v->tx_buf;
 }
 
-uint32_t ibmveth_unit(IbmvethDriver *v)
-{
-    return v->unit;
-}
-
 unsigned ibmveth_posted(IbmvethDriver *v, unsigned pool)
 {
     return pool < IBMVETH_NUM_POOLS ? v->pool[pool].available : 0;

@@ -126,15 +126,6 @@ bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd)
     return bpf_map_update_elem(r->map_fd, &queue, &fd, BPF_ANY) == 0;
 }
 
-uint32_t xdp_redirect_prog_id(const XdpRedirect *r)
-{
-    struct bpf_prog_info info;
-    uint32_t len = sizeof(info);
-
-    memset(&info, 0, sizeof(info));
-    return bpf_obj_get_info_by_fd(r->prog_fd, &info, &len) ? 0 : info.id;
-}
-
 void xdp_redirect_detach(XdpRedirect *r)
 {
     if (!r) {

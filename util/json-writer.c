@@ -35,11 +35,6 @@ const char *json_writer_text(const JsonWriter *w)
     return w->out->str;
 }
 
-size_t json_writer_len(const JsonWriter *w)
-{
-    return w->out->len;
-}
-
 static void newline_indent(JsonWriter *w)
 {
     g_string_append_c(w->out, '\n');

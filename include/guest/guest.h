@@ -27,7 +27,6 @@ bool guest_start_all(GError **errp);
 void guest_stop_all(void);
 /* Closes and frees every guest; call after the backends are gone. */
 void guest_cleanup(void);
-bool guest_any(void);
 
 void guest_foreach(void (*fn)(IbmvethGuest *g, void *opaque), void *opaque);
 

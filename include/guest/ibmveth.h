@@ -175,7 +175,6 @@ uint64_t ibmveth_buffer_list(IbmvethDriver *v);
 uint64_t ibmveth_rxq(IbmvethDriver *v);
 /* The read-only-mapped tx buffer, IBMVETH_TX_BUF_SIZE bytes. */
 uint64_t ibmveth_tx_buffer(IbmvethDriver *v);
-uint32_t ibmveth_unit(IbmvethDriver *v);
 
 /* Buffers of @pool posted to the device and not yet consumed. */
 unsigned ibmveth_posted(IbmvethDriver *v, unsigned pool);

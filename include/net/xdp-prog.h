@@ -29,7 +29,6 @@ typedef struct XdpRedirect XdpRedirect;
 XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags);
 /* Frames of rx queue @queue go to AF_XDP socket @fd. */
 bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd);
-uint32_t xdp_redirect_prog_id(const XdpRedirect *r);
 /* Detaches and frees; NULL is fine. */
 void xdp_redirect_detach(XdpRedirect *r);
 

@@ -17,7 +17,6 @@ JsonWriter *json_writer_new(bool pretty);
 void json_writer_free(JsonWriter *w);
 /* The text so far; valid until the next call. */
 const char *json_writer_text(const JsonWriter *w);
-size_t json_writer_len(const JsonWriter *w);
 
 /* @name is the member name inside an object, NULL inside an array. */
 void json_writer_start_object(JsonWriter *w, const char *name);
