@@ -277,21 +277,32 @@ void qtest_quit(QTestState *s)
     qtest_quit_signal(s, SIGTERM);
 }
 
+typedef struct ChildExit {
+    pid_t pid;
+    int status;
+} ChildExit;
+
+static bool child_exited(void *opaque)
+{
+    ChildExit *c = opaque;
+
+    return waitpid(c->pid, &c->status, WNOHANG) == c->pid;
+}
+
 void qtest_quit_signal(QTestState *s, int sig)
 {
-    int status = 0, waited = 0;
+    ChildExit c = { .pid = s->pid };
+    int status;
 
     kill(s->pid, sig);
-    while (waitpid(s->pid, &status, WNOHANG) == 0) {
-        if (waited >= QTEST_QUIT_TIMEOUT_MS) {
-            kill(s->pid, SIGKILL);
-            waitpid(s->pid, &status, 0);
-            g_error("illan ignored signal %d for %d ms", sig,
-                    QTEST_QUIT_TIMEOUT_MS);
-        }
-        g_usleep(10000);
-        waited += 10;
+    if (!qtest_poll_until(child_exited, &c,
+                          QTEST_QUIT_TIMEOUT_MS / 1000.0)) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        g_error("illan ignored signal %d for %d ms", sig,
+                QTEST_QUIT_TIMEOUT_MS);
     }
+    status = c.status;
     g_assert_true(WIFEXITED(status));
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
     qtest_free(s);
@@ -578,4 +589,51 @@ int qtest_bind_dgram(const char *path)
     unlink(path);
     g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
     return fd;
+}
+
+void qtest_dgram_send(int fd, const char *path, const void *data,
+                      size_t len)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+
+    g_assert_cmpuint(strlen(path), <, sizeof(addr.sun_path));
+    strcpy(addr.sun_path, path);
+    g_assert_cmpint(sendto(fd, data, len, 0, (struct sockaddr *)&addr,
+                           sizeof(addr)), ==, (ssize_t)len);
+}
+
+bool qtest_poll_until(QTestCondFn cond, void *opaque, double timeout_s)
+{
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)(timeout_s * G_USEC_PER_SEC);
+    gulong pause_us = 1000;
+
+    for (;;) {
+        if (cond(opaque)) {
+            return true;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            /* One last look: the deadline may have passed while the
+             * machine was busy elsewhere, not because @cond failed. */
+            return cond(opaque);
+        }
+        /* Not synchronisation: the pace of the polls. */
+        g_usleep(pause_us);
+        pause_us = MIN(pause_us * 2, 10000);
+    }
+}
+
+void qtest_wait_until(QTestCondFn cond, void *opaque, double timeout_s,
+                      const char *what_fmt, ...)
+{
+    va_list ap;
+    g_autofree char *what = NULL;
+
+    if (qtest_poll_until(cond, opaque, timeout_s)) {
+        return;
+    }
+    va_start(ap, what_fmt);
+    what = g_strdup_vprintf(what_fmt, ap);
+    va_end(ap);
+    g_error("waited %.0f s for %s", timeout_s, what);
 }

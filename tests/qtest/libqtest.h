@@ -96,6 +96,20 @@ uint64_t guest_alloc(QGuestAllocator *alloc, uint64_t size, uint64_t align);
 void qtest_tce_map(QTestState *s, uint32_t liobn, uint64_t ioba,
                    uint64_t gpa, uint64_t len, uint64_t perm);
 
+/*
+ * Waiting for something to have happened, never for a fixed time: polls
+ * @cond (every millisecond at first, backing off to 10 ms) until it
+ * returns true.  qtest_poll_until() returns false when @timeout_s passes
+ * first; qtest_wait_until() fails the test instead, saying it waited for
+ * @what_fmt.  QTEST_WAIT_S is the deadline a test gives anything that
+ * must happen, generous so that only a real failure reaches it.
+ */
+#define QTEST_WAIT_S    30.0
+typedef bool (*QTestCondFn)(void *opaque);
+bool qtest_poll_until(QTestCondFn cond, void *opaque, double timeout_s);
+void qtest_wait_until(QTestCondFn cond, void *opaque, double timeout_s,
+                      const char *what_fmt, ...) G_GNUC_PRINTF(4, 5);
+
 /* Runs illan with @args (split as a shell would) to completion; returns
  * its exit status and what it printed. */
 int illan_run(const char *args, char **out, char **err);
@@ -104,5 +118,8 @@ const char *illan_binary(void);
 /* A unix datagram socket bound to @path (removed first if it exists): the
  * far end of a dgram netdev in tests. */
 int qtest_bind_dgram(const char *path);
+/* Sends @len bytes from @fd as one datagram to the unix socket @path. */
+void qtest_dgram_send(int fd, const char *path, const void *data,
+                      size_t len);
 
 #endif

@@ -4,104 +4,48 @@
  * (libqos) sees them, and frames the guest sends arrive on the socket.
  */
 #include "libqtest.h"
+#include "libqos/eth-frames.h"
 #include "libqos/ibmveth.h"
+#include "libqos/rig.h"
 
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#define UNIT        0x71000000u
-#define OUR_MAC     0x525400123456ULL
-#define WAIT_US     (5 * G_USEC_PER_SEC)
+#define UNIT        QRIG_UNIT
+#define OUR_MAC     QRIG_MAC
 
-typedef struct Rig {
-    QTestState *qts;
-    QGuestAllocator alloc;
-    QIbmveth *veth;
-    int peer;
-    char *dev_path, *peer_path;
-} Rig;
-
-static const uint8_t our_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-
-static void rig_open_guest(Rig *r, const IbmvethConf *conf)
+/* illan on a dgram netdev with pools @pools, and the guest open with
+ * @conf (NULL: Linux's defaults). */
+static void rig_start(QRig *r, const char *pools, const IbmvethConf *conf)
 {
-    IbmvethConf linux_conf;
-    int64_t rc = 0;
+    g_autofree char *nic = g_strdup_printf(",use-rx-buffer-pools=%s", pools);
 
-    guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
-    if (!conf) {
-        ibmveth_conf_linux_defaults(&linux_conf, UNIT);
-        linux_conf.mac = OUR_MAC;
-        conf = &linux_conf;
-    }
-    r->veth = qibmveth_open(r->qts, &r->alloc, conf, &rc);
-    g_assert_nonnull(r->veth);
-}
-
-static void rig_start(Rig *r, const char *pools, const IbmvethConf *conf)
-{
-    static int n;
-
-    r->dev_path = g_strdup_printf("%s/llan-rx-%d-%d.dev", g_get_tmp_dir(),
-                                  getpid(), n);
-    r->peer_path = g_strdup_printf("%s/llan-rx-%d-%d.peer", g_get_tmp_dir(),
-                                   getpid(), n++);
-    r->peer = qtest_bind_dgram(r->peer_path);
-    r->qts = qtest_initf("-nodefaults -m 512M -netdev dgram,id=n0,"
-                         "local.type=unix,local.path=%s,remote.type=unix,"
-                         "remote.path=%s -device spapr-vlan,netdev=n0,"
-                         "mac=52:54:00:12:34:56,use-rx-buffer-pools=%s",
-                         r->dev_path, r->peer_path, pools);
-    rig_open_guest(r, conf);
-}
-
-static void rig_stop(Rig *r)
-{
-    g_assert_cmpint(qibmveth_close(r->veth), ==, H_SUCCESS);
-    qtest_quit(r->qts);
-    close(r->peer);
-    unlink(r->peer_path);
-    g_free(r->dev_path);
-    g_free(r->peer_path);
+    qrig_init(r);
+    qrig_bind_peer(r);
+    qrig_start(r, &(QRigOpts){ .mem = "512M", .nic = nic });
+    qrig_open_guest(r, conf);
 }
 
 /* A frame to @dst of @len bytes whose last two bytes carry @tag. */
-static void inject(Rig *r, const uint8_t *dst, size_t len, uint16_t tag)
+static void inject(QRig *r, const uint8_t *dst, size_t len, uint16_t tag)
 {
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    g_autofree uint8_t *frame = g_malloc0(len);
+    g_autofree uint8_t *frame = g_malloc(len);
 
-    g_strlcpy(addr.sun_path, r->dev_path, sizeof(addr.sun_path));
-    memcpy(frame, dst, 6);
-    memcpy(frame + 6, our_mac, 6);
-    for (size_t i = 14; i < len; i++) {
-        frame[i] = i * 13 + tag;
-    }
-    frame[len - 2] = tag >> 8;
-    frame[len - 1] = tag;
-    g_assert_cmpint(sendto(r->peer, frame, len, 0, (struct sockaddr *)&addr,
-                           sizeof(addr)), ==, (ssize_t)len);
+    eth_frame_tagged(frame, len, dst, qrig_mac, 0, tag, ETH_FRAME_TAG_LAST);
+    qrig_send(r, frame, len);
 }
 
 /* The next received frame (waiting for it); its tag and buffer size. */
-static IbmvethRxEntry expect_frame(Rig *r, uint16_t *tag)
+static IbmvethRxEntry expect_frame(QRig *r, uint16_t *tag)
 {
     static uint8_t data[65536];
-    gint64 deadline = g_get_monotonic_time() + WAIT_US;
-    IbmvethRxEntry e;
+    IbmvethRxEntry e = qibmveth_wait_rx(r->guest, data, sizeof(data));
 
-    while (!qibmveth_poll(r->veth, &e, data, sizeof(data))) {
-        if (g_get_monotonic_time() > deadline) {
-            g_error("no frame arrived within %d s", WAIT_US / 1000000);
-        }
-        g_usleep(1000);
-    }
-    g_assert_true(e.valid);
     g_assert_cmpuint(e.offset, ==, 8);
     g_assert_cmpuint(e.len + 8, <=, e.buf_size);
-    *tag = data[e.len - 2] << 8 | data[e.len - 1];
+    *tag = eth_frame_tag(data, e.len, ETH_FRAME_TAG_LAST);
     return e;
 }
 
@@ -111,7 +55,7 @@ static void test_modes_table(void)
     const char *modes[] = { "on", "off" };
 
     for (int m = 0; m < 2; m++) {
-        Rig r;
+        QRig r;
         GHashTable *per_size = g_hash_table_new(g_direct_hash,
                                                 g_direct_equal);
         uint64_t buf_bytes = 0, frame_bytes = 0;
@@ -119,7 +63,7 @@ static void test_modes_table(void)
 
         rig_start(&r, modes[m], NULL);
         for (uint16_t i = 0; i < 30; i++) {
-            inject(&r, our_mac, sizes[i % 3], i);
+            inject(&r, qrig_mac, sizes[i % 3], i);
         }
         for (uint16_t i = 0; i < 30; i++) {
             uint16_t tag;
@@ -141,7 +85,7 @@ static void test_modes_table(void)
         }
         g_string_printf(line, "use-rx-buffer-pools=%s: posted", modes[m]);
         for (unsigned p = 0; p < IBMVETH_NUM_POOLS; p++) {
-            g_string_append_printf(line, " %u", qibmveth_posted(r.veth, p));
+            g_string_append_printf(line, " %u", qibmveth_posted(r.guest, p));
         }
         g_string_append(line, "; frames per buffer size:");
         for (uint32_t size = 512; size <= 65536; size *= 2) {
@@ -156,7 +100,7 @@ static void test_modes_table(void)
                                frame_bytes);
         g_test_message("%s", line->str);
         g_hash_table_destroy(per_size);
-        rig_stop(&r);
+        qrig_stop(&r);
     }
 }
 
@@ -164,18 +108,18 @@ static void test_modes_table(void)
  * (replenished first) and 253 x 2 KiB; the 512-byte pool gets none. */
 static void test_page_mode_takes_509(void)
 {
-    Rig r;
+    QRig r;
 
     rig_start(&r, "off", NULL);
-    g_assert_cmpuint(qibmveth_posted(r.veth, 4), ==, 256);
-    g_assert_cmpuint(qibmveth_posted(r.veth, 1), ==, 253);
-    g_assert_cmpuint(qibmveth_posted(r.veth, 0), ==, 0);
-    rig_stop(&r);
+    g_assert_cmpuint(qibmveth_posted(r.guest, 4), ==, 256);
+    g_assert_cmpuint(qibmveth_posted(r.guest, 1), ==, 253);
+    g_assert_cmpuint(qibmveth_posted(r.guest, 0), ==, 0);
+    qrig_stop(&r);
     rig_start(&r, "on", NULL);
-    g_assert_cmpuint(qibmveth_posted(r.veth, 4), ==, 256);
-    g_assert_cmpuint(qibmveth_posted(r.veth, 1), ==, 512);
-    g_assert_cmpuint(qibmveth_posted(r.veth, 0), ==, 256);
-    rig_stop(&r);
+    g_assert_cmpuint(qibmveth_posted(r.guest, 4), ==, 256);
+    g_assert_cmpuint(qibmveth_posted(r.guest, 1), ==, 512);
+    g_assert_cmpuint(qibmveth_posted(r.guest, 0), ==, 256);
+    qrig_stop(&r);
 }
 
 /* One pool of three 2 KiB buffers: a four-entry queue wraps every four
@@ -186,22 +130,22 @@ static void test_toggle_across_wraps(void)
         IbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
                               .pool_size = { 2048 }, .pool_count = { 3 },
                               .pool_active = { true } };
-        Rig r;
+        QRig r;
         uint64_t bd;
 
         rig_start(&r, m ? "off" : "on", &conf);
         for (uint16_t i = 0; i < 14; i++) {
             uint16_t tag;
 
-            inject(&r, our_mac, 100 + i, i);
+            inject(&r, qrig_mac, 100 + i, i);
             expect_frame(&r, &tag);
             g_assert_cmpuint(tag, ==, i);
-            qibmveth_replenish(r.veth);
+            qibmveth_replenish(r.guest);
         }
         /* 14 entries in a 4-entry queue: 3 wraps, toggle flipped thrice. */
-        bd = qtest_readq(r.qts, qibmveth_buffer_list(r.veth));
+        bd = qtest_readq(r.qts, qibmveth_buffer_list(r.guest));
         g_assert_cmphex(bd & IBMVETH_BD_TOGGLE, ==, IBMVETH_BD_TOGGLE);
-        rig_stop(&r);
+        qrig_stop(&r);
     }
 }
 
@@ -216,22 +160,22 @@ static void test_no_buffer_counter(void)
     const char *modes[] = { "on", "off" };
 
     for (int m = 0; m < 2; m++) {
-        Rig r;
+        QRig r;
         uint16_t tag;
 
         rig_start(&r, modes[m], &conf);
-        inject(&r, our_mac, 4000, 1);
-        inject(&r, our_mac, 3000, 2);
-        inject(&r, our_mac, 2041, 3);       /* 2041 + 8 > 2048 */
-        inject(&r, our_mac, 60, 4);
+        inject(&r, qrig_mac, 4000, 1);
+        inject(&r, qrig_mac, 3000, 2);
+        inject(&r, qrig_mac, 2041, 3);       /* 2041 + 8 > 2048 */
+        inject(&r, qrig_mac, 60, 4);
         expect_frame(&r, &tag);
         g_assert_cmpuint(tag, ==, 4);
-        g_assert_cmpuint(qibmveth_rx_no_buffer(r.veth), ==, 3);
-        rig_stop(&r);
+        g_assert_cmpuint(qibmveth_rx_no_buffer(r.guest), ==, 3);
+        qrig_stop(&r);
     }
 }
 
-static void mcast(Rig *r, uint64_t flags, uint64_t mac)
+static void mcast(QRig *r, uint64_t flags, uint64_t mac)
 {
     g_assert_cmpint(qtest_hcallv(r->qts, H_MULTICAST_CTRL, UNIT, flags, mac),
                     ==, H_SUCCESS);
@@ -239,7 +183,7 @@ static void mcast(Rig *r, uint64_t flags, uint64_t mac)
 
 /* Sends one frame per destination, then a marker to us, and returns which
  * tags arrived (bit i for dsts[i]). */
-static unsigned delivered_of(Rig *r, const uint8_t (*dsts)[6], unsigned n)
+static unsigned delivered_of(QRig *r, const uint8_t (*dsts)[6], unsigned n)
 {
     unsigned seen = 0;
     uint16_t tag;
@@ -247,13 +191,13 @@ static unsigned delivered_of(Rig *r, const uint8_t (*dsts)[6], unsigned n)
     for (unsigned i = 0; i < n; i++) {
         inject(r, dsts[i], 60, i);
     }
-    inject(r, our_mac, 60, 0x7fff);
+    inject(r, qrig_mac, 60, 0x7fff);
     do {
         expect_frame(r, &tag);
         if (tag != 0x7fff) {
             seen |= 1u << tag;
         }
-        qibmveth_replenish(r->veth);
+        qibmveth_replenish(r->guest);
     } while (tag != 0x7fff);
     return seen;
 }
@@ -267,7 +211,7 @@ static void test_filters(void)
         { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 },   /* 3: in the table */
         { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x02 },   /* 4: not in it */
     };
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", NULL);
     /* After open, filtering is off: everything, as QEMU delivered. */
@@ -294,78 +238,92 @@ static void test_filters(void)
         expect_frame(&r, &tag);
         g_assert_cmpuint(tag, ==, 1);
     }
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 static void test_interrupts_only_when_enabled(void)
 {
-    Rig r;
+    QRig r;
     uint16_t tag;
 
     rig_start(&r, "on", NULL);
     qtest_irq_intercept_out(r.qts, "l-lan@71000000");
-    qibmveth_set_irq(r.veth, false);
-    inject(&r, our_mac, 60, 1);
+    qibmveth_set_irq(r.guest, false);
+    inject(&r, qrig_mac, 60, 1);
     expect_frame(&r, &tag);
     g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), ==, 0);
-    qibmveth_set_irq(r.veth, true);
+    qibmveth_set_irq(r.guest, true);
     for (uint16_t i = 0; i < 5; i++) {
-        inject(&r, our_mac, 60, i);
+        inject(&r, qrig_mac, 60, i);
     }
     for (uint16_t i = 0; i < 5; i++) {
         expect_frame(&r, &tag);
     }
     g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), >=, 1);
     g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), <=, 5);
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 /* The guest revokes the rx queue's mapping while frames arrive: they are
  * dropped, and once the mapping is back frames land where they should. */
 static void test_hostile_unmapped_queue(void)
 {
-    Rig r;
+    QRig r;
     uint64_t rxq;
     uint16_t tag;
 
     rig_start(&r, "on", NULL);
-    rxq = qibmveth_rxq(r.veth);
-    inject(&r, our_mac, 60, 1);
+    rxq = qibmveth_rxq(r.guest);
+    inject(&r, qrig_mac, 60, 1);
     expect_frame(&r, &tag);
     qtest_tce_map(r.qts, UNIT, rxq, rxq, 4096, 0);
     for (uint16_t i = 2; i < 6; i++) {
-        inject(&r, our_mac, 60, i);
+        inject(&r, qrig_mac, 60, i);
     }
-    /* A round trip through the unmapped state, then back. */
+    /* Each takes a buffer, cannot write its queue entry and is dropped
+     * as a DMA error; the queue stays as it was. */
+    qrig_wait_stat(r.qts, "nic.rx.frames", 5);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.dma-error"), ==, 4);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-dropped.dma-error"), ==,
+                    4);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.delivered"), ==, 1);
     g_assert_cmpuint(qtest_readq(r.qts, rxq + 16), ==, 0);
-    g_usleep(50000);
     qtest_tce_map(r.qts, UNIT, rxq, rxq, 4096, 3);
-    inject(&r, our_mac, 60, 9);
+    inject(&r, qrig_mac, 60, 9);
     expect_frame(&r, &tag);
     g_assert_cmpuint(tag, ==, 9);
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 /* Page mode: the guest scribbles over its buffer-list page.  Every scan
- * is bounded, the device keeps serving, and a fresh register works. */
+ * is bounded, each frame is dropped under its reason, the device keeps
+ * serving and the guest's H_FREE still works. */
 static void test_hostile_buffer_list(void)
 {
-    Rig r;
+    QRig r;
     uint64_t bl;
     g_autofree char *rsp = NULL;
 
     rig_start(&r, "off", NULL);
-    bl = qibmveth_buffer_list(r.veth);
+    bl = qibmveth_buffer_list(r.guest);
     qtest_memset(r.qts, bl + 16, 0xff, 4088 - 16);
     for (uint16_t i = 0; i < 8; i++) {
-        inject(&r, our_mac, 60 + i * 200, i);
+        inject(&r, qrig_mac, 60 + i * 200, i);
     }
+    /* Every slot claims a 16 MiB buffer at 0xffffffff, outside the DMA
+     * window: each frame takes one and fails to land in it. */
+    qrig_wait_stat(r.qts, "nic.rx.frames", 8);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.dma-error"), ==, 8);
     qtest_memset(r.qts, bl + 16, 0x00, 4088 - 16);
-    inject(&r, our_mac, 60, 99);
-    g_usleep(50000);
+    inject(&r, qrig_mac, 60, 99);
+    /* Now no slot holds a buffer: no-buffer, in the guest's counter too. */
+    qrig_wait_stat(r.qts, "nic.rx.frames", 9);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.no-buffer"), ==, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.delivered"), ==, 0);
+    g_assert_cmpuint(qibmveth_rx_no_buffer(r.guest), ==, 1);
     rsp = qtest_cmd(r.qts, "endianness");
     g_assert_cmpstr(rsp, ==, "OK big");
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 /* A 4-byte aligned buffer of odd size: the frame lands at buffer + 8. */
@@ -374,23 +332,20 @@ static void test_odd_buffer(void)
     IbmvethConf conf = { .unit = UNIT, .mac = OUR_MAC, .npools = 1,
                           .pool_size = { 1028 }, .pool_count = { 2 },
                           .pool_active = { true } };
-    Rig r;
+    QRig r;
     uint16_t tag;
 
     rig_start(&r, "on", &conf);
-    inject(&r, our_mac, 1020, 5);
+    inject(&r, qrig_mac, 1020, 5);
     expect_frame(&r, &tag);
     g_assert_cmpuint(tag, ==, 5);
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
-static size_t recv_frame(Rig *r, uint8_t *buf, size_t max)
+static size_t recv_frame(QRig *r, uint8_t *buf, size_t max)
 {
-    struct timeval tv = { .tv_sec = 5 };
-    ssize_t n;
+    ssize_t n = qrig_recv(r, buf, max, 5000);
 
-    setsockopt(r->peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    n = recv(r->peer, buf, max, 0);
     g_assert_cmpint(n, >, 0);
     return n;
 }
@@ -401,7 +356,7 @@ static void test_send_gather(void)
 {
     const uint64_t io = 0x8000000, real_a = 0x3000000, real_b = 0x5000000;
     uint8_t frame[1514], got[2048];
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", NULL);
     for (size_t i = 0; i < sizeof(frame); i++) {
@@ -416,17 +371,17 @@ static void test_send_gather(void)
     qtest_memwrite(r.qts, real_b + 0x100, frame + 100, 1000);
     /* BD3: 414 bytes at the start of the first page. */
     qtest_memwrite(r.qts, real_a, frame + 1100, 414);
-    g_assert_cmpint(qibmveth_send_bds(r.veth, (uint64_t[]){
+    g_assert_cmpint(qibmveth_send_bds(r.guest, (uint64_t[]){
                         ibmveth_bd(100, io + 4096 - 96),
                         ibmveth_bd(1000, io + 4096 + 0x100),
                         ibmveth_bd(414, io) }, 3), ==, H_SUCCESS);
     g_assert_cmpuint(recv_frame(&r, got, sizeof(got)), ==, sizeof(frame));
     g_assert_cmpmem(got, sizeof(frame), frame, sizeof(frame));
     /* And one frame through the model's own single-BD path. */
-    g_assert_cmpint(qibmveth_send(r.veth, frame, 60), ==, H_SUCCESS);
+    g_assert_cmpint(qibmveth_send(r.guest, frame, 60), ==, H_SUCCESS);
     g_assert_cmpuint(recv_frame(&r, got, sizeof(got)), ==, 60);
     g_assert_cmpmem(got, 60, frame, 60);
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 static void write_all(int fd, const void *buf, size_t len)
@@ -444,21 +399,21 @@ static void test_stream_backend(void)
     struct timeval tv = { .tv_sec = 5 };
     IbmvethRxEntry e;
     uint16_t tag;
-    Rig r = { 0 };
+    QRig r;
+    g_autofree char *netdev = NULL;
     size_t done = 0;
 
-    r.dev_path = g_strdup_printf("%s/llan-rx-%d.stream", g_get_tmp_dir(),
-                                 getpid());
-    r.qts = qtest_initf("-nodefaults -netdev stream,id=n0,server=on,"
-                        "addr.type=unix,addr.path=%s "
-                        "-device spapr-vlan,netdev=n0", r.dev_path);
-    rig_open_guest(&r, NULL);
+    qrig_init(&r);
+    netdev = g_strdup_printf("stream,id=n0,server=on,addr.type=unix,"
+                             "addr.path=%s", r.dev_path);
+    qrig_start(&r, &(QRigOpts){ .netdev = netdev });
+    qrig_open_guest(&r, NULL);
     g_strlcpy(addr.sun_path, r.dev_path, sizeof(addr.sun_path));
     r.peer = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     g_assert_cmpint(connect(r.peer, (struct sockaddr *)&addr, sizeof(addr)),
                     ==, 0);
     memset(frame, 0x5a, sizeof(frame));
-    memcpy(frame, our_mac, 6);
+    memcpy(frame, qrig_mac, 6);
     frame[98] = 0x12;
     frame[99] = 0x34;
     write_all(r.peer, len_be, 4);
@@ -466,7 +421,7 @@ static void test_stream_backend(void)
     e = expect_frame(&r, &tag);
     g_assert_cmpuint(tag, ==, 0x1234);
     g_assert_cmpuint(e.len, ==, sizeof(frame));
-    g_assert_cmpint(qibmveth_send(r.veth, frame, sizeof(frame)), ==,
+    g_assert_cmpint(qibmveth_send(r.guest, frame, sizeof(frame)), ==,
                     H_SUCCESS);
     setsockopt(r.peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     while (done < sizeof(got)) {
@@ -476,68 +431,17 @@ static void test_stream_backend(void)
     }
     g_assert_cmpmem(got, 4, len_be, 4);
     g_assert_cmpmem(got + 4, sizeof(frame), frame, sizeof(frame));
-    g_assert_cmpint(qibmveth_close(r.veth), ==, H_SUCCESS);
-    qtest_quit(r.qts);
-    close(r.peer);
-    g_free(r.dev_path);
+    qrig_stop(&r);
 }
 
-/* The NIC's entry of x-query-net-stats (owned by @stats). */
-static JsonObject *nic_stats(JsonObject *stats)
+/* rx: frames = delivered + every drop reason, and the result. */
+static gint64 assert_balanced(JsonObject *client)
 {
-    JsonObject *ret = json_object_get_object_member(stats, "return");
-    JsonArray *nics = json_object_get_array_member(ret, "nics");
+    gint64 sum = qjson_int(client, "rx.delivered") +
+                 qjson_sum(client, "rx.dropped");
 
-    g_assert_cmpuint(json_array_get_length(nics), ==, 1);
-    return json_array_get_object_element(nics, 0);
-}
-
-static JsonObject *netdev_stats(JsonObject *stats)
-{
-    JsonObject *ret = json_object_get_object_member(stats, "return");
-    JsonArray *netdevs = json_object_get_array_member(ret, "netdevs");
-
-    g_assert_cmpuint(json_array_get_length(netdevs), ==, 1);
-    return json_array_get_object_element(netdevs, 0);
-}
-
-static gint64 dropped(JsonObject *rx, const char *reason)
-{
-    return json_object_get_int_member(
-        json_object_get_object_member(rx, "dropped"), reason);
-}
-
-/* frames = delivered + every drop reason, and the result. */
-static gint64 assert_balanced(JsonObject *rx)
-{
-    JsonObject *drops = json_object_get_object_member(rx, "dropped");
-    g_autoptr(GList) reasons = json_object_get_members(drops);
-    gint64 sum = json_object_get_int_member(rx, "delivered");
-
-    for (GList *l = reasons; l; l = l->next) {
-        sum += json_object_get_int_member(drops, l->data);
-    }
-    g_assert_cmpint(sum, ==, json_object_get_int_member(rx, "frames"));
+    g_assert_cmpint(sum, ==, qjson_int(client, "rx.frames"));
     return sum;
-}
-
-/* Waits until the NIC has counted @total frames. */
-static JsonObject *stats_after(Rig *r, gint64 total)
-{
-    gint64 deadline = g_get_monotonic_time() + WAIT_US;
-
-    for (;;) {
-        JsonObject *stats = qtest_qmp(r->qts,
-                                      "{'execute': 'x-query-net-stats'}");
-        JsonObject *rx = json_object_get_object_member(nic_stats(stats), "rx");
-
-        if (json_object_get_int_member(rx, "frames") >= total) {
-            return stats;
-        }
-        json_object_unref(stats);
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(2000);
-    }
 }
 
 /* Counters balance with no buffers posted, with filters on and with
@@ -548,18 +452,16 @@ static void test_counters_balance(void)
                           .pool_size = { 2048 }, .pool_count = { 2 },
                           .pool_active = { false } };
     const uint8_t other[6] = { 0x52, 0x54, 0x00, 0x77, 0x77, 0x77 };
-    Rig r;
-    JsonObject *stats, *nic_rx, *dev;
+    QRig r;
+    g_autoptr(JsonObject) stats = NULL;
+    JsonObject *nic;
 
     rig_start(&r, "on", &conf);
     for (uint16_t i = 0; i < 5; i++) {
-        inject(&r, our_mac, 60, i);                 /* no buffers posted */
+        inject(&r, qrig_mac, 60, i);                /* no buffers posted */
     }
-    stats = stats_after(&r, 5);
-    g_assert_cmpint(dropped(json_object_get_object_member(nic_stats(stats),
-                                                          "rx"),
-                            "no-buffer"), ==, 5);
-    json_object_unref(stats);
+    qrig_wait_stat(r.qts, "nic.rx.frames", 5);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.no-buffer"), ==, 5);
     g_assert_cmpint(qtest_hcallv(r.qts, H_MULTICAST_CTRL, UNIT, 0x50000, 0),
                     ==, H_SUCCESS);
     for (uint16_t i = 0; i < 4; i++) {
@@ -576,32 +478,28 @@ static void test_counters_balance(void)
                         ==, H_SUCCESS);
     }
     for (uint16_t i = 0; i < 3; i++) {
-        inject(&r, our_mac, 60, 100 + i);           /* delivered */
+        inject(&r, qrig_mac, 60, 100 + i);          /* delivered */
     }
-    stats = stats_after(&r, 12);
-    nic_rx = json_object_get_object_member(nic_stats(stats), "rx");
-    g_assert_cmpint(assert_balanced(nic_rx), ==, 12);
-    g_assert_cmpint(assert_balanced(json_object_get_object_member(
-                        netdev_stats(stats), "rx")), ==, 12);
-    g_assert_cmpint(json_object_get_int_member(nic_rx, "delivered"), ==, 3);
-    g_assert_cmpint(dropped(nic_rx, "no-buffer"), ==, 5);
-    g_assert_cmpint(dropped(nic_rx, "filtered"), ==, 4);
-    dev = json_object_get_object_member(nic_stats(stats), "device");
-    g_assert_cmpint(json_object_get_int_member(dev, "rx-frames"), ==, 3);
-    g_assert_cmpint(json_object_get_int_member(
-                        json_object_get_object_member(dev, "rx-dropped"),
-                        "no-buffer"), ==, 5);
-    g_assert_cmpuint(qibmveth_rx_no_buffer(r.veth), ==, 5);
-    json_object_unref(stats);
-    rig_stop(&r);
+    qrig_wait_stat(r.qts, "nic.rx.frames", 12);
+    stats = qrig_net_stats(r.qts);
+    nic = qrig_stats_nic(stats);
+    g_assert_cmpint(assert_balanced(nic), ==, 12);
+    g_assert_cmpint(assert_balanced(qrig_stats_netdev(stats, "n0")), ==, 12);
+    g_assert_cmpint(qjson_int(nic, "rx.delivered"), ==, 3);
+    g_assert_cmpint(qjson_int(nic, "rx.dropped.no-buffer"), ==, 5);
+    g_assert_cmpint(qjson_int(nic, "rx.dropped.filtered"), ==, 4);
+    g_assert_cmpint(qjson_int(nic, "device.rx-frames"), ==, 3);
+    g_assert_cmpint(qjson_int(nic, "device.rx-dropped.no-buffer"), ==, 5);
+    g_assert_cmpuint(qibmveth_rx_no_buffer(r.guest), ==, 5);
+    qrig_stop(&r);
 }
 
 /* QMP stop: frames are dropped as vm-stopped and touch no guest memory;
  * cont brings delivery back. */
 static void test_stop_quiesces(void)
 {
-    Rig r;
-    JsonObject *rsp, *stats;
+    QRig r;
+    JsonObject *rsp;
     uint16_t tag;
 
     rig_start(&r, "on", NULL);
@@ -610,26 +508,23 @@ static void test_stop_quiesces(void)
     json_object_unref(rsp);
     json_object_unref(qtest_qmp_eventwait(r.qts, "STOP"));
     for (uint16_t i = 0; i < 4; i++) {
-        inject(&r, our_mac, 60, i);
+        inject(&r, qrig_mac, 60, i);
     }
-    stats = stats_after(&r, 4);
-    g_assert_cmpint(dropped(json_object_get_object_member(nic_stats(stats),
-                                                          "rx"),
-                            "vm-stopped"), ==, 4);
-    json_object_unref(stats);
-    g_assert_cmphex(qtest_readq(r.qts, qibmveth_rxq(r.veth)), ==, 0);
+    qrig_wait_stat(r.qts, "nic.rx.frames", 4);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.vm-stopped"), ==, 4);
+    g_assert_cmphex(qtest_readq(r.qts, qibmveth_rxq(r.guest)), ==, 0);
     json_object_unref(qtest_qmp(r.qts, "{'execute': 'cont'}"));
     json_object_unref(qtest_qmp_eventwait(r.qts, "RESUME"));
-    inject(&r, our_mac, 60, 9);
+    inject(&r, qrig_mac, 60, 9);
     expect_frame(&r, &tag);
     g_assert_cmpuint(tag, ==, 9);
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 /* NIC_RX_FILTER_CHANGED: once per change until query-rx-filter re-arms. */
 static void test_rx_filter_event(void)
 {
-    Rig r;
+    QRig r;
     JsonObject *ev, *data, *rsp;
 
     rig_start(&r, "on", NULL);
@@ -654,7 +549,7 @@ static void test_rx_filter_event(void)
     g_assert_cmpint(qtest_hcallv(r.qts, H_CHANGE_LOGICAL_LAN_MAC, UNIT,
                                  0x525400999999ULL), ==, H_SUCCESS);
     json_object_unref(qtest_qmp_eventwait(r.qts, "NIC_RX_FILTER_CHANGED"));
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 int main(int argc, char **argv)

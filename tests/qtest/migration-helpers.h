@@ -8,15 +8,15 @@
 
 #include "libqtest.h"
 #include "libqos/ibmveth.h"
+#include "libqos/rig.h"
 
-#define UNIT        0x71000000u
-#define OUR_MAC     0x525400123456ULL
+#define UNIT        QRIG_UNIT
+#define OUR_MAC     QRIG_MAC
 #define NPOOLS      3
 
 typedef struct Rig {
-    char *dir;
-    int peer;
-    char *peer_path;
+    QRig base;                  /* the directory and the peer's socket */
+    const char *dir;            /* base.dir */
     QTestState *src, *dst;
     char *src_dev, *dst_dev;
     QGuestAllocator alloc;
@@ -46,11 +46,12 @@ void rig_expect_next(Rig *r);
 
 JsonObject *qmp_ok(QTestState *qts, const char *cmd);
 char *run_state(QTestState *qts);
-/* Waits until the NIC has delivered exactly @n frames. */
+/* Waits (QTEST_WAIT_S) until the NIC has delivered exactly @n frames. */
 void wait_delivered(QTestState *qts, gint64 n);
 /* "bufs N: size:posted ..." of the NIC's pools. */
 char *pool_table(QTestState *qts);
-/* Polls query-migrate until completed or failed; returns "return". */
+/* Polls query-migrate until completed or failed (QTEST_WAIT_S); returns
+ * "return". */
 JsonObject *wait_migration(QTestState *qts);
 void assert_completed(QTestState *qts);
 /* QMP migrate to @uri; the source must end in postmigrate. */

@@ -79,6 +79,45 @@ void eth_frame_udp(uint8_t *f, size_t len, const uint8_t dst[6],
     }
 }
 
+static size_t tag_offset(size_t len, EthFrameTagAt tag_at)
+{
+    return tag_at == ETH_FRAME_TAG_FIRST ? ETH_FRAME_HLEN : len - 2;
+}
+
+void eth_frame_tagged(uint8_t *f, size_t len, const uint8_t dst[6],
+                      const uint8_t src[6], uint16_t ethertype,
+                      uint16_t tag, EthFrameTagAt tag_at)
+{
+    g_assert_cmpuint(len, >=, ETH_FRAME_HLEN + 2);
+    memcpy(f, dst, 6);
+    memcpy(f + 6, src, 6);
+    put_be16(f + 12, ethertype);
+    for (size_t i = ETH_FRAME_HLEN; i < len; i++) {
+        f[i] = i * 7 + tag;
+    }
+    put_be16(f + tag_offset(len, tag_at), tag);
+}
+
+uint16_t eth_frame_tag(const uint8_t *f, size_t len, EthFrameTagAt tag_at)
+{
+    const uint8_t *p = f + tag_offset(len, tag_at);
+
+    g_assert_cmpuint(len, >=, ETH_FRAME_HLEN + 2);
+    return p[0] << 8 | p[1];
+}
+
+uint16_t eth_frame_assert_tagged(const uint8_t *f, size_t len,
+                                 const uint8_t dst[6], const uint8_t src[6],
+                                 uint16_t ethertype, EthFrameTagAt tag_at)
+{
+    uint16_t tag = eth_frame_tag(f, len, tag_at);
+    g_autofree uint8_t *want = g_malloc(len);
+
+    eth_frame_tagged(want, len, dst, src, ethertype, tag, tag_at);
+    g_assert_cmpmem(f, len, want, len);
+    return tag;
+}
+
 GPtrArray *eth_frames_icmp_echo(const uint8_t dst[6], const uint8_t src[6],
                                 uint32_t src_ip, uint32_t dst_ip,
                                 uint16_t id, uint16_t seq, size_t payload)

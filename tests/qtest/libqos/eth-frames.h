@@ -20,6 +20,28 @@ void eth_frame_udp(uint8_t *f, size_t len, const uint8_t dst[6],
                    const uint8_t src[6], uint16_t tag);
 
 /*
+ * A numbered test frame of @len bytes (at least 16): @dst, @src,
+ * @ethertype, then byte i is (uint8_t)(i * 7 + tag), except for @tag
+ * itself, big-endian at @tag_at: ETH_FRAME_TAG_FIRST (bytes 14-15) or
+ * ETH_FRAME_TAG_LAST (the last two bytes).
+ */
+typedef enum EthFrameTagAt {
+    ETH_FRAME_TAG_FIRST,
+    ETH_FRAME_TAG_LAST,
+} EthFrameTagAt;
+
+void eth_frame_tagged(uint8_t *f, size_t len, const uint8_t dst[6],
+                      const uint8_t src[6], uint16_t ethertype,
+                      uint16_t tag, EthFrameTagAt tag_at);
+/* The tag of such a frame. */
+uint16_t eth_frame_tag(const uint8_t *f, size_t len, EthFrameTagAt tag_at);
+/* Asserts that @f is the frame eth_frame_tagged() builds for its tag with
+ * these addresses and type, byte for byte; returns the tag. */
+uint16_t eth_frame_assert_tagged(const uint8_t *f, size_t len,
+                                 const uint8_t dst[6], const uint8_t src[6],
+                                 uint16_t ethertype, EthFrameTagAt tag_at);
+
+/*
  * The frames of one ICMP echo request with @payload data bytes from
  * @src_ip to @dst_ip (host order), IP id @id, fragmented for a 1500-byte
  * MTU: GBytes each, in order.  65507 bytes give 45 fragments (44 x 1514

@@ -103,6 +103,30 @@ bool qibmveth_poll(QIbmveth *v, IbmvethRxEntry *entry, void *data,
     return true;
 }
 
+typedef struct RxWait {
+    QIbmveth *v;
+    IbmvethRxEntry e;
+    void *data;
+    size_t max;
+} RxWait;
+
+static bool rx_entry_ready(void *opaque)
+{
+    RxWait *w = opaque;
+
+    return qibmveth_poll(w->v, &w->e, w->data, w->max);
+}
+
+IbmvethRxEntry qibmveth_wait_rx(QIbmveth *v, void *data, size_t max)
+{
+    RxWait w = { .v = v, .data = data, .max = max };
+
+    qtest_wait_until(rx_entry_ready, &w, QTEST_WAIT_S,
+                     "a frame in the guest's rx queue");
+    g_assert_true(w.e.valid);
+    return w.e;
+}
+
 int64_t qibmveth_send(QIbmveth *v, const void *frame, size_t len)
 {
     g_assert_cmpuint(len, <=, IBMVETH_TX_BUF_SIZE);

@@ -36,6 +36,10 @@ unsigned qibmveth_replenish(QIbmveth *v);
 bool qibmveth_poll(QIbmveth *v, IbmvethRxEntry *entry, void *data,
                    size_t max);
 
+/* Waits (QTEST_WAIT_S) for the next rx-queue entry and consumes it as
+ * qibmveth_poll() does; it must be a valid one. */
+IbmvethRxEntry qibmveth_wait_rx(QIbmveth *v, void *data, size_t max);
+
 int64_t qibmveth_send(QIbmveth *v, const void *frame, size_t len);
 int64_t qibmveth_send_bds(QIbmveth *v, const uint64_t *bds, unsigned nbds);
 
