@@ -7,7 +7,9 @@
  * with sock-fds, every refusal of a bad setup, and the interface's life.
  */
 #include "libqtest.h"
+#include "libqos/eth-frames.h"
 #include "libqos/ibmveth.h"
+#include "libqos/rig.h"
 #include "netns.h"
 #include "net/xdp-prog.h"
 
@@ -26,23 +28,18 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#define UNIT            0x71000000u
-#define GUEST_MAC       0x525400123456ULL
+#define UNIT            QRIG_UNIT
+#define GUEST_MAC       QRIG_MAC
 #define ETHERTYPE_TEST  0x88b5
-#define WAIT_US         (10 * G_USEC_PER_SEC)
 /* Every capability gone, also across the exec of illan. */
 #define DROP_ALL_CAPS   "setpriv --inh-caps=-all --bounding-set=-all"
 
-static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
 static const size_t frame_sizes[] = { 60, 600, 1514 };
 
 typedef struct Rig {
     VethPair veth;
-    QTestState *qts;
-    QGuestAllocator alloc;
-    QIbmveth *guest;
-    int pkt;                /* AF_PACKET on the peer end */
+    QRig q;                 /* q.peer: AF_PACKET on the peer end */
 } Rig;
 
 /* Frames. */
@@ -51,20 +48,26 @@ typedef struct Rig {
 static void build_frame(uint8_t *f, size_t len, const uint8_t *dst,
                         const uint8_t *src, uint16_t tag)
 {
-    memcpy(f, dst, 6);
-    memcpy(f + 6, src, 6);
-    f[12] = ETHERTYPE_TEST >> 8;
-    f[13] = ETHERTYPE_TEST & 0xff;
-    f[14] = tag >> 8;
-    f[15] = tag;
-    for (size_t i = 16; i < len; i++) {
-        f[i] = i * 7 + tag;
-    }
+    eth_frame_tagged(f, len, dst, src, ETHERTYPE_TEST, tag,
+                     ETH_FRAME_TAG_FIRST);
 }
 
 static size_t tag_size(uint16_t tag)
 {
     return frame_sizes[tag % G_N_ELEMENTS(frame_sizes)];
+}
+
+typedef struct PacketSend {
+    int fd;
+    const uint8_t *frame;
+    size_t len;
+} PacketSend;
+
+static bool packet_sent(void *opaque)
+{
+    PacketSend *p = opaque;
+
+    return packet_send(p->fd, p->frame, p->len);
 }
 
 /* Sends frames tagged @first.. from the peer end. */
@@ -74,15 +77,12 @@ static void send_frames(Rig *r, uint16_t first, unsigned n)
 
     for (unsigned i = 0; i < n; i++) {
         uint16_t tag = first + i;
+        PacketSend p = { r->q.peer, f, tag_size(tag) };
 
-        int tries = 0;
-
-        build_frame(f, tag_size(tag), guest_mac, peer_mac, tag);
+        build_frame(f, tag_size(tag), qrig_mac, peer_mac, tag);
         /* A link that just came up may refuse for a moment. */
-        while (!packet_send(r->pkt, f, tag_size(tag))) {
-            g_assert_cmpint(++tries, <, 1000);
-            g_usleep(1000);
-        }
+        qtest_wait_until(packet_sent, &p, QTEST_WAIT_S,
+                         "%s to take frame %u", r->veth.peer, tag);
     }
 }
 
@@ -91,23 +91,12 @@ static void send_frames(Rig *r, uint16_t first, unsigned n)
 static uint16_t guest_receive(Rig *r, uint32_t *buf_size)
 {
     static uint8_t data[65536];
-    uint8_t want[1514];
-    gint64 deadline = g_get_monotonic_time() + WAIT_US;
-    IbmvethRxEntry e;
-    uint16_t tag;
+    IbmvethRxEntry e = qibmveth_wait_rx(r->q.guest, data, sizeof(data));
+    uint16_t tag = eth_frame_assert_tagged(data, e.len, qrig_mac, peer_mac,
+                                           ETHERTYPE_TEST,
+                                           ETH_FRAME_TAG_FIRST);
 
-    while (!qibmveth_poll(r->guest, &e, data, sizeof(data))) {
-        if (g_get_monotonic_time() > deadline) {
-            g_error("no frame reached the guest within %d s",
-                    WAIT_US / 1000000);
-        }
-        g_usleep(1000);
-    }
-    g_assert_true(e.valid);
-    tag = data[14] << 8 | data[15];
     g_assert_cmpuint(e.len, ==, tag_size(tag));
-    build_frame(want, e.len, guest_mac, peer_mac, tag);
-    g_assert_cmpmem(data, e.len, want, e.len);
     *buf_size = e.buf_size;
     return tag;
 }
@@ -134,9 +123,9 @@ static void guest_send_captured(Rig *r, unsigned n)
         size_t len = tag_size(i);
         ssize_t rn;
 
-        build_frame(f, len, peer_mac, guest_mac, 1000 + i);
-        g_assert_cmpint(qibmveth_send(r->guest, f, len), ==, H_SUCCESS);
-        rn = packet_recv(r->pkt, ETHERTYPE_TEST, got, sizeof(got), 5000);
+        build_frame(f, len, peer_mac, qrig_mac, 1000 + i);
+        g_assert_cmpint(qibmveth_send(r->q.guest, f, len), ==, H_SUCCESS);
+        rn = packet_recv(r->q.peer, ETHERTYPE_TEST, got, sizeof(got), 5000);
         g_assert_cmpint(rn, ==, (ssize_t)len);
         g_assert_cmpmem(got, len, f, len);
     }
@@ -147,13 +136,13 @@ static void guest_send_captured(Rig *r, unsigned n)
 static void rig_start_wrapped(Rig *r, const char *wrapper,
                               const char *netdev_opts)
 {
-    g_autofree char *args = g_strdup_printf(
-        "-nodefaults -m 512M -netdev af-xdp,id=n0,ifname=%s%s "
-        "-device spapr-vlan,netdev=n0,mac=52:54:00:12:34:56", r->veth.dut,
-        netdev_opts);
+    g_autofree char *netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s%s",
+                                              r->veth.dut, netdev_opts);
 
-    r->qts = qtest_init_wrapped(wrapper, args);
-    r->pkt = packet_socket_open(r->veth.peer);
+    qrig_init(&r->q);
+    qrig_start(&r->q, &(QRigOpts){ .wrapper = wrapper, .mem = "512M",
+                                   .netdev = netdev });
+    r->q.peer = packet_socket_open(r->veth.peer);
 }
 
 static void rig_start(Rig *r, unsigned queues, const char *netdev_opts)
@@ -162,111 +151,31 @@ static void rig_start(Rig *r, unsigned queues, const char *netdev_opts)
     rig_start_wrapped(r, NULL, netdev_opts);
 }
 
-static void rig_open_guest_with(Rig *r, const IbmvethConf *conf)
-{
-    int64_t rc = 0;
-
-    guest_alloc_init(&r->alloc, 0x100000, 0x10000000);
-    r->guest = qibmveth_open(r->qts, &r->alloc, conf, &rc);
-    g_assert_nonnull(r->guest);
-}
-
-static void rig_open_guest(Rig *r)
-{
-    IbmvethConf conf;
-
-    ibmveth_conf_linux_defaults(&conf, UNIT);
-    conf.mac = GUEST_MAC;
-    rig_open_guest_with(r, &conf);
-}
-
 static void rig_stop(Rig *r)
 {
-    if (r->guest) {
-        g_assert_cmpint(qibmveth_close(r->guest), ==, H_SUCCESS);
-    }
-    qtest_quit(r->qts);
-    close(r->pkt);
+    qrig_stop(&r->q);
     veth_pair_destroy(&r->veth);
 }
 
 /* Statistics. */
 
-static JsonObject *find_named(JsonArray *a, const char *name)
-{
-    for (guint i = 0; i < json_array_get_length(a); i++) {
-        JsonObject *o = json_array_get_object_element(a, i);
-
-        if (!g_strcmp0(json_object_get_string_member(o, "name"), name)) {
-            return o;
-        }
-    }
-    g_error("no statistics for '%s'", name);
-}
-
 /* x-query-net-stats; *@nd is netdev n0 and *@nic the LAN, both owned by
  * the returned reply. */
 static JsonObject *query_stats(Rig *r, JsonObject **nd, JsonObject **nic)
 {
-    JsonObject *rsp = qtest_qmp(r->qts,
-                                "{'execute': 'x-query-net-stats'}");
-    JsonObject *ret = json_object_get_object_member(rsp, "return");
+    JsonObject *st = qrig_net_stats(r->q.qts);
 
-    g_assert_nonnull(ret);
-    *nd = find_named(json_object_get_array_member(ret, "netdevs"), "n0");
+    *nd = qrig_stats_netdev(st, "n0");
     if (nic) {
-        JsonArray *nics = json_object_get_array_member(ret, "nics");
-
-        g_assert_cmpuint(json_array_get_length(nics), ==, 1);
-        *nic = json_array_get_object_element(nics, 0);
+        *nic = qrig_stats_nic(st);
     }
-    return rsp;
-}
-
-static gint64 member_int(JsonObject *o, const char *path)
-{
-    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
-
-    for (guint i = 0; parts[i + 1]; i++) {
-        o = json_object_get_object_member(o, parts[i]);
-        g_assert_nonnull(o);
-    }
-    return json_object_get_int_member(o, parts[g_strv_length(parts) - 1]);
+    return st;
 }
 
 /* Waits until netdev n0 has seen @frames frames. */
 static void wait_rx_frames(Rig *r, gint64 frames)
 {
-    gint64 deadline = g_get_monotonic_time() + WAIT_US;
-
-    for (;;) {
-        JsonObject *nd;
-        g_autoptr(JsonObject) rsp = query_stats(r, &nd, NULL);
-        gint64 got = member_int(nd, "rx.frames");
-
-        if (got >= frames) {
-            g_assert_cmpint(got, ==, frames);
-            return;
-        }
-        if (g_get_monotonic_time() > deadline) {
-            g_error("netdev saw %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
-                    " frames", got, frames);
-        }
-        g_usleep(2000);
-    }
-}
-
-/* The sum of the "dropped" reasons of @rx. */
-static gint64 dropped_sum(JsonObject *rx)
-{
-    JsonObject *d = json_object_get_object_member(rx, "dropped");
-    g_autoptr(GList) names = json_object_get_members(d);
-    gint64 sum = 0;
-
-    for (GList *l = names; l; l = l->next) {
-        sum += json_object_get_int_member(d, l->data);
-    }
-    return sum;
+    qrig_wait_stat(r->q.qts, "netdev.rx.frames", frames);
 }
 
 static JsonObject *backend_queue(JsonObject *nd, guint i)
@@ -286,7 +195,7 @@ static const char *backend_str(JsonObject *nd, const char *key)
 
 static void qmp_ok(Rig *r, const char *cmd)
 {
-    g_autoptr(JsonObject) rsp = qtest_qmp(r->qts, cmd);
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->q.qts, "%s", cmd);
 
     g_assert_true(json_object_has_member(rsp, "return"));
 }
@@ -303,33 +212,37 @@ static void check_rx_tx(const char *mode, const char *extra)
     rig_start(&r, 1, opts);
     send_frames(&r, 0, 5);
     wait_rx_frames(&r, 5);
-    rig_open_guest(&r);
+    qrig_open_guest(&r.q, NULL);
     send_frames(&r, 100, 60);
     guest_receive_in_order(&r, 100, 60);
+    /* Stopped, the I/O thread is parked: the frames wait in the AF_XDP
+     * ring, whatever the timing, and arrive in order after cont. */
     qmp_ok(&r, "{'execute': 'stop'}");
     send_frames(&r, 200, 7);
-    wait_rx_frames(&r, 72);
+    rsp = query_stats(&r, &nd, &nic);
+    g_assert_cmpint(qjson_int(nd, "rx.frames"), ==, 65);
+    g_clear_pointer(&rsp, json_object_unref);
     qmp_ok(&r, "{'execute': 'cont'}");
+    guest_receive_in_order(&r, 200, 7);
     guest_send_captured(&r, 20);
 
     rsp = query_stats(&r, &nd, &nic);
     g_assert_cmpstr(backend_str(nd, "mode"), ==, mode);
     g_assert_cmpstr(backend_str(nd, "link"), ==, "up");
-    g_assert_cmpint(member_int(nd, "rx.frames"), ==, 72);
-    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, 60);
-    g_assert_cmpint(member_int(nd, "rx.dropped.not-registered"), ==, 5);
-    g_assert_cmpint(member_int(nd, "rx.dropped.vm-stopped"), ==, 7);
-    g_assert_cmpint(member_int(nd, "rx.delivered") +
-                    dropped_sum(json_object_get_object_member(nd, "rx")),
-                    ==, 72);
-    g_assert_cmpint(member_int(nic, "device.rx-frames"), ==, 60);
-    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx-frames"), ==, 72);
-    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
-    g_assert_cmpint(member_int(nd, "tx.frames"), ==, 20);
-    g_assert_cmpint(member_int(backend_queue(nd, 0), "tx-frames"), ==, 20);
-    g_test_message("%s%s: peer sent 72, netdev rx 72 = delivered 60 + "
-                   "not-registered 5 + vm-stopped 7; guest sent 20, peer "
-                   "captured 20", mode, extra);
+    g_assert_cmpint(qjson_int(nd, "rx.frames"), ==, 72);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, 67);
+    g_assert_cmpint(qjson_int(nd, "rx.dropped.not-registered"), ==, 5);
+    g_assert_cmpint(qjson_int(nd, "rx.dropped.vm-stopped"), ==, 0);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered") +
+                    qjson_sum(nd, "rx.dropped"), ==, 72);
+    g_assert_cmpint(qjson_int(nic, "device.rx-frames"), ==, 67);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-frames"), ==, 72);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
+    g_assert_cmpint(qjson_int(nd, "tx.frames"), ==, 20);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "tx-frames"), ==, 20);
+    g_test_message("%s%s: peer sent 72, netdev rx 72 = delivered 67 + "
+                   "not-registered 5, 7 of them held in the ring while "
+                   "stopped; guest sent 20, peer captured 20", mode, extra);
     rig_stop(&r);
 }
 
@@ -376,16 +289,17 @@ static void test_held_without_buffers(void)
     }
     conf.pool_count[1] = POSTED;
     rig_start(&r, 1, ",mode=native");
-    rig_open_guest_with(&r, &conf);
+    qrig_open_guest(&r.q, &conf);
     send_frames(&r, 0, POSTED);
     wait_rx_frames(&r, POSTED);
     send_frames(&r, POSTED, HELD);
-    /* Long enough for the I/O thread to have taken them, had it. */
-    g_usleep(200 * 1000);
+    /* The I/O thread asks for room only when its ring has frames: once
+     * it has found none, the frames are in the ring, and stay there. */
+    qrig_wait_stat_min(r.q.qts, "nic.device.rx-held", 1);
     rsp = query_stats(&r, &nd, &nic);
-    g_assert_cmpint(member_int(nd, "rx.frames"), ==, POSTED);
-    g_assert_cmpint(member_int(nic, "device.rx-held"), >=, 1);
-    g_assert_cmpint(member_int(nic, "device.rx-bufs-posted"), ==, 0);
+    g_assert_cmpint(qjson_int(nd, "rx.frames"), ==, POSTED);
+    g_assert_cmpint(qjson_int(nic, "device.rx-held"), >=, 1);
+    g_assert_cmpint(qjson_int(nic, "device.rx-bufs-posted"), ==, 0);
     g_clear_pointer(&rsp, json_object_unref);
 
     while (next < POSTED + HELD) {
@@ -397,17 +311,17 @@ static void test_held_without_buffers(void)
             g_assert_cmpuint(guest_receive(&r, &buf_size), ==, next++);
             g_assert_cmpuint(buf_size, ==, 2048);
         }
-        g_assert_cmpuint(qibmveth_replenish(r.guest), ==, batch);
+        g_assert_cmpuint(qibmveth_replenish(r.q.guest), ==, batch);
     }
     wait_rx_frames(&r, POSTED + HELD);
     rsp = query_stats(&r, &nd, &nic);
-    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, POSTED + HELD);
-    g_assert_cmpint(member_int(nic, "device.rx-dropped.no-buffer"), ==, 0);
-    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
-    g_assert_cmpuint(qibmveth_rx_no_buffer(r.guest), ==, 0);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, POSTED + HELD);
+    g_assert_cmpint(qjson_int(nic, "device.rx-dropped.no-buffer"), ==, 0);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
+    g_assert_cmpuint(qibmveth_rx_no_buffer(r.q.guest), ==, 0);
     g_test_message("8 buffers posted, 20 frames sent: 12 held in the ring "
                    "(rx-held %" G_GINT64_FORMAT "), all 20 delivered in "
-                   "order, 0 dropped", member_int(nic, "device.rx-held"));
+                   "order, 0 dropped", qjson_int(nic, "device.rx-held"));
     rig_stop(&r);
 }
 
@@ -426,7 +340,7 @@ static void test_two_queues(void)
     }
     g_assert_cmpint(sched_getaffinity(0, sizeof(saved), &saved), ==, 0);
     rig_start(&r, 2, ",queues=2");
-    rig_open_guest(&r);
+    qrig_open_guest(&r.q, NULL);
     g_assert_true(pin_to_cpu(0));
     send_frames(&r, 0, 50);
     g_assert_true(pin_to_cpu(1));
@@ -441,11 +355,11 @@ static void test_two_queues(void)
         seen[tag] = true;
     }
     rsp = query_stats(&r, &nd, NULL);
-    g_assert_cmpint(member_int(backend_queue(nd, 0), "queue"), ==, 0);
-    g_assert_cmpint(member_int(backend_queue(nd, 1), "queue"), ==, 1);
-    g_assert_cmpint(member_int(backend_queue(nd, 0), "rx-frames"), ==, 50);
-    g_assert_cmpint(member_int(backend_queue(nd, 1), "rx-frames"), ==, 50);
-    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, 100);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "queue"), ==, 0);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 1), "queue"), ==, 1);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-frames"), ==, 50);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 1), "rx-frames"), ==, 50);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, 100);
     g_test_message("queues=2: 50 frames sent from CPU0 arrived on queue 0, "
                    "50 from CPU1 on queue 1, 100 delivered");
     rig_stop(&r);
@@ -512,15 +426,15 @@ static void test_unprivileged_sock_fds(void)
     opts = g_strdup_printf(",inhibit=on,sock-fds=%d,rx-ring-size=1024",
                            h.xsk_fd);
     rig_start_wrapped(&r, DROP_ALL_CAPS, opts);
-    caps = cap_eff(qtest_pid(r.qts));
+    caps = cap_eff(qtest_pid(r.q.qts));
     g_assert_cmpstr(caps, ==, "0000000000000000");
-    rig_open_guest(&r);
+    qrig_open_guest(&r.q, NULL);
     send_frames(&r, 0, 30);
     guest_receive_in_order(&r, 0, 30);
     guest_send_captured(&r, 5);
     rsp = query_stats(&r, &nd, NULL);
     g_assert_cmpstr(backend_str(nd, "mode"), ==, "external");
-    g_assert_cmpint(member_int(nd, "rx.delivered"), ==, 30);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, 30);
     rig_stop(&r);
     g_test_message("illan with CapEff %s received 30 and sent 5 frames on "
                    "a socket passed with sock-fds", caps);
@@ -665,7 +579,7 @@ static void test_skb_fallback(void)
     veth_pair_create(&r.veth, 1);
     netns_run("ip link set %s mtu 9000", r.veth.peer);
     rig_start_wrapped(&r, NULL, "");
-    rig_open_guest(&r);
+    qrig_open_guest(&r.q, NULL);
     send_frames(&r, 0, 12);
     guest_receive_in_order(&r, 0, 12);
     rsp = query_stats(&r, &nd, NULL);
@@ -708,13 +622,10 @@ static void test_program_lifecycle(void)
     g_assert_cmpuint(attached_prog(v.dut), ==, 0);
     r.veth = v;
     rig_start_wrapped(&r, NULL, "");
-    rig_open_guest(&r);
+    qrig_open_guest(&r.q, NULL);
     send_frames(&r, 0, 9);
     guest_receive_in_order(&r, 0, 9);
-    g_assert_cmpint(qibmveth_close(r.guest), ==, H_SUCCESS);
-    r.guest = NULL;
-    qtest_quit(r.qts);
-    close(r.pkt);
+    qrig_stop(&r.q);
     g_assert_cmpuint(attached_prog(v.dut), ==, 0);
     veth_pair_destroy(&v);
 }
@@ -732,14 +643,22 @@ static gpointer flood_run(gpointer opaque)
     Flood *f = opaque;
     uint8_t frame[60];
 
-    build_frame(frame, sizeof(frame), guest_mac, peer_mac, 0xf00d);
+    build_frame(frame, sizeof(frame), qrig_mac, peer_mac, 0xf00d);
     while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
         if (packet_send(f->fd, frame, sizeof(frame))) {
             __atomic_add_fetch(&f->sent, 1, __ATOMIC_RELEASE);
         }
+        /* The flood's pace (500 frames a second), not synchronisation. */
         g_usleep(2000);
     }
     return NULL;
+}
+
+static bool flood_flowing(void *opaque)
+{
+    Flood *f = opaque;
+
+    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE) > 0;
 }
 
 static void flood_start(Flood *f, int fd)
@@ -748,9 +667,8 @@ static void flood_start(Flood *f, int fd)
     f->thread = g_thread_new("flood", flood_run, f);
     /* Frames flow before anything changes, however late the thread is
      * scheduled on a loaded machine. */
-    while (!__atomic_load_n(&f->sent, __ATOMIC_ACQUIRE)) {
-        g_usleep(1000);
-    }
+    qtest_wait_until(flood_flowing, f, QTEST_WAIT_S,
+                     "the flood thread to send its first frame");
 }
 
 static unsigned flood_stop(Flood *f)
@@ -765,7 +683,7 @@ static unsigned flood_stop(Flood *f)
 static void expect_link_event(Rig *r, const char *state)
 {
     for (;;) {
-        g_autoptr(JsonObject) ev = qtest_qmp_eventwait(r->qts,
+        g_autoptr(JsonObject) ev = qtest_qmp_eventwait(r->q.qts,
                                                        "NETDEV_LINK_CHANGED");
         JsonObject *data = json_object_get_object_member(ev, "data");
         const char *got = json_object_get_string_member(data, "state");
@@ -789,16 +707,10 @@ static void guest_skip_flood(Rig *r, uint16_t first, unsigned n)
 
     while (got < n) {
         static uint8_t data[65536];
-        IbmvethRxEntry e;
-        gint64 deadline = g_get_monotonic_time() + WAIT_US;
-        uint16_t tag;
+        IbmvethRxEntry e = qibmveth_wait_rx(r->q.guest, data, sizeof(data));
+        uint16_t tag = eth_frame_tag(data, e.len, ETH_FRAME_TAG_FIRST);
 
-        while (!qibmveth_poll(r->guest, &e, data, sizeof(data))) {
-            g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-            g_usleep(1000);
-        }
-        qibmveth_replenish(r->guest);
-        tag = data[14] << 8 | data[15];
+        qibmveth_replenish(r->q.guest);
         if (tag == 0xf00d) {
             continue;
         }
@@ -814,12 +726,13 @@ static void test_link_events(void)
     JsonObject *nd;
     Flood flood;
     unsigned sent;
+    gint64 before;
     Rig r = { 0 };
 
     rig_start(&r, 1, "");
-    rig_open_guest(&r);
+    qrig_open_guest(&r.q, NULL);
 
-    flood_start(&flood, r.pkt);
+    flood_start(&flood, r.q.peer);
     netns_run("ip link set %s down", r.veth.peer);
     expect_link_event(&r, "down");
     netns_run("ip link set %s up", r.veth.peer);
@@ -830,19 +743,21 @@ static void test_link_events(void)
     guest_skip_flood(&r, 0, 10);
 
     /* The interface goes away while frames flow, and comes back. */
-    flood_start(&flood, r.pkt);
-    g_usleep(20000);
+    before = qrig_stat(r.q.qts, "netdev.rx.frames");
+    flood_start(&flood, r.q.peer);
+    qrig_wait_stat_min(r.q.qts, "netdev.rx.frames", before + 1);
     netns_run("ip link del %s", r.veth.dut);
     expect_link_event(&r, "removed");
     flood_stop(&flood);
-    close(r.pkt);
-    status = qtest_qmp(r.qts, "{'execute': 'query-status'}");
+    close(r.q.peer);
+    status = qtest_qmp(r.q.qts, "{'execute': 'query-status'}");
     g_assert_true(json_object_has_member(status, "return"));
     rsp = query_stats(&r, &nd, NULL);
     g_assert_cmpstr(backend_str(nd, "link"), ==, "removed");
-    g_assert_cmpint(member_int(nd, "rx.delivered") +
-                    dropped_sum(json_object_get_object_member(nd, "rx")), ==,
-                    member_int(nd, "rx.frames"));
+    g_assert_cmpint(qjson_int(nd, "rx.frames"), >, before);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered") +
+                    qjson_sum(nd, "rx.dropped"), ==,
+                    qjson_int(nd, "rx.frames"));
     g_clear_pointer(&rsp, json_object_unref);
 
     netns_run("ip link add %s type veth peer name %s", r.veth.dut,
@@ -850,11 +765,11 @@ static void test_link_events(void)
     netns_run("ip link set %s up", r.veth.dut);
     netns_run("ip link set %s up", r.veth.peer);
     expect_link_event(&r, "reopened");
-    r.pkt = packet_socket_open(r.veth.peer);
+    r.q.peer = packet_socket_open(r.veth.peer);
     send_frames(&r, 20, 10);
     guest_skip_flood(&r, 20, 10);
     rsp = query_stats(&r, &nd, NULL);
-    g_assert_cmpint(member_int(nd, "backend.reopens"), ==, 1);
+    g_assert_cmpint(qjson_int(nd, "backend.reopens"), ==, 1);
     rig_stop(&r);
 }
 

@@ -270,14 +270,19 @@ static bool stat_reached(void *opaque)
     return w->got >= w->want;
 }
 
-void qrig_wait_stat(QTestState *qts, const char *path, gint64 want)
+gint64 qrig_wait_stat_min(QTestState *qts, const char *path, gint64 min)
 {
-    StatWait w = { .qts = qts, .path = path, .want = want };
+    StatWait w = { .qts = qts, .path = path, .want = min };
 
     if (!qtest_poll_until(stat_reached, &w, QTEST_WAIT_S)) {
         g_error("waited %.0f s for %s to reach %" G_GINT64_FORMAT
-                "; it is %" G_GINT64_FORMAT, QTEST_WAIT_S, path, want,
+                "; it is %" G_GINT64_FORMAT, QTEST_WAIT_S, path, min,
                 w.got);
     }
-    g_assert_cmpint(w.got, ==, want);
+    return w.got;
+}
+
+void qrig_wait_stat(QTestState *qts, const char *path, gint64 want)
+{
+    g_assert_cmpint(qrig_wait_stat_min(qts, path, want), ==, want);
 }

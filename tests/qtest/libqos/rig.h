@@ -87,8 +87,10 @@ gint64 qjson_int(JsonObject *o, const char *path);
 gint64 qjson_sum(JsonObject *o, const char *path);
 /* One counter by its path (see above). */
 gint64 qrig_stat(QTestState *qts, const char *path);
-/* Waits (QTEST_WAIT_S) until the counter at @path reaches @want, and
- * asserts it did not pass it. */
+/* Waits (QTEST_WAIT_S) until the counter at @path reaches @min; returns
+ * what it is then. */
+gint64 qrig_wait_stat_min(QTestState *qts, const char *path, gint64 min);
+/* The same, and asserts it did not pass @want. */
 void qrig_wait_stat(QTestState *qts, const char *path, gint64 want);
 
 #endif
