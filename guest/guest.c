@@ -318,6 +318,16 @@ void guest_cleanup(void)
     g_clear_pointer(&guests, g_ptr_array_unref);
 }
 
+/* The machine was reset, with every vCPU parked: as rebooted Linux
+ * guests would, each opens its device again, in memory allocated anew. */
+void guest_machine_reset(void)
+{
+    mem_next = GUEST_MEM_BASE;
+    for (guint i = 0; guests && i < guests->len; i++) {
+        ibmveth_guest_machine_reset(g_ptr_array_index(guests, i));
+    }
+}
+
 void guest_foreach(void (*fn)(IbmvethGuest *g, void *opaque), void *opaque)
 {
     for (guint i = 0; guests && i < guests->len; i++) {

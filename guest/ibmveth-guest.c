@@ -21,10 +21,12 @@
 #include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr_vio.h"
 #include "qemu/option.h"
-#include "system/runstate.h"
+#include "qemu/pause.h"
 
-/* How long a stopped machine's vCPU waits before it looks again. */
-#define STOPPED_POLL_MS     20
+/* A vCPU asleep with its interrupt on looks at its queue this often; a
+ * frame it finds there gets this long again for its interrupt before it
+ * counts as woken late (a lost interrupt). */
+#define LATE_MS             10
 #define ETH_ALEN            6
 
 struct IbmvethGuest {
@@ -40,7 +42,7 @@ struct IbmvethGuest {
     int tap_fd;
     int wake_fd;            /* eventfd: the device's interrupt, or stop */
     GThread *thread;
-    pthread_t pthread;
+    PauseThread *pause;
     bool stop;              /* atomic */
     uint8_t *frame;         /* scratch for frames from the TAP */
     uint64_t now_ns;        /* the clock at the start of this iteration:
@@ -348,27 +350,46 @@ static int sleep_timeout_ms(IbmvethGuest *g)
 {
     uint64_t next = ip_reasm_next_expiry(g->reasm), now = now_ns();
 
-    if (!runstate_is_running()) {
-        return STOPPED_POLL_MS;
-    }
     if (next == UINT64_MAX) {
-        return -1;
+        return LATE_MS;
     }
-    return next <= now ? 0 : (int)MIN((next - now) / 1000000 + 1, INT32_MAX);
+    return next <= now ? 0 : (int)MIN((next - now) / 1000000 + 1, LATE_MS);
 }
 
-/* Sleeps until the interrupt, a TAP frame, a reassembly timeout or stop. */
+/* Waits up to @timeout_ms for the interrupt (or a pause); true if it came. */
+static bool wait_irq(IbmvethGuest *g, struct pollfd *fds, nfds_t nfds,
+                     int timeout_ms)
+{
+    eventfd_t count;
+
+    if (poll(fds, nfds, timeout_ms) > 0 && (fds[0].revents & POLLIN) &&
+        eventfd_read(g->wake_fd, &count) == 0) {
+        STAT_ADD(g, wakeups, 1);
+        return true;
+    }
+    return false;
+}
+
+/*
+ * Sleeps until the interrupt, a TAP frame, a reassembly timeout or a
+ * pause.  A frame found waiting with no interrupt after LATE_MS more has
+ * sat in the queue that long while the interrupt was on: "woken late".
+ */
 static void vcpu_sleep(IbmvethGuest *g)
 {
     struct pollfd fds[2] = {
         { .fd = g->wake_fd, .events = POLLIN },
         { .fd = g->tap_fd, .events = POLLIN },
     };
-    eventfd_t count;
+    IbmvethRxEntry e;
 
-    if (poll(fds, g->tap_fd >= 0 ? 2 : 1, sleep_timeout_ms(g)) > 0 &&
-        (fds[0].revents & POLLIN) && eventfd_read(g->wake_fd, &count) == 0) {
-        STAT_ADD(g, wakeups, 1);
+    if (wait_irq(g, fds, g->tap_fd >= 0 ? 2 : 1, sleep_timeout_ms(g)) ||
+        (fds[1].revents & POLLIN) ||
+        ibmveth_rx_peek(g->drv, &e) == IBMVETH_RX_EMPTY) {
+        return;
+    }
+    if (!wait_irq(g, fds, 1, LATE_MS)) {
+        STAT_ADD(g, woken_late, 1);
     }
 }
 
@@ -393,10 +414,6 @@ static void vcpu_iteration(IbmvethGuest *g)
 {
     unsigned rx, tx;
 
-    if (!runstate_is_running()) {
-        vcpu_sleep(g);
-        return;
-    }
     g->now_ns = now_ns();
     rx = napi_poll(g);
     tx = tx_work(g);
@@ -434,6 +451,10 @@ static gpointer vcpu_thread(gpointer opaque)
 
     ibmveth_set_irq(g->drv, false);
     while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
+        /* Between hcalls: the machine's state is whole here. */
+        if (pause_point(g->pause)) {
+            continue;
+        }
         vcpu_iteration(g);
         if ((++n & 1023) == 0) {
             publish_cpu(g);
@@ -539,12 +560,33 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
     return NULL;
 }
 
+static void kick_vcpu(void *opaque)
+{
+    eventfd_write(((IbmvethGuest *)opaque)->wake_fd, 1);
+}
+
 bool ibmveth_guest_start(IbmvethGuest *g, GError **errp)
 {
     g_autofree char *name = g_strdup_printf("vcpu-%s", g->id);
 
+    g->pause = pause_thread_register(name, kick_vcpu, g);
     g->thread = g_thread_try_new(name, vcpu_thread, g, errp);
+    if (!g->thread) {
+        pause_thread_free(g_steal_pointer(&g->pause));
+    }
     return g->thread != NULL;
+}
+
+void ibmveth_guest_machine_reset(IbmvethGuest *g)
+{
+    g_autoptr(GError) err = NULL;
+
+    ibmveth_close(g->drv);
+    g->drv = NULL;
+    if (!open_driver(g, &err)) {
+        g_error("guest %s: reopening after reset: %s", g->id, err->message);
+    }
+    STAT_ADD(g, resets, 1);
 }
 
 void ibmveth_guest_stop(IbmvethGuest *g)
@@ -553,9 +595,11 @@ void ibmveth_guest_stop(IbmvethGuest *g)
         return;
     }
     __atomic_store_n(&g->stop, true, __ATOMIC_RELEASE);
+    pause_thread_leave(g->pause);
     eventfd_write(g->wake_fd, 1);
     g_thread_join(g->thread);
     g->thread = NULL;
+    pause_thread_free(g_steal_pointer(&g->pause));
 }
 
 void ibmveth_guest_free(IbmvethGuest *g)

@@ -10,7 +10,7 @@
 #include "hw/ppc/spapr.h"
 #include "monitor/qmp.h"
 #include "qemu/option.h"
-#include "system/runstate.h"
+#include "qemu/runstate.h"
 
 #include <stdio.h>
 #include <string.h>

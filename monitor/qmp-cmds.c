@@ -9,7 +9,7 @@
 #include "migration/migration.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
-#include "system/runstate.h"
+#include "qemu/runstate.h"
 
 #include <string.h>
 
@@ -247,6 +247,36 @@ static void netdev_link_changed(NetClientState *backend, const char *state,
     json_object_set_string_member(data, "state", state);
     json_object_set_string_member(data, "detail", detail);
     qmp_event_emit("NETDEV_LINK_CHANGED", data);
+}
+
+static JsonObject *shutdown_cause(const char *reason)
+{
+    JsonObject *data = json_object_new();
+
+    json_object_set_boolean_member(data, "guest", FALSE);
+    json_object_set_string_member(data, "reason", reason);
+    return data;
+}
+
+/* The run state's changes, as QEMU's events. */
+static void runstate_changed(RunstateEvent event, const char *reason,
+                             void *opaque)
+{
+    (void)opaque;
+    switch (event) {
+    case RUNSTATE_EVENT_STOP:
+        qmp_event_emit("STOP", NULL);
+        break;
+    case RUNSTATE_EVENT_RESUME:
+        qmp_event_emit("RESUME", NULL);
+        break;
+    case RUNSTATE_EVENT_RESET:
+        qmp_event_emit("RESET", shutdown_cause(reason));
+        break;
+    case RUNSTATE_EVENT_SHUTDOWN:
+        qmp_event_emit("SHUTDOWN", shutdown_cause(reason));
+        break;
+    }
 }
 
 /* qom-list and qom-get over /machine/peripheral/ID and its properties. */
@@ -681,6 +711,8 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_int_member(o, "replenish-add-failures", st.add_failures);
     json_object_set_int_member(o, "rx-no-buffer", st.rx_no_buffer);
     json_object_set_int_member(o, "wakeups", st.wakeups);
+    json_object_set_int_member(o, "woken-late", st.woken_late);
+    json_object_set_int_member(o, "resets", st.resets);
     json_object_set_int_member(o, "napi-polls", st.napi_polls);
     json_object_set_object_member(o, "frames-by-buffer-size",
                                   guest_pool_frames(&st));
@@ -810,6 +842,11 @@ void qmp_foreach_command(void (*fn)(const QmpCommand *cmd, void *opaque),
 
 void qmp_set_machine(SpaprMachineState *spapr)
 {
+    if (spapr && !machine) {
+        runstate_add_notifier(runstate_changed, NULL);
+    } else if (!spapr && machine) {
+        runstate_remove_notifier(runstate_changed, NULL);
+    }
     machine = spapr;
     net_set_rx_filter_notifier(spapr ? rx_filter_changed : NULL);
     net_set_link_event_notifier(spapr ? netdev_link_changed : NULL);

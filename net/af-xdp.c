@@ -12,12 +12,12 @@
  * one queue keeps them in order.
  */
 #include "net/net.h"
-#include "qemu/thread.h"
 #include "net/link-watch.h"
 #include "net/xdp-prog.h"
 #include "net/xsk-queue.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
+#include "qemu/thread.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -14,6 +14,7 @@
  * backend; link states are atomic.
  */
 #include "net/net.h"
+#include "qemu/main-loop.h"
 #include "qemu/thread.h"
 
 #include <stdio.h>
@@ -30,7 +31,10 @@ struct NetClientState {
     void *opaque;
     NetClientState *peer;           /* the other side, or NULL */
     bool link_up;
-    bool rx_filter_notify;          /* NICs: the next change is reported */
+    bool rx_filter_notify;          /* NICs: the next change is reported;
+                                       main thread */
+    bool rx_filter_posted;          /* NICs, atomic: a change is on its
+                                       way to the main thread */
     const NetdevType *type;         /* netdevs: what created it */
     NetClientStats stats;
 };
@@ -340,29 +344,50 @@ static void count_rx(NetClientState *backend, unsigned n,
     qemu_mutex_unlock(&stats_lock);
 }
 
-/* Hands the frames long enough to carry an Ethernet header to the NIC, in
- * one call, and tallies every frame's result. */
-static void deliver_to_nic(NetClientState *nic, const NetFrame *frames,
-                           unsigned n, RxTally *tally)
+static uint64_t frames_bytes(const NetFrame *frames, unsigned n)
+{
+    uint64_t bytes = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        bytes += frames[i].len;
+    }
+    return bytes;
+}
+
+/*
+ * Hands the frames long enough to carry an Ethernet header to the NIC, in
+ * one call, and tallies the result of every frame it took.  Returns how
+ * many of @frames that covers: all of them, or those before the first
+ * frame the NIC held.  Short frames are dropped as they come, so a short
+ * frame after a held one is held with it.
+ */
+static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
+                               unsigned n, bool may_hold, RxTally *tally)
 {
     NetFrame passed[NET_BATCH_MAX];
+    unsigned index[NET_BATCH_MAX];
     NetRxResult results[NET_BATCH_MAX];
-    unsigned n_passed = 0;
+    unsigned n_passed = 0, taken, covered;
 
     for (unsigned i = 0; i < n; i++) {
         if (frames[i].len >= ETH_HEADER_LEN) {
+            index[n_passed] = i;
             passed[n_passed++] = frames[i];
         }
     }
-    tally->by_result[NET_RX_DROP_TOO_SHORT] += n - n_passed;
-    if (n_passed == 0) {
-        return;
-    }
-    nic->nic_ops->receive_batch(nic->opaque, passed, n_passed, results);
-    for (unsigned i = 0; i < n_passed; i++) {
+    taken = n_passed ? nic->nic_ops->receive_batch(nic->opaque, passed,
+                                                   n_passed, may_hold,
+                                                   results)
+                     : 0;
+    g_assert(taken <= n_passed && (may_hold || taken == n_passed));
+    covered = taken < n_passed ? index[taken] : n;
+    for (unsigned i = 0; i < taken; i++) {
         g_assert((unsigned)results[i] < NET_RX__MAX);
         tally->by_result[results[i]]++;
     }
+    tally->by_result[NET_RX_DROP_TOO_SHORT] += covered - taken;
+    tally->bytes = frames_bytes(frames, covered);
+    return covered;
 }
 
 uint64_t net_backend_rx_error(NetClientState *backend)
@@ -375,17 +400,6 @@ uint64_t net_backend_rx_error(NetClientState *backend)
     return n;
 }
 
-unsigned net_backend_rx_room(NetClientState *backend)
-{
-    NetClientState *nic = backend->peer;
-
-    if (!nic || !nic->nic_ops->rx_room || !net_client_link_up(backend) ||
-        !net_client_link_up(nic)) {
-        return NET_BATCH_MAX;
-    }
-    return MIN(nic->nic_ops->rx_room(nic->opaque), NET_BATCH_MAX);
-}
-
 void net_nic_rx_ready(NetClientState *nic)
 {
     NetClientState *backend = nic->peer;
@@ -395,28 +409,40 @@ void net_nic_rx_ready(NetClientState *nic)
     }
 }
 
-void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
-                         unsigned n)
+static unsigned deliver(NetClientState *backend, const NetFrame *frames,
+                        unsigned n, bool may_hold)
 {
     NetClientState *nic = backend->peer;
     RxTally tally = { 0 };
+    unsigned taken = n;
 
     g_assert(!backend->is_nic);
     g_assert(n <= NET_BATCH_MAX);
     if (n == 0) {
-        return;
+        return 0;
     }
-    for (unsigned i = 0; i < n; i++) {
-        tally.bytes += frames[i].len;
-    }
-    if (!nic) {
-        tally.by_result[NET_RX_DROP_NO_NIC] = n;
-    } else if (!net_client_link_up(backend) || !net_client_link_up(nic)) {
-        tally.by_result[NET_RX_DROP_LINK_DOWN] = n;
+    if (!nic || !net_client_link_up(backend) || !net_client_link_up(nic)) {
+        tally.by_result[nic ? NET_RX_DROP_LINK_DOWN : NET_RX_DROP_NO_NIC] = n;
+        tally.bytes = frames_bytes(frames, n);
     } else {
-        deliver_to_nic(nic, frames, n, &tally);
+        taken = deliver_to_nic(nic, frames, n, may_hold, &tally);
     }
-    count_rx(backend, n, &tally);
+    if (taken) {
+        count_rx(backend, taken, &tally);
+    }
+    return taken;
+}
+
+void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
+                         unsigned n)
+{
+    deliver(backend, frames, n, false);
+}
+
+unsigned net_backend_deliver_or_hold(NetClientState *backend,
+                                     const NetFrame *frames, unsigned n)
+{
+    return deliver(backend, frames, n, true);
 }
 
 typedef enum TxOutcome {
@@ -516,11 +542,24 @@ GVariant *net_backend_query(NetClientState *backend)
     return g_variant_ref_sink(backend->backend_ops->query(backend->opaque));
 }
 
-void net_nic_rx_filter_changed(NetClientState *nic)
+static void rx_filter_changed_on_main(void *opaque)
 {
+    NetClientState *nic = opaque;
+
+    __atomic_store_n(&nic->rx_filter_posted, false, __ATOMIC_RELEASE);
     if (nic->rx_filter_notify && rx_filter_notifier) {
         nic->rx_filter_notify = false;
         rx_filter_notifier(nic);
+    }
+}
+
+/* Changes made on a vCPU thread travel to the main thread; one posted at
+ * a time is enough, since the notifier hears of a change only once. */
+void net_nic_rx_filter_changed(NetClientState *nic)
+{
+    if (!__atomic_exchange_n(&nic->rx_filter_posted, true,
+                             __ATOMIC_ACQ_REL)) {
+        main_loop_run_or_post(rx_filter_changed_on_main, nic);
     }
 }
 

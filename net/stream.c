@@ -11,19 +11,25 @@
  * accepted when the active peer goes away.  server=off (the default)
  * connects when the netdev is created and does not reconnect.
  *
- * Writes block until the whole frame is written: a peer that stops reading
- * stalls the main loop.  That is acceptable for what this backend is for
- * (tests, unprivileged runs); af-xdp is the backend for real traffic.
+ * A frame is written whole or not at all; the sender (the main thread for
+ * qtest, a vCPU thread for a built-in guest) waits for a full socket at
+ * most STREAM_TX_STALL_MS, after which the peer counts as gone, so that a
+ * peer that stops reading can delay a pause but never block it.  Senders
+ * are serialised by tx_lock; the connection is closed only on the main
+ * thread, which watches it.
  */
 #include "net/net.h"
 #include "net/socket-addr.h"
 #include "qemu/bswap.h"
 #include "qemu/module.h"
+#include "qemu/main-loop.h"
 #include "qemu/option.h"
+#include "qemu/thread.h"
 
 #include <errno.h>
 #include <glib-unix.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +38,7 @@
 #include <unistd.h>
 
 #define STREAM_HEADER_LEN 4
+#define STREAM_TX_STALL_MS 1000
 /*
  * Once the frames of a read are handed over, a partial frame moves to the
  * front; the rest must still hold the largest frame.  Four times that lets
@@ -46,7 +53,11 @@ typedef struct StreamState {
     struct sockaddr_storage bound;  /* the server's, ss_family 0 if none */
     int listen_fd;              /* server=on, else -1 */
     guint listen_watch;
-    int fd;                     /* the peer, or -1 */
+    QemuMutex tx_lock;          /* fd against its close; one sender */
+    int fd;                     /* the peer, or -1; set on the main thread,
+                                   under tx_lock */
+    bool tx_broken;             /* under tx_lock: a send failed, the main
+                                   thread is to close fd */
     guint watch;
     uint8_t *buf;               /* received bytes not yet handed over */
     size_t fill;
@@ -56,7 +67,10 @@ static gboolean stream_readable(gint fd, GIOCondition cond, gpointer opaque);
 
 static void stream_attach_peer(StreamState *s, int fd)
 {
+    qemu_mutex_lock(&s->tx_lock);
     s->fd = fd;
+    s->tx_broken = false;
+    qemu_mutex_unlock(&s->tx_lock);
     s->fill = 0;
     s->watch = g_unix_fd_add(fd, G_IO_IN, stream_readable, s);
 }
@@ -65,8 +79,25 @@ static void stream_close_peer(StreamState *s)
 {
     g_source_remove(s->watch);
     s->watch = 0;
+    qemu_mutex_lock(&s->tx_lock);
     close(s->fd);
     s->fd = -1;
+    s->tx_broken = false;
+    qemu_mutex_unlock(&s->tx_lock);
+}
+
+/* Posted by a sender whose write failed. */
+static void stream_close_broken(void *opaque)
+{
+    StreamState *s = opaque;
+    bool broken;
+
+    qemu_mutex_lock(&s->tx_lock);
+    broken = s->tx_broken && s->fd >= 0;
+    qemu_mutex_unlock(&s->tx_lock);
+    if (broken) {
+        stream_close_peer(s);
+    }
 }
 
 /* The net core has no counter for a broken connection, so it is counted
@@ -199,9 +230,14 @@ static bool write_all(int fd, struct iovec *iov, size_t iovcnt)
     struct msghdr msg = { .msg_iov = iov, .msg_iovlen = iovcnt };
 
     while (msg.msg_iovlen > 0) {
-        ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 
         if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN &&
+            poll(&pfd, 1, STREAM_TX_STALL_MS) > 0) {
             continue;
         }
         if (n < 0) {
@@ -223,15 +259,19 @@ static bool stream_send(void *opaque, const uint8_t *data, size_t len)
         { .iov_base = (void *)data, .iov_len = len },
     };
 
+    bool sent = false, broke = false;
+
     stn_be_p(header, sizeof(header), len);
-    if (s->fd < 0) {
-        return false;
+    qemu_mutex_lock(&s->tx_lock);
+    if (s->fd >= 0 && !s->tx_broken) {
+        sent = write_all(s->fd, iov, G_N_ELEMENTS(iov));
+        broke = s->tx_broken = !sent;
     }
-    if (!write_all(s->fd, iov, G_N_ELEMENTS(iov))) {
-        stream_close_peer(s);
-        return false;
+    qemu_mutex_unlock(&s->tx_lock);
+    if (broke) {
+        main_loop_run_or_post(stream_close_broken, s);
     }
-    return true;
+    return sent;
 }
 
 static void stream_free(void *opaque)
@@ -248,6 +288,7 @@ static void stream_free(void *opaque)
         close(s->listen_fd);
         net_socket_unlink(&s->bound);
     }
+    qemu_mutex_destroy(&s->tx_lock);
     g_free(s->buf);
     g_free(s->desc);
     g_free(s->id);
@@ -335,6 +376,7 @@ static bool stream_create(const char *id, const QemuOpts *opts, GError **errp)
     s->id = g_strdup(id);
     s->listen_fd = -1;
     s->fd = -1;
+    qemu_mutex_init(&s->tx_lock);
     s->buf = g_malloc(STREAM_BUF_SIZE);
     if (!stream_open(s, opts, errp)) {
         stream_free(s);

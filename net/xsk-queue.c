@@ -29,6 +29,7 @@
 #include <xdp/xsk.h>
 
 #include "qemu/option.h"
+#include "qemu/pause.h"
 
 #ifndef SO_PREFER_BUSY_POLL
 #define SO_PREFER_BUSY_POLL 69
@@ -64,6 +65,9 @@ struct XskQueue {
     /* Receive: the I/O thread's alone. */
     struct xsk_ring_cons rx;
     struct xsk_ring_prod fill;
+    uint64_t *rx_free;              /* frames taken from the rx ring and
+                                       not yet back in the fill ring */
+    uint32_t rx_nfree;
 
     /* Transmit: senders and the I/O thread, under tx_lock. */
     QemuMutex tx_lock;
@@ -73,6 +77,7 @@ struct XskQueue {
     uint32_t tx_nfree;
 
     GThread *thread;
+    PauseThread *pause;
     int wake_fd;                    /* eventfd: stop, a tx kick, or room
                                        in the NIC again */
     bool stopping;                  /* atomic */
@@ -217,6 +222,7 @@ static void populate_frames(XskQueue *q)
             (uint64_t)i * XSK_FRAME_SIZE;
     }
     xsk_ring_prod__submit(&q->fill, n);
+    q->rx_free = g_new(uint64_t, n);
     q->tx_free = g_new(uint64_t, q->cfg.tx_ring_size);
     for (uint32_t i = 0; i < q->cfg.tx_ring_size; i++) {
         q->tx_free[i] = (uint64_t)(n + i) * XSK_FRAME_SIZE;
@@ -260,6 +266,7 @@ static void queue_free(XskQueue *q)
     }
     qemu_mutex_destroy(&q->tx_lock);
     g_free(q->tx_free);
+    g_free(q->rx_free);
     g_free(q);
 }
 
@@ -304,27 +311,44 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
 
 /* Receive. */
 
-/* One batch from the rx ring to the NIC and back to the fill ring, as
- * many frames as the NIC has room for; returns how many it carried. */
+/*
+ * Gives the fill ring every free receive frame it has room for.  It has
+ * room for all of them but for a moment: the kernel publishes what it took
+ * from the fill ring just after it fills the rx ring (xsk_flush), and a
+ * thread on another CPU sees that gap several times a second at a few
+ * Mpps.  What does not fit stays on the stack for the next pass.
+ */
+static void refill(XskQueue *q)
+{
+    uint32_t idx = 0, n = MIN(q->rx_nfree,
+                              xsk_prod_nb_free(&q->fill, q->rx_nfree));
+
+    if (n == 0 || xsk_ring_prod__reserve(&q->fill, n, &idx) != n) {
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        *xsk_ring_prod__fill_addr(&q->fill, idx + i) =
+            q->rx_free[--q->rx_nfree];
+    }
+    xsk_ring_prod__submit(&q->fill, n);
+    if (xsk_ring_prod__needs_wakeup(&q->fill)) {
+        STAT_ADD(q->stats.rx_wakeups, 1);
+        recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+    }
+}
+
+/* One batch from the rx ring to the NIC, which takes what it has room
+ * for in the same call; what it holds goes back to the ring for later.
+ * Returns how many frames it took. */
 static unsigned rx_batch(XskQueue *q)
 {
     NetFrame frames[NET_BATCH_MAX];
-    uint64_t addrs[NET_BATCH_MAX];
-    uint32_t idx = 0, fidx = 0;
-    unsigned n = xsk_ring_cons__peek(&q->rx, q->cfg.batch, &idx), room;
+    uint32_t idx = 0;
+    unsigned n = xsk_ring_cons__peek(&q->rx, q->cfg.batch, &idx), taken;
 
-    /* The NIC is asked (under its lock) only when there are frames. */
     q->rx_held = false;
     if (n == 0) {
-        return 0;
-    }
-    room = net_backend_rx_room(q->backend);
-    if (room < n) {
-        xsk_ring_cons__cancel(&q->rx, n - room);
-        n = room;
-    }
-    if (n == 0) {
-        q->rx_held = true;
+        refill(q);
         return 0;
     }
     for (unsigned i = 0; i < n; i++) {
@@ -332,31 +356,20 @@ static unsigned rx_batch(XskQueue *q)
 
         frames[i].data = xsk_umem__get_data(q->umem_area, d->addr);
         frames[i].len = d->len;
-        addrs[i] = d->addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
     }
-    net_backend_deliver(q->backend, frames, n);
-    xsk_ring_cons__release(&q->rx, n);
-    /*
-     * Every receive frame not in the fill ring is in this batch, so the
-     * room is there, but the kernel publishes what it took from the fill
-     * ring just after it fills the rx ring (xsk_flush), and a thread on
-     * another CPU sees that gap several times a second at a few Mpps.  It
-     * closes as soon as the kernel's flush finishes.
-     */
-    while (xsk_ring_prod__reserve(&q->fill, n, &fidx) != n) {
-        ;
+    taken = net_backend_deliver_or_hold(q->backend, frames, n);
+    for (unsigned i = 0; i < taken; i++) {
+        uint64_t addr = xsk_ring_cons__rx_desc(&q->rx, idx + i)->addr;
+
+        q->rx_free[q->rx_nfree++] = addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
     }
-    for (unsigned i = 0; i < n; i++) {
-        *xsk_ring_prod__fill_addr(&q->fill, fidx + i) = addrs[i];
-    }
-    xsk_ring_prod__submit(&q->fill, n);
-    if (xsk_ring_prod__needs_wakeup(&q->fill)) {
-        STAT_ADD(q->stats.rx_wakeups, 1);
-        recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
-    }
-    STAT_ADD(q->stats.rx_frames, n);
+    xsk_ring_cons__cancel(&q->rx, n - taken);
+    xsk_ring_cons__release(&q->rx, taken);
+    q->rx_held = taken < n;
+    refill(q);
+    STAT_ADD(q->stats.rx_frames, taken);
     STAT_ADD(q->stats.rx_batches, 1);
-    return n;
+    return taken;
 }
 
 /* Transmit. */
@@ -520,9 +533,13 @@ static gpointer io_thread(gpointer opaque)
     XskQueue *q = opaque;
 
     while (!__atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE)) {
-        unsigned n = rx_batch(q);
+        unsigned n;
         bool more_tx = false;
 
+        if (pause_point(q->pause)) {
+            continue;
+        }
+        n = rx_batch(q);
         if (__atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE)) {
             more_tx = tx_kick(q);
         }
@@ -540,11 +557,17 @@ void xsk_queue_rx_ready(XskQueue *q)
     }
 }
 
+static void kick_io_thread(void *opaque)
+{
+    eventfd_write(((XskQueue *)opaque)->wake_fd, 1);
+}
+
 void xsk_queue_start(XskQueue *q)
 {
     g_autofree char *name = g_strdup_printf("xsk-%s-q%u", q->cfg.ifname,
                                             q->cfg.queue_id);
 
+    q->pause = pause_thread_register(name, kick_io_thread, q);
     q->thread = g_thread_new(name, io_thread, q);
 }
 
@@ -555,8 +578,10 @@ void xsk_queue_close(XskQueue *q)
     }
     if (q->thread) {
         __atomic_store_n(&q->stopping, true, __ATOMIC_RELEASE);
+        pause_thread_leave(q->pause);
         eventfd_write(q->wake_fd, 1);
         g_thread_join(q->thread);
+        pause_thread_free(q->pause);
     }
     queue_free(q);
 }

@@ -4,9 +4,10 @@
  * use, so nothing a client sends can crash or wedge the process.
  */
 #include "system/qtest.h"
-#include "qemu/thread.h"
 #include "hw/ppc/spapr_vio.h"
 #include "qemu/option.h"
+#include "qemu/pause.h"
+#include "qemu/thread.h"
 #include "qemu/unix-socket.h"
 #include "qemu/timer.h"
 
@@ -453,9 +454,13 @@ static void cmd_irq_intercept_out(QTestServer *qs, char **argv, int argc,
     if (intercept_taken(qs, dev, false, reply)) {
         return;
     }
+    /* I/O threads pulse the line: swap its three fields while they are
+     * parked. */
+    pause_all();
     qs->intercept_dev = dev;
     qs->intercept_orig = dev->irq_out;
     dev->irq_out = (IrqLine){ intercept_out_handler, qs, dev->irq };
+    resume_all();
     g_string_assign(reply, "OK");
 }
 
@@ -473,7 +478,9 @@ static void cmd_irq_intercept_in(QTestServer *qs, char **argv, int argc,
         return;
     }
     qs->intercept_xics = true;
+    pause_all();
     spapr_irq_intercept(qs->spapr, intercept_in_handler, qs);
+    resume_all();
     g_string_assign(reply, "OK");
 }
 

@@ -11,9 +11,10 @@
 #include "migration/savevm.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
+#include "qemu/main-loop.h"
 #include "qemu/option.h"
 #include "system/qtest.h"
-#include "system/runstate.h"
+#include "qemu/runstate.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -666,9 +667,11 @@ static void on_qtest_closed(void *opaque)
     qemu_system_shutdown("host-ui");
 }
 
+/* Called with every vCPU and I/O thread parked. */
 static void reset_machine(void *opaque)
 {
     spapr_machine_reset(((Machine *)opaque)->spapr);
+    guest_machine_reset();
 }
 
 static void quit_main_loop(void *opaque)
@@ -853,15 +856,24 @@ int main(int argc, char **argv)
     g_autoptr(GError) err = NULL;
     /* A client that hangs up must not kill us mid-reply. */
     signal(SIGPIPE, SIG_IGN);
+    main_loop_init();
     if (parse_argv(&cfg, argc, argv, &err)) {
         run(&cfg, &m, &err);
     }
     if (!err) {
         err = migration_take_fatal_error();
     }
-    /* Backends first: their I/O threads deliver into the devices and
-     * raise interrupts through qtest until they are stopped. */
+    /*
+     * Every state but running holds the threads parked, so nothing runs
+     * now; they leave the pause one by one and are joined: the vCPUs,
+     * then the backends' I/O threads.  What they posted runs before the
+     * monitor goes.
+     */
+    if (runstate_is_running()) {
+        runstate_set(RUN_STATE_SHUTDOWN);
+    }
     guest_stop_all();
+    main_loop_cleanup();
     net_cleanup();
     guest_cleanup();
     qmp_cleanup();

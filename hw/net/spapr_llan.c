@@ -10,7 +10,6 @@
  * is used, and every frame that is not delivered is counted by reason.
  */
 #include "hw/net/spapr_llan.h"
-#include "qemu/thread.h"
 #include "hw/net/llan_bd.h"
 #include "hw/net/llan_rx_page.h"
 #include "migration/savevm.h"
@@ -18,7 +17,8 @@
 #include "qemu/bswap.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
-#include "system/runstate.h"
+#include "qemu/runstate.h"
+#include "qemu/thread.h"
 
 #include <libfdt.h>
 #include <string.h>
@@ -156,39 +156,21 @@ static void vlan_reset_locked(SpaprVlanState *s)
 
 /*
  * QEMU's can_receive: with the guest open and running but no buffer
- * posted, frames wait in the backend (an AF_XDP ring), as on a NIC out of
- * descriptors, instead of each costing a look for a buffer and a drop.
- * Frames the device would refuse for another reason count as room, so
- * that they are dropped and counted with that reason.
+ * posted, frames wait in a backend that can hold them (an AF_XDP ring),
+ * as on a NIC out of descriptors, instead of each costing a look for a
+ * buffer and a drop.  Frames the device would refuse for another reason
+ * are taken, so that they are dropped and counted with that reason.
  */
-static unsigned rx_room_locked(SpaprVlanState *s)
+static bool must_hold_locked(SpaprVlanState *s)
 {
-    if (!s->isopen || !runstate_is_running()) {
-        return NET_BATCH_MAX;
-    }
-    return s->rx_bufs;
-}
-
-static unsigned spapr_vlan_rx_room(void *opaque)
-{
-    SpaprVlanState *s = opaque;
-    unsigned room;
-
-    qemu_mutex_lock(&s->lock);
-    room = rx_room_locked(s);
-    if (room == 0) {
-        s->rx_held = true;
-        s->stats.rx_held++;
-    }
-    qemu_mutex_unlock(&s->lock);
-    return room;
+    return s->isopen && s->rx_bufs == 0 && runstate_is_running();
 }
 
 /* True when a backend holding frames must now be told there is room:
  * after any hcall or reset, under the lock. */
 static bool rx_release_locked(SpaprVlanState *s)
 {
-    if (!s->rx_held || rx_room_locked(s) == 0) {
+    if (!s->rx_held || must_hold_locked(s)) {
         return false;
     }
     s->rx_held = false;
@@ -342,49 +324,64 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     return NET_RX_DELIVERED;
 }
 
-static void receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
-                                 unsigned n, NetRxResult *results)
+/* Returns how many of the frames it took; the rest are held. */
+static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
+                                     unsigned n, bool may_hold,
+                                     NetRxResult *results)
 {
     RxBatch b = { 0 };
+    unsigned i;
 
-    /* Stopped means no frame touches guest memory. */
+    /* Stopped means no frame touches guest memory.  Only the main-loop
+     * backends get here then: the I/O threads are parked. */
     if (!runstate_is_running()) {
-        for (unsigned i = 0; i < n; i++) {
+        for (i = 0; i < n; i++) {
             results[i] = NET_RX_DROP_VM_STOPPED;
         }
-        return;
+        return n;
     }
     /* The frames were written on another CPU: start every cache miss
      * now rather than one per frame. */
-    for (unsigned i = 0; i < n; i++) {
+    for (i = 0; i < n; i++) {
         __builtin_prefetch(frames[i].data);
     }
     if (s->isopen) {
         b.qbd_ok = dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &b.qbd);
     }
-    for (unsigned i = 0; i < n; i++) {
+    for (i = 0; i < n; i++) {
+        if (may_hold && must_hold_locked(s)) {
+            s->rx_held = true;
+            s->stats.rx_held++;
+            break;
+        }
         results[i] = receive_one(s, &b, &frames[i]);
     }
     if (b.no_buffer) {
         count_no_buffer(s, b.no_buffer);
     }
+    return i;
 }
 
-static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
-                                     unsigned n, NetRxResult *results)
+static unsigned spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
+                                         unsigned n, bool may_hold,
+                                         NetRxResult *results)
 {
     SpaprVlanState *s = opaque;
     bool delivered = false, irq;
+    unsigned taken;
 
     qemu_mutex_lock(&s->lock);
-    receive_batch_locked(s, frames, n, results);
-    for (unsigned i = 0; i < n; i++) {
+    taken = receive_batch_locked(s, frames, n, may_hold, results);
+    for (unsigned i = 0; i < taken; i++) {
         if (results[i] == NET_RX_DELIVERED) {
             delivered = true;
         } else {
             s->stats.rx_dropped[results[i]]++;
         }
     }
+    /* H_VIO_SIGNAL takes this lock too, so either the guest's enable
+     * comes first and is seen here, or the entries written above are
+     * there when the guest looks at its queue after enabling. */
     irq = delivered && (s->vdev.signal_state & VLAN_SIGNAL_MASK);
     if (irq) {
         s->stats.rx_interrupts++;
@@ -393,6 +390,7 @@ static void spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
     if (irq) {
         spapr_vio_irq_pulse(&s->vdev);
     }
+    return taken;
 }
 
 /* The work of the hcalls, under the device lock. */
@@ -551,26 +549,38 @@ static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
     return H_SUCCESS;
 }
 
-static int64_t send_locked(SpaprVlanState *s, const uint64_t *args)
+/*
+ * H_SEND_LOGICAL_LAN.  Only the open check needs the device lock; the
+ * gather and the backend's send (a sendto(), a stream write) run under
+ * the transmit lock alone, so receive never waits behind a transmit.
+ */
+static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
 {
     uint32_t len = 0;
     int64_t ret;
+    bool open;
 
-    if (!s->isopen) {
-        return H_DROPPED;
+    qemu_mutex_lock(&s->lock);
+    open = s->isopen;
+    qemu_mutex_unlock(&s->lock);
+    qemu_mutex_lock(&s->tx_lock);
+    if (!open) {
+        ret = H_DROPPED;
+    } else if (args[7]) {
+        /* No call is ever left half done, so a continuation is an error. */
+        ret = H_HARDWARE;
+    } else {
+        ret = gather_tx_frame(s, &args[1], &len);
     }
-    /* No call is ever left half done, so a continuation is an error. */
-    if (args[7]) {
-        return H_HARDWARE;
+    if (ret == H_SUCCESS && len) {
+        s->tx.frames++;
+        s->tx.bytes += len;
+        net_nic_send(s->nic, s->tx_buf, len);
+    } else if (ret != H_SUCCESS) {
+        s->tx.errors++;
     }
-    ret = gather_tx_frame(s, &args[1], &len);
-    if (ret != H_SUCCESS || len == 0) {
-        return ret;
-    }
-    s->stats.tx_frames++;
-    s->stats.tx_bytes += len;
-    net_nic_send(s->nic, s->tx_buf, len);
-    return H_SUCCESS;
+    qemu_mutex_unlock(&s->tx_lock);
+    return ret;
 }
 
 static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
@@ -642,16 +652,6 @@ static int64_t vlan_add_buffers(SpaprVlanState *s, uint64_t *args)
     return add_buffers_locked(s, &args[1]);
 }
 
-static int64_t vlan_send(SpaprVlanState *s, uint64_t *args)
-{
-    int64_t ret = send_locked(s, args);
-
-    if (ret != H_SUCCESS) {
-        s->stats.tx_errors++;
-    }
-    return ret;
-}
-
 static int64_t vlan_multicast_ctrl(SpaprVlanState *s, uint64_t *args)
 {
     uint64_t flags = args[1];
@@ -710,7 +710,6 @@ static const struct {
     { H_FREE_LOGICAL_LAN, vlan_free, 0 },
     { H_ADD_LOGICAL_LAN_BUFFER, vlan_add_buffer, 0 },
     { H_ADD_LOGICAL_LAN_BUFFERS, vlan_add_buffers, 0 },
-    { H_SEND_LOGICAL_LAN, vlan_send, 0 },
     { H_MULTICAST_CTRL, vlan_multicast_ctrl, 0 },
     { H_CHANGE_LOGICAL_LAN_MAC, vlan_change_mac, 0 },
     { H_ILLAN_ATTRIBUTES, vlan_attributes, 1 },
@@ -746,6 +745,24 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
         net_nic_rx_ready(s->nic);
     }
     return ret;
+}
+
+static int64_t h_vlan_send(SpaprMachineState *spapr, uint64_t opcode,
+                           uint64_t *args)
+{
+    SpaprVlanState *s = vlan_find(spapr, args[0]);
+
+    (void)opcode;
+    return s ? transmit(s, args) : H_PARAMETER;
+}
+
+static void spapr_vlan_set_signal(SpaprVioDevice *dev, uint64_t mode)
+{
+    SpaprVlanState *s = (SpaprVlanState *)dev;
+
+    qemu_mutex_lock(&s->lock);
+    dev->signal_state = mode;
+    qemu_mutex_unlock(&s->lock);
 }
 
 /* Type, properties, device tree. */
@@ -1035,7 +1052,6 @@ static const VMStateImageOps vlan_image_ops = {
 
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
-    .rx_room = spapr_vlan_rx_room,
 };
 
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
@@ -1059,6 +1075,7 @@ static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
     }
     s->perm_mac = s->mac;
     qemu_mutex_init(&s->lock);
+    qemu_mutex_init(&s->tx_lock);
     vlan_reset_locked(s);
     if (!live_vlans) {
         live_vlans = g_ptr_array_new();
@@ -1082,6 +1099,7 @@ static void spapr_vlan_finalize(DeviceState *qdev)
     g_ptr_array_remove_fast(live_vlans, s);
     net_nic_free(s->nic);
     qemu_mutex_destroy(&s->lock);
+    qemu_mutex_destroy(&s->tx_lock);
 }
 
 /*
@@ -1125,6 +1143,11 @@ void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
         }
     }
     qemu_mutex_unlock(&s->lock);
+    qemu_mutex_lock(&s->tx_lock);
+    stats->tx_frames = s->tx.frames;
+    stats->tx_bytes = s->tx.bytes;
+    stats->tx_errors = s->tx.errors;
+    qemu_mutex_unlock(&s->tx_lock);
 }
 
 void spapr_vlan_get_filter(SpaprVlanState *s, SpaprVlanFilter *filter)
@@ -1165,6 +1188,7 @@ static const SpaprVioDeviceClass spapr_vlan_class = {
     .dt_type = "network",
     .dt_compatible = "IBM,l-lan",
     .signal_mask = VLAN_SIGNAL_MASK,
+    .set_signal = spapr_vlan_set_signal,
     .devnode = spapr_vlan_devnode,
 };
 
@@ -1176,5 +1200,6 @@ static void spapr_vlan_register(void)
         spapr_register_hypercall(vlan_hcalls[i].opcode, h_vlan,
                                  vlan_hcalls[i].nout);
     }
+    spapr_register_hypercall(H_SEND_LOGICAL_LAN, h_vlan_send, 0);
 }
 illan_init(spapr_vlan_register)

@@ -296,7 +296,11 @@ static int64_t h_vio_signal(SpaprMachineState *spapr, uint64_t opcode,
     if (!dev || (args[1] & ~SPAPR_VIO_CLASS(dev)->signal_mask)) {
         return H_PARAMETER;
     }
-    dev->signal_state = args[1];
+    if (SPAPR_VIO_CLASS(dev)->set_signal) {
+        SPAPR_VIO_CLASS(dev)->set_signal(dev, args[1]);
+    } else {
+        dev->signal_state = args[1];
+    }
     return H_SUCCESS;
 }
 

@@ -28,6 +28,9 @@ void guest_stop_all(void);
 /* Closes and frees every guest; call after the backends are gone. */
 void guest_cleanup(void);
 
+/* After a machine reset (every vCPU parked): each guest reopens its
+ * device.  Main thread. */
+void guest_machine_reset(void);
 void guest_foreach(void (*fn)(IbmvethGuest *g, void *opaque), void *opaque);
 
 /* Guest-physical memory for the models' structures: page-aligned pieces

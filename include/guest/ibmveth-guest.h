@@ -66,8 +66,11 @@ const char *guest_drop_name(GuestDrop drop);
 typedef struct IbmvethGuestStats {
     uint64_t rx_frames, rx_bytes;
     uint64_t tx_frames, tx_bytes;       /* H_SEND succeeded or H_DROPPED */
-    uint64_t tap_rx_frames, tap_tx_frames;
+    uint64_t tap_rx_frames;
     uint64_t wakeups;                   /* interrupts that woke the vCPU */
+    uint64_t woken_late;        /* a frame waited over 10 ms for its
+                                   interrupt while the vCPU slept */
+    uint64_t resets;            /* machine resets: the device reopened */
     uint64_t napi_polls;
     uint64_t frames_in_pool[IBMVETH_NUM_POOLS];
     uint64_t pool_size[IBMVETH_NUM_POOLS];  /* 0: inactive */
@@ -90,6 +93,9 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
 bool ibmveth_guest_start(IbmvethGuest *g, GError **errp);
 /* Stops and joins the vCPU thread; no hcall is made after this. */
 void ibmveth_guest_stop(IbmvethGuest *g);
+/* The machine was reset with the vCPU parked: closes the driver and opens
+ * it again, as a rebooted guest would.  Main thread. */
+void ibmveth_guest_machine_reset(IbmvethGuest *g);
 /* Closes the driver, gives the interrupt back and frees; call once no
  * backend can raise the interrupt any more. */
 void ibmveth_guest_free(IbmvethGuest *g);

@@ -58,19 +58,20 @@ typedef struct NetClientStats {
     uint64_t tx_dropped;            /* no backend or link down */
 } NetClientStats;
 
-/* The NIC's side: one call per batch; fills @results[0..n).  The frames
- * are the backend's and valid only during the call. */
+/*
+ * The NIC's side: one call per batch, under the NIC's lock once.  It
+ * fills @results for the frames it takes, which are always a prefix of
+ * the batch, and returns how many that is.  With @may_hold (a backend
+ * that can leave frames where they are, an AF_XDP ring), the NIC may stop
+ * early and hold the rest, as QEMU's can_receive does for a guest that has
+ * posted no buffer; it then calls net_nic_rx_ready() once it has room.
+ * Without @may_hold it takes all @n.  The frames are the backend's and
+ * valid only during the call.
+ */
 typedef struct NetNicOps {
-    void (*receive_batch)(void *opaque, const NetFrame *frames, unsigned n,
-                          NetRxResult *results);
-    /*
-     * Optional, QEMU's can_receive: how many frames the NIC can take now.
-     * 0 means the guest has posted no buffer, and a backend that can hold
-     * frames leaves them where they are (an AF_XDP ring) instead of
-     * having them dropped; the NIC then calls net_nic_rx_ready() once it
-     * has room.  Called from the backend's threads.
-     */
-    unsigned (*rx_room)(void *opaque);
+    unsigned (*receive_batch)(void *opaque, const NetFrame *frames,
+                              unsigned n, bool may_hold,
+                              NetRxResult *results);
 } NetNicOps;
 
 /* The backend's side. */
@@ -78,7 +79,7 @@ typedef struct NetBackendOps {
     /* Sends one frame; false when it could not be sent. */
     bool (*send)(void *opaque, const uint8_t *data, size_t len);
     void (*cleanup)(void *opaque);
-    /* Optional: the NIC has room again after rx_room() said 0.  Any
+    /* Optional: the NIC has room again for frames it held.  Any
      * thread. */
     void (*rx_ready)(void *opaque);
     /* Optional: the backend's own state and counters, as an a{sv}
@@ -115,15 +116,17 @@ void net_cleanup(void);
 /* For backends: the client the registry knows as @id. */
 NetClientState *net_backend_new(const char *id, const NetBackendOps *ops,
                                 void *opaque);
-/* Hands @n (at most NET_BATCH_MAX) frames to the attached NIC.  Safe
- * from any thread: the af-xdp I/O threads call it, several at once. */
+/* Hands @n (at most NET_BATCH_MAX) frames to the attached NIC, which
+ * takes them all.  Safe from any thread. */
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n);
-/* For backends that can hold frames: how many the NIC takes now, at most
- * NET_BATCH_MAX; 0 until the backend's rx_ready() is called.  Frames the
- * NIC would drop anyway (no NIC, link down, guest not open) count as
- * room, so that they are dropped and counted rather than held. */
-unsigned net_backend_rx_room(NetClientState *backend);
+/* For backends that can hold frames: hands over up to @n and returns how
+ * many the NIC took (delivered or dropped, and counted); the rest are
+ * still the backend's, to offer again after its rx_ready().  Frames the
+ * NIC could never take (no NIC, link down, too short) are always taken
+ * and counted, never held. */
+unsigned net_backend_deliver_or_hold(NetClientState *backend,
+                                     const NetFrame *frames, unsigned n);
 /*
  * The backend's link changed: @state is "down", "up", "removed" (the host
  * interface went away), "reopened" (it came back and the backend recovered)
@@ -148,7 +151,7 @@ NetClientState *net_nic_new(const char *name, const char *netdev_id,
                             const NetNicOps *ops, void *opaque,
                             GError **errp);
 void net_nic_free(NetClientState *nic);
-/* The NIC has room again after its rx_room() said 0.  Any thread. */
+/* The NIC has room again for frames it held.  Any thread. */
 void net_nic_rx_ready(NetClientState *nic);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
@@ -160,7 +163,8 @@ void net_client_get_stats(const NetClientState *nc, NetClientStats *stats);
 /*
  * The guest changed a NIC's receive filter.  The notifier (the monitor's
  * NIC_RX_FILTER_CHANGED) hears of it once, and again only after
- * net_nic_rx_filter_rearm() (someone queried the filter).
+ * net_nic_rx_filter_rearm() (someone queried the filter).  Any thread:
+ * the notifier runs on the main thread, posted there if need be.
  */
 void net_nic_rx_filter_changed(NetClientState *nic);
 void net_nic_rx_filter_rearm(NetClientState *nic);

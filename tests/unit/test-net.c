@@ -34,10 +34,12 @@ typedef struct TestNic {
     GPtrArray *frames;          /* GBytes, in arrival order */
     const NetRxResult *answers; /* by frame number, cycled; NULL: deliver */
     unsigned n_answers;
+    unsigned room;              /* frames it takes when it may hold */
 } TestNic;
 
-static void test_nic_receive_batch(void *opaque, const NetFrame *frames,
-                                   unsigned n, NetRxResult *results)
+static unsigned test_nic_receive_batch(void *opaque, const NetFrame *frames,
+                                       unsigned n, bool may_hold,
+                                       NetRxResult *results)
 {
     TestNic *t = opaque;
 
@@ -45,6 +47,10 @@ static void test_nic_receive_batch(void *opaque, const NetFrame *frames,
     g_assert_cmpuint(n, <=, NET_BATCH_MAX);
     t->calls++;
     t->max_batch = MAX(t->max_batch, n);
+    if (may_hold && t->room < n) {
+        n = t->room;
+    }
+    t->room -= MIN(t->room, n);
     for (unsigned i = 0; i < n; i++) {
         guint number = t->frames->len;
 
@@ -52,6 +58,7 @@ static void test_nic_receive_batch(void *opaque, const NetFrame *frames,
         results[i] = t->answers ? t->answers[number % t->n_answers]
                                 : NET_RX_DELIVERED;
     }
+    return n;
 }
 
 static const NetNicOps test_nic_ops = {
@@ -620,21 +627,35 @@ static void test_foreach_nics_first(void)
 }
 
 /* One frame of each length in @lens, with seeds 0, 1, ... */
-static void deliver_lengths(NetClientState *backend, const uint32_t *lens,
-                            unsigned n)
+/* Returns how many the NIC took (all, unless @may_hold). */
+static unsigned deliver_lengths_or_hold(NetClientState *backend,
+                                        const uint32_t *lens, unsigned n,
+                                        bool may_hold)
 {
     uint8_t *bufs[NET_BATCH_MAX];
     NetFrame frames[NET_BATCH_MAX];
+    unsigned taken = n;
 
     g_assert_cmpuint(n, <=, NET_BATCH_MAX);
     for (unsigned i = 0; i < n; i++) {
         bufs[i] = make_frame(i, lens[i]);
         frames[i] = (NetFrame){ bufs[i], lens[i] };
     }
-    net_backend_deliver(backend, frames, n);
+    if (may_hold) {
+        taken = net_backend_deliver_or_hold(backend, frames, n);
+    } else {
+        net_backend_deliver(backend, frames, n);
+    }
     for (unsigned i = 0; i < n; i++) {
         g_free(bufs[i]);
     }
+    return taken;
+}
+
+static void deliver_lengths(NetClientState *backend, const uint32_t *lens,
+                            unsigned n)
+{
+    deliver_lengths_or_hold(backend, lens, n, false);
 }
 
 /* A full batch, one call, every result the NIC gives counted on both. */
@@ -689,8 +710,9 @@ static void test_results_counted(void)
 #define PARALLEL_BATCHES 2000
 #define PARALLEL_BATCH 16
 
-static void parallel_nic_receive(void *opaque, const NetFrame *frames,
-                                 unsigned n, NetRxResult *results)
+static unsigned parallel_nic_receive(void *opaque, const NetFrame *frames,
+                                     unsigned n, bool may_hold,
+                                     NetRxResult *results)
 {
     unsigned *frames_seen = opaque;
 
@@ -699,6 +721,8 @@ static void parallel_nic_receive(void *opaque, const NetFrame *frames,
         results[i] = frames[i].len == 60 ? NET_RX_DELIVERED
                                          : NET_RX_DROP_NO_BUFFER;
     }
+    (void)may_hold;
+    return n;
 }
 
 static const NetNicOps parallel_nic_ops = {
@@ -829,6 +853,52 @@ static void test_too_short(void)
     g_assert_cmpuint(nic->calls, ==, 1);
     g_assert_cmpuint(stats_of(nic->nc).rx_results[NET_RX_DROP_TOO_SHORT],
                      ==, 5);
+    test_nic_free(nic);
+    net_cleanup();
+}
+
+/*
+ * A NIC that may hold takes a prefix of the batch in the one call: the
+ * frames before the first one it held are counted (runts among them as
+ * too-short), the rest are counted nowhere, as they are still the
+ * backend's.  Without may_hold it takes everything.
+ */
+static void test_hold(void)
+{
+    static const uint32_t lens[] = { 60, 5, 61, 62, 7, 63 };
+    NetClientState *backend;
+    TestNic *nic;
+    NetClientStats st;
+
+    netdev_add_ok("test-fake,id=n0");
+    backend = find_netdev("n0");
+    nic = test_nic_new("nic0", "n0");
+    nic->room = 2;
+    /* Takes 60 and 61; the runt between them is dropped, 62 on held. */
+    g_assert_cmpuint(deliver_lengths_or_hold(backend, lens, 6, true), ==, 3);
+    st = stats_of(backend);
+    g_assert_cmpuint(st.rx_frames, ==, 3);
+    g_assert_cmpuint(st.rx_bytes, ==, 60 + 5 + 61);
+    g_assert_cmpuint(st.rx_results[NET_RX_DELIVERED], ==, 2);
+    g_assert_cmpuint(st.rx_results[NET_RX_DROP_TOO_SHORT], ==, 1);
+    assert_balanced(backend);
+    assert_balanced(nic->nc);
+    /* No room at all: nothing is taken or counted. */
+    g_assert_cmpuint(deliver_lengths_or_hold(backend, lens + 3, 3, true), ==,
+                     0);
+    g_assert_cmpuint(stats_of(backend).rx_frames, ==, 3);
+    /* Room again: the held frames come in. */
+    nic->room = 8;
+    g_assert_cmpuint(deliver_lengths_or_hold(backend, lens + 3, 3, true), ==,
+                     3);
+    /* A backend that cannot hold always has its batch taken. */
+    g_assert_cmpuint(deliver_lengths_or_hold(backend, lens, 6, false), ==, 6);
+    st = stats_of(backend);
+    g_assert_cmpuint(st.rx_frames, ==, 12);
+    g_assert_cmpuint(st.rx_results[NET_RX_DELIVERED], ==, 2 + 2 + 4);
+    g_assert_cmpuint(st.rx_results[NET_RX_DROP_TOO_SHORT], ==, 1 + 1 + 2);
+    assert_balanced(backend);
+    assert_balanced(nic->nc);
     test_nic_free(nic);
     net_cleanup();
 }
@@ -1625,6 +1695,7 @@ int main(int argc, char **argv)
     g_test_add_func("/net/rx/parallel", test_parallel_delivery);
     g_test_add_func("/net/rx/empty-batch", test_empty_batch);
     g_test_add_func("/net/rx/too-short", test_too_short);
+    g_test_add_func("/net/rx/hold", test_hold);
     g_test_add_func("/net/link-down", test_link_down);
     g_test_add_func("/net/tx", test_tx);
     g_test_add_func("/net/dgram/inet", test_dgram_inet);

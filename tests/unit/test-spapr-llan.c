@@ -8,7 +8,7 @@
 #include "hw/ppc/spapr.h"
 #include "net/net.h"
 #include "qemu/option.h"
-#include "system/runstate.h"
+#include "qemu/runstate.h"
 
 #include <stdarg.h>
 #include <string.h>

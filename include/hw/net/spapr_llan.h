@@ -9,9 +9,9 @@
 #define HW_NET_SPAPR_LLAN_H
 
 #include "hw/net/llan_rx_pools.h"
-#include "qemu/thread.h"
 #include "hw/ppc/spapr_vio.h"
 #include "net/net.h"
+#include "qemu/thread.h"
 
 #define TYPE_SPAPR_VLAN         "spapr-vlan"
 /* Entries in the multicast filter table (ibm,mac-address-filters). */
@@ -66,7 +66,13 @@ typedef struct SpaprVlanState {
     bool rx_filter_changed;     /* by this hcall; announced after it */
     bool rx_held;               /* the backend holds frames for lack of
                                    buffers: wake it when there are some */
-    SpaprVlanStats stats;
+    SpaprVlanStats stats;       /* all but tx_*, which are in tx */
+
+    QemuMutex tx_lock;          /* H_SEND_LOGICAL_LAN: the gather buffer,
+                                   the backend's send, the tx counters */
+    struct {
+        uint64_t frames, bytes, errors;
+    } tx;
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
 } SpaprVlanState;
 

@@ -23,6 +23,11 @@ typedef struct SpaprVioDeviceClass {
     const char *dt_type;            /* device_type */
     const char *dt_compatible;
     uint64_t signal_mask;           /* H_VIO_SIGNAL mode bits it accepts */
+    /* Optional: stores an accepted H_VIO_SIGNAL mode in signal_state, for
+     * a device whose interrupt is raised off the hcall's thread: under
+     * the lock that path reads it with, so that an enable and a frame
+     * arriving at once cannot miss each other. */
+    void (*set_signal)(SpaprVioDevice *dev, uint64_t mode);
     /* Adds the device's own properties to its node @offset. */
     bool (*devnode)(SpaprVioDevice *dev, void *fdt, int offset,
                     GError **errp);
