@@ -12,145 +12,65 @@
 #include <unistd.h>
 
 #include "libqos/eth-frames.h"
+#include "libqos/rig.h"
 #include "libqtest.h"
 #include "netns.h"
 
-#define WAIT_US         (10 * G_USEC_PER_SEC)
 #define PEER_IP         0x0a070001u     /* 10.7.0.1 */
 #define GUEST_IP        0x0a070002u     /* 10.7.0.2 */
 #define PING_PAYLOAD    65507
 
 static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
-static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-
-typedef struct Rig {
-    QTestState *qts;
-    char *dir, *peer_path, *illan_path;
-    int peer;
-} Rig;
-
-/* The peer's socket, with the most receive room the kernel allows. */
-static int bind_dgram(const char *path)
-{
-    int fd = qtest_bind_dgram(path);
-    int rcvbuf = 4 << 20;
-
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    return fd;
-}
+static const uint8_t *const guest_mac = qrig_mac;
 
 /* illan with a LAN on a unix dgram netdev and the guest given by
  * @guest_opts (dev=net0 is added). */
-static void rig_start(Rig *r, const char *pools, const char *guest_opts)
+static void rig_start(QRig *r, const char *pools, const char *guest_opts)
 {
-    r->dir = g_dir_make_tmp("illan-guest-XXXXXX", NULL);
-    r->peer_path = g_build_filename(r->dir, "peer", NULL);
-    r->illan_path = g_build_filename(r->dir, "illan", NULL);
-    r->peer = bind_dgram(r->peer_path);
-    r->qts = qtest_initf("-nodefaults -netdev dgram,id=n0,local.type=unix,"
-                         "local.path=%s,remote.type=unix,remote.path=%s "
-                         "-device spapr-vlan,id=net0,netdev=n0,"
-                         "use-rx-buffer-pools=%s "
-                         "-guest ibmveth,id=g0,dev=net0,%s",
-                         r->illan_path, r->peer_path, pools, guest_opts);
+    g_autofree char *nic = g_strdup_printf(",id=net0,use-rx-buffer-pools=%s",
+                                           pools);
+    g_autofree char *guest = g_strdup_printf("-guest ibmveth,id=g0,dev=net0,"
+                                             "%s", guest_opts);
+
+    qrig_init(r);
+    qrig_bind_peer(r);
+    qrig_start(r, &(QRigOpts){ .nic = nic, .extra = guest });
 }
 
-static void rig_stop(Rig *r)
+/* Starts illan on netdev af-xdp,@netdev_opts with the guest given by
+ * @guest_opts; the test's end is @peer_ifname's packet socket when that
+ * is not NULL. */
+static void rig_start_af_xdp(QRig *r, const char *netdev_opts,
+                             const char *guest_opts, const char *peer_ifname)
 {
-    qtest_quit(r->qts);
-    close(r->peer);
-    unlink(r->peer_path);
-    rmdir(r->dir);
-    g_free(r->peer_path);
-    g_free(r->illan_path);
-    g_free(r->dir);
-}
+    g_autofree char *netdev = g_strdup_printf("af-xdp,id=n0,%s",
+                                              netdev_opts);
+    g_autofree char *guest = g_strdup_printf("-guest ibmveth,dev=net0,%s",
+                                             guest_opts);
 
-static void peer_send(Rig *r, const void *frame, size_t len)
-{
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
-
-    g_strlcpy(a.sun_path, r->illan_path, sizeof(a.sun_path));
-    g_assert_cmpint(sendto(r->peer, frame, len, 0, (struct sockaddr *)&a,
-                           sizeof(a)), ==, (ssize_t)len);
-}
-
-/* The next frame illan sent, or -1 after @timeout_ms. */
-static ssize_t peer_recv(Rig *r, uint8_t *buf, size_t max, int timeout_ms)
-{
-    struct timeval tv = { timeout_ms / 1000, timeout_ms % 1000 * 1000 };
-
-    setsockopt(r->peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    return recv(r->peer, buf, max, 0);
-}
-
-/* The guest's entry of x-query-guest-stats; free the reply. */
-static JsonObject *guest_stats(Rig *r, JsonObject **reply)
-{
-    JsonObject *ret;
-    JsonArray *guests;
-
-    *reply = qtest_qmp(r->qts, "{'execute': 'x-query-guest-stats'}");
-    ret = json_object_get_object_member(*reply, "return");
-    g_assert_nonnull(ret);
-    guests = json_object_get_array_member(ret, "guests");
-    g_assert_cmpuint(json_array_get_length(guests), ==, 1);
-    return json_array_get_object_element(guests, 0);
-}
-
-static gint64 member_int(JsonObject *o, const char *path)
-{
-    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
-
-    for (guint i = 0; parts[i + 1]; i++) {
-        o = json_object_get_object_member(o, parts[i]);
-        g_assert_nonnull(o);
+    qrig_init(r);
+    if (peer_ifname) {
+        r->peer = packet_socket_open(peer_ifname);
     }
-    if (!json_object_has_member(o, parts[g_strv_length(parts) - 1])) {
-        return 0;
-    }
-    return json_object_get_int_member(o, parts[g_strv_length(parts) - 1]);
-}
-
-static gint64 stat_of(Rig *r, const char *path)
-{
-    g_autoptr(JsonObject) reply = NULL;
-    JsonObject *g = guest_stats(r, &reply);
-
-    return member_int(g, path);
-}
-
-/* Waits until the guest stat @path reaches @want, and checks it does
- * not pass it. */
-static void wait_stat(Rig *r, const char *path, gint64 want)
-{
-    gint64 deadline = g_get_monotonic_time() + WAIT_US, got;
-
-    while ((got = stat_of(r, path)) < want) {
-        if (g_get_monotonic_time() > deadline) {
-            g_error("guest %s is %" G_GINT64_FORMAT ", waited for %"
-                    G_GINT64_FORMAT, path, got, want);
-        }
-        g_usleep(2000);
-    }
-    g_assert_cmpint(got, ==, want);
+    qrig_start(r, &(QRigOpts){ .netdev = netdev, .nic = ",id=net0",
+                               .extra = guest });
 }
 
 /* ---- rxonly, and how the vCPU waits ---- */
 
-static void send_sized(Rig *r, const size_t *sizes, unsigned n)
+static void send_sized(QRig *r, const size_t *sizes, unsigned n)
 {
     uint8_t f[1514];
 
     for (unsigned i = 0; i < n; i++) {
         eth_frame_udp(f, sizes[i % 3], guest_mac, peer_mac, i);
-        peer_send(r, f, sizes[i % 3]);
+        qrig_send(r, f, sizes[i % 3]);
     }
 }
 
 /* The vCPU thread's utime + stime in clock ticks, as the kernel counts
  * them in /proc (GLib names the thread). */
-static guint64 vcpu_ticks(Rig *r)
+static guint64 vcpu_ticks(QRig *r)
 {
     g_autofree char *dir = g_strdup_printf("/proc/%d/task",
                                            (int)qtest_pid(r->qts));
@@ -179,10 +99,11 @@ static guint64 vcpu_ticks(Rig *r)
 }
 
 /* CPU ticks the vCPU thread used over @ms with nothing to do. */
-static guint64 idle_ticks(Rig *r, unsigned ms)
+static guint64 idle_ticks(QRig *r, unsigned ms)
 {
     guint64 before = vcpu_ticks(r);
 
+    /* Not synchronisation: the time over which CPU use is measured. */
     g_usleep(ms * 1000);
     return vcpu_ticks(r) - before;
 }
@@ -190,51 +111,52 @@ static guint64 idle_ticks(Rig *r, unsigned ms)
 static void test_rxonly(void)
 {
     static const size_t sizes[] = { 60, 600, 1514 };
-    g_autoptr(JsonObject) reply = NULL;
+    g_autoptr(JsonObject) stats = NULL;
     JsonObject *g;
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", "fwd=rxonly");
     send_sized(&r, sizes, 30);
-    wait_stat(&r, "rx-frames", 30);
-    g = guest_stats(&r, &reply);
-    g_assert_cmpint(member_int(g, "frames-by-buffer-size.512"), ==, 10);
-    g_assert_cmpint(member_int(g, "frames-by-buffer-size.2048"), ==, 20);
-    g_assert_cmpint(member_int(g, "frames-by-buffer-size.65536"), ==, 0);
-    g_assert_cmpint(member_int(g, "buffer-bytes"), ==, 10 * 512 + 20 * 2048);
-    g_assert_cmpint(member_int(g, "rx-bytes"), ==, 10 * (60 + 600 + 1514));
-    g_assert_cmpint(member_int(g, "rx-no-buffer"), ==, 0);
+    qrig_wait_stat(r.qts, "guest.rx-frames", 30);
+    stats = qrig_guest_stats(r.qts);
+    g = qrig_stats_guest(stats);
+    g_assert_cmpint(qjson_int(g, "frames-by-buffer-size.512"), ==, 10);
+    g_assert_cmpint(qjson_int(g, "frames-by-buffer-size.2048"), ==, 20);
+    g_assert_cmpint(qjson_int(g, "frames-by-buffer-size.65536"), ==, 0);
+    g_assert_cmpint(qjson_int(g, "buffer-bytes"), ==, 10 * 512 + 20 * 2048);
+    g_assert_cmpint(qjson_int(g, "rx-bytes"), ==, 10 * (60 + 600 + 1514));
+    g_assert_cmpint(qjson_int(g, "rx-no-buffer"), ==, 0);
     g_assert_cmpstr(json_object_get_string_member(g, "poll"), ==, "irq");
     /* Asleep on the interrupt: no CPU (10 ms ticks) while nothing
      * arrives. */
     g_assert_cmpuint(idle_ticks(&r, 500), <=, 1);
     /* ... and the interrupt wakes it for the next frame. */
     send_sized(&r, sizes, 1);
-    wait_stat(&r, "rx-frames", 31);
-    g_assert_cmpint(stat_of(&r, "wakeups"), >=, 1);
-    rig_stop(&r);
+    qrig_wait_stat(r.qts, "guest.rx-frames", 31);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.wakeups"), >=, 1);
+    qrig_stop(&r);
 }
 
 static void test_spin(void)
 {
     static const size_t sizes[] = { 60, 600, 1514 };
     gint64 polls;
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", "fwd=rxonly,poll=spin");
     send_sized(&r, sizes, 30);
-    wait_stat(&r, "rx-frames", 30);
-    g_assert_cmpint(stat_of(&r, "wakeups"), ==, 0);
+    qrig_wait_stat(r.qts, "guest.rx-frames", 30);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.wakeups"), ==, 0);
     /*
      * Polling: it keeps polling and burning CPU with nothing to do, as
      * asked.  It yields between polls, so on a loaded machine (or a host
      * stealing time) it gets less than a whole CPU; an interrupt-driven
      * guest makes no poll and at most 1 tick (test_rxonly).
      */
-    polls = stat_of(&r, "napi-polls");
+    polls = qrig_stat(r.qts, "guest.napi-polls");
     g_assert_cmpuint(idle_ticks(&r, 500), >=, 3);
-    g_assert_cmpint(stat_of(&r, "napi-polls") - polls, >=, 1000);
-    rig_stop(&r);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.napi-polls") - polls, >=, 1000);
+    qrig_stop(&r);
 }
 
 /* ---- macswap and txonly ---- */
@@ -242,22 +164,22 @@ static void test_spin(void)
 static void test_macswap(void)
 {
     uint8_t f[1514], back[2048];
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", "fwd=macswap");
     for (unsigned i = 0; i < 40; i++) {
         size_t len = 60 + i * 36;
 
         eth_frame_udp(f, len, guest_mac, peer_mac, i);
-        peer_send(&r, f, len);
-        g_assert_cmpint(peer_recv(&r, back, sizeof(back), 5000), ==, len);
+        qrig_send(&r, f, len);
+        g_assert_cmpint(qrig_recv(&r, back, sizeof(back), 5000), ==, len);
         g_assert_cmpmem(back, 6, peer_mac, 6);
         g_assert_cmpmem(back + 6, 6, guest_mac, 6);
         g_assert_cmpmem(back + 12, len - 12, f + 12, len - 12);
     }
-    wait_stat(&r, "tx-frames", 40);
-    g_assert_cmpint(stat_of(&r, "rx-frames"), ==, 40);
-    rig_stop(&r);
+    qrig_wait_stat(r.qts, "guest.tx-frames", 40);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 40);
+    qrig_stop(&r);
 }
 
 static void check_tx_frame(const uint8_t *f, ssize_t len)
@@ -274,16 +196,16 @@ static void check_tx_frame(const uint8_t *f, ssize_t len)
 static void test_txonly(void)
 {
     uint8_t f[2048];
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", "fwd=txonly,size=100,dst=02:00:00:00:00:01");
     for (unsigned i = 0; i < 50; i++) {
-        ssize_t len = peer_recv(&r, f, sizeof(f), 5000);
+        ssize_t len = qrig_recv(&r, f, sizeof(f), 5000);
 
         g_assert_cmpint(len, ==, 100);
         check_tx_frame(f, len);
     }
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 static void test_txonly_mix(void)
@@ -291,27 +213,27 @@ static void test_txonly_mix(void)
     static const unsigned imix[] = { 64, 594, 64, 64, 594, 64, 1518, 64,
                                      594, 64, 594, 64 };
     uint8_t f[2048];
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", "fwd=txonly,size=mix,dst=02:00:00:00:00:01");
     /* The first frames meet an empty socket queue (it holds
      * net.unix.max_dgram_qlen = 10): none of them is lost. */
     for (unsigned i = 0; i < 10; i++) {
-        ssize_t len = peer_recv(&r, f, sizeof(f), 5000);
+        ssize_t len = qrig_recv(&r, f, sizeof(f), 5000);
 
         g_assert_cmpint(len, ==, imix[i % G_N_ELEMENTS(imix)]);
         check_tx_frame(f, len);
     }
-    rig_stop(&r);
+    qrig_stop(&r);
 }
 
 /* ---- Reassembly against Linux's limit ---- */
 
 /* Sends @n pings of @payload bytes, one datagram at a time, each once the
  * guest has taken the last one's frames (so none waits for a buffer). */
-static void send_pings(Rig *r, unsigned n, size_t payload)
+static void send_pings(QRig *r, unsigned n, size_t payload)
 {
-    gint64 frames = stat_of(r, "rx-frames");
+    gint64 frames = qrig_stat(r->qts, "guest.rx-frames");
 
     for (unsigned seq = 0; seq < n; seq++) {
         g_autoptr(GPtrArray) fr = eth_frames_icmp_echo(
@@ -322,10 +244,10 @@ static void send_pings(Rig *r, unsigned n, size_t payload)
             gsize len;
             const void *data = g_bytes_get_data(fr->pdata[i], &len);
 
-            peer_send(r, data, len);
+            qrig_send(r, data, len);
         }
         frames += fr->len;
-        wait_stat(r, "rx-frames", frames);
+        qrig_wait_stat(r->qts, "guest.rx-frames", frames);
     }
 }
 
@@ -337,39 +259,41 @@ static void send_pings(Rig *r, unsigned n, size_t payload)
  */
 static void test_reassembly_page_mode(void)
 {
-    g_autoptr(JsonObject) reply = NULL;
+    g_autoptr(JsonObject) stats = NULL;
     JsonObject *g;
-    Rig r;
+    QRig r;
 
     rig_start(&r, "off", "fwd=rxonly");
     send_pings(&r, 50, PING_PAYLOAD);
-    g = guest_stats(&r, &reply);
-    g_assert_cmpint(member_int(g, "reasm.fragments"), ==, 2250);
-    g_assert_cmpint(member_int(g, "reasm.fragments-refused"), ==, 2218);
-    g_assert_cmpint(member_int(g, "drops.reasm-refused"), ==, 2218);
-    g_assert_cmpint(member_int(g, "reasm.datagrams-ok"), ==, 0);
-    g_assert_cmpint(member_int(g, "memory.charged-bytes"), >, 4 << 20);
-    g_assert_cmpint(member_int(g, "frames-by-buffer-size.65536"), >=, 32);
-    rig_stop(&r);
+    stats = qrig_guest_stats(r.qts);
+    g = qrig_stats_guest(stats);
+    g_assert_cmpint(qjson_int(g, "reasm.fragments"), ==, 2250);
+    g_assert_cmpint(qjson_int(g, "reasm.fragments-refused"), ==, 2218);
+    g_assert_cmpint(qjson_int(g, "drops.reasm-refused"), ==, 2218);
+    g_assert_cmpint(qjson_int(g, "reasm.datagrams-ok"), ==, 0);
+    g_assert_cmpint(qjson_int(g, "memory.charged-bytes"), >, 4 << 20);
+    g_assert_cmpint(qjson_int(g, "frames-by-buffer-size.65536"), >=, 32);
+    qrig_stop(&r);
 }
 
 static void test_reassembly_pools(void)
 {
-    g_autoptr(JsonObject) reply = NULL;
+    g_autoptr(JsonObject) stats = NULL;
     JsonObject *g;
-    Rig r;
+    QRig r;
 
     rig_start(&r, "on", "fwd=rxonly");
     send_pings(&r, 50, PING_PAYLOAD);
-    g = guest_stats(&r, &reply);
-    g_assert_cmpint(member_int(g, "reasm.fragments"), ==, 2250);
-    g_assert_cmpint(member_int(g, "reasm.fragments-refused"), ==, 0);
-    g_assert_cmpint(member_int(g, "reasm.datagrams-ok"), ==, 50);
-    g_assert_cmpint(member_int(g, "memory.charged-bytes"), ==, 0);
-    g_assert_cmpint(member_int(g, "frames-by-buffer-size.2048"), ==, 2200);
-    g_assert_cmpint(member_int(g, "frames-by-buffer-size.512"), ==, 50);
-    g_assert_cmpint(member_int(g, "frames-by-buffer-size.65536"), ==, 0);
-    rig_stop(&r);
+    stats = qrig_guest_stats(r.qts);
+    g = qrig_stats_guest(stats);
+    g_assert_cmpint(qjson_int(g, "reasm.fragments"), ==, 2250);
+    g_assert_cmpint(qjson_int(g, "reasm.fragments-refused"), ==, 0);
+    g_assert_cmpint(qjson_int(g, "reasm.datagrams-ok"), ==, 50);
+    g_assert_cmpint(qjson_int(g, "memory.charged-bytes"), ==, 0);
+    g_assert_cmpint(qjson_int(g, "frames-by-buffer-size.2048"), ==, 2200);
+    g_assert_cmpint(qjson_int(g, "frames-by-buffer-size.512"), ==, 50);
+    g_assert_cmpint(qjson_int(g, "frames-by-buffer-size.65536"), ==, 0);
+    qrig_stop(&r);
 }
 
 /* ---- A TAP bridge to a real kernel stack ---- */
@@ -385,18 +309,34 @@ static bool enter_netns(void)
     return true;
 }
 
-/* Echo replies (ICMP type 0) that came back, and their IP payload bytes;
- * reads until @timeout_ms passes without a frame. */
-static unsigned collect_replies(Rig *r, size_t *bytes, int timeout_ms)
+/*
+ * The frames of echo replies (ICMP over IPv4) that came back, and their IP
+ * payload bytes: reads until @want have come (waiting up to QTEST_WAIT_S),
+ * then until @quiet_ms pass without another.  That quiet time is a check
+ * that nothing more arrives, not a wait for what must.
+ */
+static unsigned collect_replies(QRig *r, unsigned want, size_t *bytes,
+                                int quiet_ms)
 {
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)(QTEST_WAIT_S * G_USEC_PER_SEC);
     uint8_t f[2048];
     unsigned frames = 0;
-    ssize_t len;
 
     *bytes = 0;
-    while ((len = peer_recv(r, f, sizeof(f), timeout_ms)) > 0) {
+    for (;;) {
+        gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+        ssize_t len = qrig_recv(r, f, sizeof(f),
+                                frames < want ? MAX(left_ms, 1) : quiet_ms);
         const uint8_t *ip = f + ETH_FRAME_HLEN;
 
+        if (len <= 0) {
+            if (frames < want) {
+                g_error("waited %.0f s for %u echo reply frames; %u came",
+                        QTEST_WAIT_S, want, frames);
+            }
+            return frames;
+        }
         if (len < ETH_FRAME_HLEN + 20 || f[12] != 0x08 || f[13] != 0 ||
             ip[9] != 1) {
             continue;
@@ -404,10 +344,9 @@ static unsigned collect_replies(Rig *r, size_t *bytes, int timeout_ms)
         frames++;
         *bytes += (ip[2] << 8 | ip[3]) - 20;
     }
-    return frames;
 }
 
-static void tap_rig_start(Rig *r, const char *pools)
+static void tap_rig_start(QRig *r, const char *pools)
 {
     /* Per namespace: room for a whole fragmented reply on the peer's
      * socket, which holds 10 datagrams by default. */
@@ -423,16 +362,16 @@ static void tap_rig_start(Rig *r, const char *pools)
     netns_run("ip neigh add 10.7.0.1 lladdr 02:00:00:00:00:01 dev ibtap0");
 }
 
-static void tap_rig_stop(Rig *r)
+static void tap_rig_stop(QRig *r)
 {
-    rig_stop(r);
+    qrig_stop(r);
     netns_run("ip link del ibtap0");
 }
 
 static void check_tap_ping(const char *pools, bool big_replies)
 {
     size_t bytes;
-    Rig r;
+    QRig r;
 
     if (!enter_netns()) {
         return;
@@ -441,22 +380,22 @@ static void check_tap_ping(const char *pools, bool big_replies)
     /* A small ping goes through the TAP to the namespace's kernel and
      * its reply comes back through the device. */
     send_pings(&r, 1, 56);
-    g_assert_cmpuint(collect_replies(&r, &bytes, 1000), ==, 1);
+    g_assert_cmpuint(collect_replies(&r, 1, &bytes, 500), ==, 1);
     g_assert_cmpuint(bytes, ==, 8 + 56);
     for (unsigned i = 0; i < 3; i++) {
         send_pings(&r, 1, PING_PAYLOAD);
         /* The kernel answers a whole datagram, fragmented again; a
          * datagram reassembly refused never reaches it. */
-        g_assert_cmpuint(collect_replies(&r, &bytes, 500), ==,
-                         big_replies ? 45 : 0);
+        g_assert_cmpuint(collect_replies(&r, big_replies ? 45 : 0, &bytes,
+                                         500), ==, big_replies ? 45 : 0);
         g_assert_cmpuint(bytes, ==, big_replies ? 8 + PING_PAYLOAD : 0);
     }
-    g_assert_cmpint(stat_of(&r, "reasm.datagrams-ok"), ==,
+    g_assert_cmpint(qrig_stat(r.qts, "guest.reasm.datagrams-ok"), ==,
                     big_replies ? 3 : 0);
-    g_assert_cmpint(stat_of(&r, "reasm.fragments-refused"), ==,
+    g_assert_cmpint(qrig_stat(r.qts, "guest.reasm.fragments-refused"), ==,
                     big_replies ? 0 : 3 * 45 - 32);
-    g_assert_cmpint(stat_of(&r, "tap-rx-frames"), >=, 1);
-    g_assert_cmpint(stat_of(&r, "drops.tap-write"), ==, 0);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.tap-rx-frames"), >=, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.drops.tap-write"), ==, 0);
     tap_rig_stop(&r);
 }
 
@@ -475,31 +414,28 @@ static void test_tap_page_mode(void)
 static void test_af_xdp_macswap(void)
 {
     uint8_t f[1514], back[2048];
+    g_autofree char *netdev = NULL;
     VethPair v;
-    QTestState *qts;
-    int fd;
+    QRig r;
 
     if (!enter_netns()) {
         return;
     }
     veth_pair_create(&v, 1);
-    fd = packet_socket_open(v.peer);
-    qts = qtest_initf("-nodefaults -netdev af-xdp,id=n0,ifname=%s,"
-                      "mode=native -device spapr-vlan,id=net0,netdev=n0 "
-                      "-guest ibmveth,dev=net0,fwd=macswap", v.dut);
+    netdev = g_strdup_printf("ifname=%s,mode=native", v.dut);
+    rig_start_af_xdp(&r, netdev, "fwd=macswap", v.peer);
     for (unsigned i = 0; i < 50; i++) {
         size_t len = 60 + i * 29;
 
         eth_frame_udp(f, len, guest_mac, peer_mac, i);
-        g_assert_true(packet_send(fd, f, len));
-        g_assert_cmpint(packet_recv(fd, 0x0800, back, sizeof(back), 5000),
-                        ==, len);
+        g_assert_true(packet_send(r.peer, f, len));
+        g_assert_cmpint(packet_recv(r.peer, 0x0800, back, sizeof(back),
+                                    5000), ==, len);
         g_assert_cmpmem(back, 6, peer_mac, 6);
         g_assert_cmpmem(back + 6, 6, guest_mac, 6);
         g_assert_cmpmem(back + 12, len - 12, f + 12, len - 12);
     }
-    qtest_quit(qts);
-    close(fd);
+    qrig_stop(&r);
     veth_pair_destroy(&v);
 }
 
@@ -533,30 +469,30 @@ static void test_af_xdp_tx_through_reopen(void)
 {
     enum { CYCLES = 5 };
     uint8_t f[2048];
+    g_autofree char *netdev = NULL;
     VethPair v;
-    QTestState *qts;
+    QRig r;
 
     if (!enter_netns()) {
         return;
     }
     veth_pair_create(&v, 1);
-    qts = qtest_initf("-nodefaults -netdev af-xdp,id=n0,ifname=%s,"
-                      "mode=native -device spapr-vlan,id=net0,netdev=n0 "
-                      "-guest ibmveth,dev=net0,fwd=txonly,size=64,"
-                      "dst=02:00:00:00:00:01", v.dut);
+    netdev = g_strdup_printf("ifname=%s,mode=native", v.dut);
+    rig_start_af_xdp(&r, netdev, "fwd=txonly,size=64,dst=02:00:00:00:00:01",
+                     NULL);
     for (unsigned i = 0; i < CYCLES; i++) {
         int fd = packet_socket_open(v.peer);
 
         g_assert_cmpint(packet_recv(fd, 0x0800, f, sizeof(f), 5000), ==, 64);
         close(fd);
         netns_run("ip link del %s", v.dut);
-        expect_link_state(qts, "removed");
+        expect_link_state(r.qts, "removed");
         netns_run("ip link add %s type veth peer name %s", v.dut, v.peer);
         netns_run("ip link set %s up", v.dut);
         netns_run("ip link set %s up", v.peer);
-        expect_link_state(qts, "reopened");
+        expect_link_state(r.qts, "reopened");
     }
-    qtest_quit(qts);
+    qrig_stop(&r);
     veth_pair_destroy(&v);
 }
 
