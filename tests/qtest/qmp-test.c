@@ -895,22 +895,43 @@ static void test_system_reset(void)
     rig_stop(&r);
 }
 
+typedef struct Child {
+    GPid pid;
+    int status;
+    const char *path;       /* its monitor's socket */
+    Conn *conn;
+} Child;
+
+static bool child_exited(void *opaque)
+{
+    Child *c = opaque;
+    pid_t got = waitpid(c->pid, &c->status, WNOHANG);
+
+    g_assert_cmpint(got, >=, 0);
+    return got == c->pid;
+}
+
 /* Waits up to READ_TIMEOUT_MS for @pid to exit; its wait status. */
 static int wait_child(GPid pid)
 {
-    for (int waited = 0; waited < READ_TIMEOUT_MS; waited += 10) {
-        int status;
-        pid_t got = waitpid(pid, &status, WNOHANG);
+    Child c = { .pid = pid };
 
-        g_assert_cmpint(got, >=, 0);
-        if (got == pid) {
-            return status;
-        }
-        g_usleep(10000);
+    if (!qtest_poll_until(child_exited, &c, READ_TIMEOUT_MS / 1000.0)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        g_error("illan did not exit within %d ms", READ_TIMEOUT_MS);
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    g_error("illan did not exit within %d ms", READ_TIMEOUT_MS);
+    return c.status;
+}
+
+/* The child's monitor accepts a connection (and the child still runs). */
+static bool child_listening(void *opaque)
+{
+    Child *c = opaque;
+
+    g_assert_cmpint(waitpid(c->pid, NULL, WNOHANG), ==, 0);
+    c->conn = conn_try_open(c->path);
+    return c->conn != NULL;
 }
 
 /* quit: the reply, then SHUTDOWN, then the hang-up, then exit status 0.
@@ -925,7 +946,8 @@ static void test_quit(void)
                            "spapr-vlan,id=nic0", "-qmp", qmp_arg, "-accel",
                            "qtest", NULL };
     g_autoptr(GError) err = NULL;
-    Conn *c = NULL, *late;
+    Child child = { .path = path };
+    Conn *c, *late;
     GPid pid;
     int status;
 
@@ -933,14 +955,10 @@ static void test_quit(void)
     g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
                                 G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
                                 &err));
-    for (int waited = 0; !c; waited += 10) {
-        c = conn_try_open(path);
-        if (!c) {
-            g_assert_cmpint(waitpid(pid, NULL, WNOHANG), ==, 0);
-            g_assert_cmpint(waited, <, READ_TIMEOUT_MS);
-            g_usleep(10000);
-        }
-    }
+    child.pid = pid;
+    qtest_wait_until(child_listening, &child, READ_TIMEOUT_MS / 1000.0,
+                     "illan's monitor to listen on %s", path);
+    c = child.conn;
     conn_negotiate(c);
     /* A second client, not negotiated: it gets no SHUTDOWN, only the
      * hang-up. */
@@ -1136,14 +1154,11 @@ static void test_qom_get(void)
 /* Sends one broadcast frame of 60 bytes to the dgram socket at @to. */
 static void inject(int fd, const char *to)
 {
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    uint8_t frame[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                          0x52, 0x54, 0x00, 0x99, 0x99, 0x99, 0x08, 0x00 };
+    const uint8_t frame[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                0x52, 0x54, 0x00, 0x99, 0x99, 0x99,
+                                0x08, 0x00 };
 
-    strcpy(addr.sun_path, to);
-    g_assert_cmpint(sendto(fd, frame, sizeof(frame), 0,
-                           (struct sockaddr *)&addr, sizeof(addr)), ==,
-                    sizeof(frame));
+    qtest_dgram_send(fd, to, frame, sizeof(frame));
 }
 
 static JsonObject *find_named(JsonArray *list, const char *name)
@@ -1272,24 +1287,38 @@ static JsonObject *net_stats(Conn *c)
     return result;
 }
 
+typedef struct StatsWait {
+    Conn *c;
+    const char *netdev;
+    gint64 frames, seen;
+    JsonObject *st;
+} StatsWait;
+
+static bool netdev_saw_frames(void *opaque)
+{
+    StatsWait *w = opaque;
+    JsonObject *nd;
+
+    g_clear_pointer(&w->st, json_object_unref);
+    w->st = net_stats(w->c);
+    nd = find_named(get_arr(w->st, "netdevs"), w->netdev);
+    g_assert_nonnull(nd);
+    w->seen = get_int(get_obj(nd, "rx"), "frames");
+    return w->seen >= w->frames;
+}
+
 /* Statistics once the netdev @name has seen @frames frames. */
 static JsonObject *net_stats_after(Conn *c, const char *netdev,
                                    gint64 frames)
 {
-    gint64 deadline = g_get_monotonic_time() + READ_TIMEOUT_MS * 1000LL;
+    StatsWait w = { .c = c, .netdev = netdev, .frames = frames };
 
-    for (;;) {
-        JsonObject *st = net_stats(c);
-        JsonObject *nd = find_named(get_arr(st, "netdevs"), netdev);
-
-        g_assert_nonnull(nd);
-        if (get_int(get_obj(nd, "rx"), "frames") >= frames) {
-            return st;
-        }
-        json_object_unref(st);
-        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-        g_usleep(5000);
+    if (!qtest_poll_until(netdev_saw_frames, &w, QTEST_WAIT_S)) {
+        g_error("waited %.0f s for netdev %s to see %" G_GINT64_FORMAT
+                " frames; it saw %" G_GINT64_FORMAT, QTEST_WAIT_S, netdev,
+                frames, w.seen);
     }
+    return w.st;
 }
 
 static gint64 drop_count(JsonObject *client, const char *reason)
@@ -1587,6 +1616,9 @@ static void test_slow_reader(void)
         append_padded_request(many, i);
     }
     conn_send(b, many->str, many->len);
+    /* Not synchronisation: the reader comes late, which is what is
+     * tested; every reply below is awaited with conn_recv()'s deadline,
+     * however far the monitor got in the meantime. */
     g_usleep(200000);
     for (int i = 0; i < PATIENT; i++) {
         g_autoptr(JsonObject) rsp = conn_recv(b);
