@@ -5,6 +5,7 @@
  */
 #include "hw/ppc/hcall.h"
 #include "libqtest.h"
+#include "libqos/rig.h"
 
 
 
@@ -202,6 +203,8 @@ static void test_page_mode_hostile_page(void)
     /* Unmapping the buffer list makes adds fail, not crash. */
     qtest_tce_map(g.qts, UNIT, BUF_LIST, BUF_LIST, 0x1000, 0);
     g_assert_cmpint(add_buf(&g, BD(512, BUFS)), ==, H_PARAMETER);
+    /* Neither counts as a buffer the device holds. */
+    g_assert_cmpint(qrig_stat(g.qts, "nic.device.rx-bufs-posted"), ==, 0);
     qtest_quit(g.qts);
 }
 
@@ -321,6 +324,11 @@ static void test_send_errors(void)
     /* Exactly 64 KiB is allowed, with no backend the frame is counted. */
     g_assert_cmpint(send_bds(&g, BD(0x8000, BUFS), BD(0x8000, BUFS), 0), ==,
                     H_SUCCESS);
+    /* The device counts the four refusals it made (a wrong unit address
+     * never reaches it) and the two frames it sent; the empty send is
+     * neither. */
+    g_assert_cmpint(qrig_stat(g.qts, "nic.device.tx-errors"), ==, 4);
+    g_assert_cmpint(qrig_stat(g.qts, "nic.device.tx-frames"), ==, 2);
     qtest_quit(g.qts);
 }
 
