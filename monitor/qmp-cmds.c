@@ -123,6 +123,31 @@ static JsonNode *system_reset(JsonObject *args, QmpError *err)
     return empty_return();
 }
 
+/* QEMU's pmemsave: guest-physical memory to a file, as it is now. */
+static JsonNode *pmemsave(JsonObject *args, QmpError *err)
+{
+    gint64 addr = json_object_get_int_member(args, "val");
+    gint64 size = json_object_get_int_member(args, "size");
+    const char *path = json_object_get_string_member(args, "filename");
+    GuestRam *ram = spapr_ram(machine);
+    void *data;
+    g_autoptr(GError) gerr = NULL;
+
+    data = addr >= 0 && size >= 0 ? guest_ram_ptr(ram, addr, size) : NULL;
+    if (!data) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Invalid parameter 'val': "
+                      "0x%" G_GINT64_MODIFIER "x+%" G_GINT64_FORMAT
+                      " is not guest RAM", addr, size);
+        return NULL;
+    }
+    if (!g_file_set_contents(path, data, size, &gerr)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Could not open '%s': %s",
+                      path, gerr->message);
+        return NULL;
+    }
+    return empty_return();
+}
+
 /* After the reply has gone out, so that SHUTDOWN follows it. */
 static gboolean quit_after_reply(gpointer opaque)
 {
@@ -773,6 +798,10 @@ static JsonNode *query_migrate(JsonObject *args, QmpError *err)
     return object_node(migration_query());
 }
 
+static const QmpArg pmemsave_args[] = {
+    { "val", QMP_ARG_INT, false }, { "size", QMP_ARG_INT, false },
+    { "filename", QMP_ARG_STR, false }, { NULL, 0, false }
+};
 static const QmpArg migrate_args[] = {
     { "uri", QMP_ARG_STR, false }, { "detach", QMP_ARG_BOOL, true },
     { NULL, 0, false }
@@ -817,6 +846,7 @@ static const QmpCommand commands[] = {
     { "netdev_del", netdev_del_args, false, netdev_del },
     { "x-query-net-stats", NULL, false, query_net_stats },
     { "x-query-guest-stats", NULL, false, query_guest_stats },
+    { "pmemsave", pmemsave_args, false, pmemsave },
     { "migrate", migrate_args, false, qmp_migrate },
     { "migrate-incoming", migrate_incoming_args, false, qmp_migrate_incoming },
     { "query-migrate", NULL, false, query_migrate },

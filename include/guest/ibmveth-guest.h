@@ -58,6 +58,7 @@ typedef enum GuestDrop {
     GUEST_DROP_IP_HEADER,       /* IPv4 header Linux would refuse */
     GUEST_DROP_TAP_WRITE,       /* the TAP refused the frame */
     GUEST_DROP_TX_FAILED,       /* H_SEND_LOGICAL_LAN failed */
+    GUEST_DROP_MACHINE_RESET,   /* delivered, not yet taken at a reset */
     GUEST_DROP__MAX,
 } GuestDrop;
 
