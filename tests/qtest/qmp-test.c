@@ -751,7 +751,7 @@ static void test_query_version_commands(void)
         "query-rx-filter", "qom-list", "qom-get", "netdev_add",
         "netdev_del", "x-query-net-stats", "x-query-guest-stats",
         "migrate", "migrate-incoming",
-        "query-migrate",
+        "query-migrate", "pmemsave",
     };
     Rig r;
     Conn *c;
