@@ -19,7 +19,7 @@
 #define STOP_CONT_PAIRS 100
 #define RESET_EVERY     5       /* 20 resets */
 #define FLAP_EVERY      10      /* 10 link flaps */
-#define RAM_CHECK_EVERY 25      /* 4 RAM checksums across a stop */
+#define RAM_CHECK_EVERY 10      /* 10 RAM checksums across a stop */
 #define RAM_SIZE        (64u << 20)
 #define FRAME_LEN       64
 
