@@ -114,6 +114,14 @@ static void bus_write(void *opaque, uint64_t gpa, const void *buf,
     g_assert(guest_ram_write(((IbmvethGuest *)opaque)->ram, gpa, buf, len));
 }
 
+static uint8_t bus_read_u8_acquire(void *opaque, uint64_t gpa)
+{
+    uint8_t *p = guest_ram_ptr(((IbmvethGuest *)opaque)->ram, gpa, 1);
+
+    g_assert(p);
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
 static void bus_fill(void *opaque, uint64_t gpa, uint8_t byte, size_t len)
 {
     g_assert(guest_ram_fill(((IbmvethGuest *)opaque)->ram, gpa, byte, len));
@@ -500,7 +508,8 @@ static bool open_driver(IbmvethGuest *g, GError **errp)
 {
     IbmvethBus bus = {
         .hcall = bus_hcall, .read = bus_read, .write = bus_write,
-        .fill = bus_fill, .alloc = bus_alloc, .opaque = g,
+        .fill = bus_fill, .read_u8_acquire = bus_read_u8_acquire,
+        .alloc = bus_alloc, .opaque = g,
     };
 
     g->drv = ibmveth_open(&bus, &g->conf.drv, NULL, errp);

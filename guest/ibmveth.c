@@ -516,14 +516,22 @@ IbmvethRxStatus ibmveth_rx_peek(IbmvethDriver *v, IbmvethRxEntry *e)
     uint8_t raw[IBMVETH_RXQ_ENTRY_SIZE];
     IbmvethPool *p;
 
-    /* All 16 bytes at once: the device writes the control byte last. */
-    v->bus.read(v->bus.opaque,
-                v->rxq + v->rxq_index * IBMVETH_RXQ_ENTRY_SIZE, raw,
-                sizeof(raw));
-    if (!!(raw[0] & IBMVETH_RXQ_TOGGLE) != v->rxq_toggle) {
+    uint64_t gpa = v->rxq + v->rxq_index * IBMVETH_RXQ_ENTRY_SIZE;
+    uint8_t ctrl;
+
+    /* The device writes the control byte last, with release: read it
+     * first, with acquire, and the rest of the entry (and the frame)
+     * only if it is this lap's. */
+    if (v->bus.read_u8_acquire) {
+        ctrl = v->bus.read_u8_acquire(v->bus.opaque, gpa);
+    } else {
+        v->bus.read(v->bus.opaque, gpa, &ctrl, 1);
+    }
+    if (!!(ctrl & IBMVETH_RXQ_TOGGLE) != v->rxq_toggle) {
         return IBMVETH_RX_EMPTY;
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    v->bus.read(v->bus.opaque, gpa, raw, sizeof(raw));
+    raw[0] = ctrl;
     parse_rxq_entry(raw, e);
     p = pool_of_handle(v, e);
     if (!p) {

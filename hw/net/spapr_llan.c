@@ -251,7 +251,7 @@ static bool wrap_rxq(SpaprVlanState *s, RxBatch *b)
 }
 
 /* Writes the entry for a frame of @len in the buffer whose handle is
- * @handle; the control byte goes last, after a release fence, so a guest
+ * @handle; the control byte goes last, with release semantics, so a guest
  * polling it never sees a half-written entry. */
 static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
                             uint32_t len)
@@ -282,9 +282,9 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
                              entry + 1, sizeof(entry) - 1)) {
         return false;
     }
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
-                             entry, 1)) {
+    if (!spapr_vio_dma_write_u8_release(&s->vdev,
+                                        LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
+                                        entry[0])) {
         return false;
     }
     s->rxq_ptr += RXQ_ENTRY_SIZE;

@@ -349,6 +349,18 @@ bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
            copy_pages(tcet, ioba, (uint8_t *)buf, len, DMA_DEVICE_WRITES);
 }
 
+bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
+                                    uint8_t val)
+{
+    uint8_t *host = single_page(tcet, ioba, 1, DMA_DEVICE_WRITES);
+
+    if (!host) {
+        return false;
+    }
+    __atomic_store_n(host, val, __ATOMIC_RELEASE);
+    return true;
+}
+
 /* The hcalls.  Argument checks follow PAPR as QEMU applies them. */
 
 static SpaprTceTable *hcall_table(SpaprMachineState *spapr, uint64_t liobn)

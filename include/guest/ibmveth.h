@@ -28,6 +28,11 @@ typedef struct IbmvethBus {
     void (*read)(void *opaque, uint64_t gpa, void *buf, size_t len);
     void (*write)(void *opaque, uint64_t gpa, const void *buf, size_t len);
     void (*fill)(void *opaque, uint64_t gpa, uint8_t byte, size_t len);
+    /* Optional: one byte, ordered before every later read (an acquire),
+     * for a device on another thread of the same process: the rx queue
+     * entry's control byte, which the device writes last.  Without it,
+     * read() is used. */
+    uint8_t (*read_u8_acquire)(void *opaque, uint64_t gpa);
     /* Guest-physical memory for the driver; 0 when there is none left. */
     uint64_t (*alloc)(void *opaque, uint64_t size, uint64_t align);
     void *opaque;

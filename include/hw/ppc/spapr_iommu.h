@@ -63,6 +63,10 @@ bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
                         uint64_t len);
 bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
                          const void *buf, uint64_t len);
+/* One byte, ordered after every earlier write (a release): a flag the
+ * guest polls, written after what it guards. */
+bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
+                                    uint8_t val);
 
 
 #endif
