@@ -1,9 +1,10 @@
 # Thin wrapper around meson: the real build description is meson.build.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 MESON_TEST  = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps run check check-asan bench clean
+.PHONY: all deps run check check-asan check-tsan bench clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -15,6 +16,13 @@ $(BUILD)/build.ninja:
 
 $(ASAN_BUILD)/build.ninja:
 	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+# ThreadSanitizer: LTO off (it would hide nothing, but slows the build),
+# -O1 so the suites stay within their timeouts.  A report ends the process
+# with status 66, which fails the test that ran it.
+$(TSAN_BUILD)/build.ninja:
+	meson setup $(TSAN_BUILD) --buildtype=debugoptimized -Doptimization=1 \
+	    -Db_sanitize=thread -Db_lundef=false
 
 deps:
 	scripts/install-deps.sh
@@ -33,6 +41,11 @@ check-asan: deps $(ASAN_BUILD)/build.ninja
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(MESON_TEST)
 
+check-tsan: deps $(TSAN_BUILD)/build.ninja
+	ninja -C $(TSAN_BUILD)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1 \
+	    $(MESON_TEST)
+
 # Frame rates over af-xdp against the raw AF_XDP limit, in private network
 # namespaces (root; ~15 minutes; docs/devel/benchmarks.md).  Not part of
 # check.  BENCH_ARGS passes options, e.g. BENCH_ARGS="--only raw".
@@ -40,4 +53,4 @@ bench: all
 	tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
