@@ -5,7 +5,6 @@
  * checked against the one block this machine has.
  */
 #include "migration/ram.h"
-#include "migration/savevm.h"
 #include "qemu/option.h"
 
 #include <string.h>

@@ -4,7 +4,6 @@
  * because the stream comes from another host and may be hostile.
  */
 #include "migration/vmstate.h"
-#include "migration/savevm.h"
 #include "qemu/option.h"
 
 #include <string.h>

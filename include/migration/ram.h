@@ -13,6 +13,9 @@
 #define RAM_SECTION_VERSION 4
 /* QEMU's name for the pseries machine's RAM block. */
 #define RAM_BLOCK_NAME      "ppc_spapr.ram"
+/* The target page size: pages in the stream, and the description's
+ * "page_size". */
+#define MIGRATION_PAGE_SIZE 4096
 
 typedef struct RamStats {
     uint64_t total;             /* bytes of guest RAM */

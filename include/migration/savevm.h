@@ -27,15 +27,11 @@ typedef struct VMStateDescription VMStateDescription;
 #define QEMU_VM_SECTION_PART        0x02
 #define QEMU_VM_SECTION_END         0x03
 #define QEMU_VM_SECTION_FULL        0x04
-#define QEMU_VM_SUBSECTION          0x05
 #define QEMU_VM_VMDESCRIPTION       0x06
 #define QEMU_VM_CONFIGURATION       0x07
 #define QEMU_VM_COMMAND             0x08
 #define QEMU_VM_SECTION_FOOTER      0x7e
 #define MIG_CMD_SWITCHOVER_START    0x0b
-#define VMS_NULLPTR_MARKER          0x30
-/* The target page size, as the description's "page_size". */
-#define MIGRATION_PAGE_SIZE         4096
 
 /* How a registered object's live state maps to the image its vmsd
  * describes. */

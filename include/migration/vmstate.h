@@ -13,6 +13,11 @@
 
 #include <stddef.h>
 
+/* The markers vmstate writes inside a section, QEMU's numbers: one
+ * before each subsection, one for each NULL pointer field. */
+#define QEMU_VM_SUBSECTION          0x05
+#define VMS_NULLPTR_MARKER          0x30
+
 typedef struct VMStateDescription VMStateDescription;
 typedef struct VMStateField VMStateField;
 
