@@ -7,7 +7,7 @@
 #define MIGRATION_RAM_H
 
 #include "migration/qemu-file.h"
-#include "system/guest-ram.h"
+#include "qemu/guest-ram.h"
 
 #define RAM_SECTION_NAME    "ram"
 #define RAM_SECTION_VERSION 4

@@ -15,7 +15,7 @@
 
 #include "migration/qemu-file.h"
 #include "migration/ram.h"
-#include "system/guest-ram.h"
+#include "qemu/guest-ram.h"
 
 typedef struct VMStateDescription VMStateDescription;
 

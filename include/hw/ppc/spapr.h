@@ -12,8 +12,8 @@
 #include "hw/boards.h"
 #include "hw/ppc/hcall.h"
 #include "hw/irq.h"
+#include "qemu/guest-ram.h"
 #include "qemu/option.h"
-#include "system/guest-ram.h"
 
 typedef struct SpaprMachineState SpaprMachineState;
 typedef struct SpaprVioBus SpaprVioBus;

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "system/guest-ram.h"
+#include "qemu/guest-ram.h"
 
 typedef struct SpaprTceTable SpaprTceTable;
 typedef struct SpaprTceRegistry SpaprTceRegistry;

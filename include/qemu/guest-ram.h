@@ -3,8 +3,8 @@
  * Every accessor checks the whole range and fails rather than touch memory
  * outside it; multi-byte loads and stores are big-endian, as the guest is.
  */
-#ifndef SYSTEM_GUEST_RAM_H
-#define SYSTEM_GUEST_RAM_H
+#ifndef QEMU_GUEST_RAM_H
+#define QEMU_GUEST_RAM_H
 
 #include <glib.h>
 #include <stdbool.h>

@@ -5,7 +5,7 @@
  * pages are given to private anonymous memory (shared memory gets them
  * only where the host enabled them for shmem, which it rarely does).
  */
-#include "system/guest-ram.h"
+#include "qemu/guest-ram.h"
 #include "qemu/bswap.h"
 #include "qemu/option.h"
 
