@@ -7,16 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "guest/guest-mem.h"
 #include "guest/tx-frames.h"
 #include "hw/qdev.h"
 #include "qemu/option.h"
 
-/* Below this the models leave memory alone (room for a firmware). */
-#define GUEST_MEM_BASE      (1ULL << 20)
-#define DMA_WINDOW_SIZE     0x10000000ULL
-
 static GPtrArray *guests;       /* IbmvethGuest * */
-static uint64_t mem_next, mem_end;
 
 static const char ibmveth_help[] =
     "dev=ID              the spapr-vlan it drives (required)\n"
@@ -69,17 +65,6 @@ bool guest_print_help(const char *arg, bool *printed, GError **errp)
     printf("ibmveth options:\n%s", ibmveth_help);
     *printed = true;
     return true;
-}
-
-uint64_t guest_mem_alloc(uint64_t size, uint64_t align)
-{
-    uint64_t addr = (mem_next + align - 1) & ~(align - 1);
-
-    if (addr < mem_next || size > mem_end || addr > mem_end - size) {
-        return 0;
-    }
-    mem_next = addr + size;
-    return addr;
 }
 
 static bool parse_fwd(const char *v, GuestFwd *fwd, GError **errp)
@@ -266,8 +251,7 @@ static void init_mem(SpaprMachineState *spapr)
 {
     if (!guests) {
         guests = g_ptr_array_new();
-        mem_next = GUEST_MEM_BASE;
-        mem_end = MIN(guest_ram_size(spapr_ram(spapr)), DMA_WINDOW_SIZE);
+        guest_mem_init(guest_ram_size(spapr_ram(spapr)));
     }
 }
 
@@ -322,7 +306,7 @@ void guest_cleanup(void)
  * guests would, each opens its device again, in memory allocated anew. */
 void guest_machine_reset(void)
 {
-    mem_next = GUEST_MEM_BASE;
+    guest_mem_reset();
     for (guint i = 0; guests && i < guests->len; i++) {
         ibmveth_guest_machine_reset(g_ptr_array_index(guests, i));
     }

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guest/guest.h"
+#include "guest/guest-mem.h"
 #include "guest/ip-reasm.h"
 #include "guest/skb-truesize.h"
 #include "guest/tap.h"

@@ -33,8 +33,4 @@ void guest_cleanup(void);
 void guest_machine_reset(void);
 void guest_foreach(void (*fn)(IbmvethGuest *g, void *opaque), void *opaque);
 
-/* Guest-physical memory for the models' structures: page-aligned pieces
- * from 1 MiB up, below the DMA window; 0 when none is left. */
-uint64_t guest_mem_alloc(uint64_t size, uint64_t align);
-
 #endif
