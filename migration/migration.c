@@ -1,5 +1,6 @@
 /*
- * The migration state machine, QEMU's statuses and events.  Both ends
+ * The migration state machine and QEMU's statuses, each change announced
+ * to notifiers (the monitor makes them MIGRATION events).  Both ends
  * move the whole stream in one step on the main loop: the source with
  * its machine stopped (so no frame touches guest memory while the stream
  * is written), the destination before its machine first runs.
@@ -7,8 +8,6 @@
 #include "migration/migration.h"
 #include "migration/channel.h"
 #include "migration/savevm.h"
-#include "hw/ppc/spapr.h"
-#include "monitor/qmp.h"
 #include "qemu/option.h"
 #include "qemu/runstate.h"
 
@@ -16,24 +15,21 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum MigrationStatus {
-    MIGRATION_STATUS_NONE,
-    MIGRATION_STATUS_SETUP,
-    MIGRATION_STATUS_ACTIVE,
-    MIGRATION_STATUS_COMPLETED,
-    MIGRATION_STATUS_FAILED,
-} MigrationStatus;
+typedef struct Notifier {
+    MigrationNotifier fn;
+    void *opaque;
+} Notifier;
 
 static const char *const status_names[] = {
     "none", "setup", "active", "completed", "failed",
 };
 
 static struct {
-    SpaprMachineState *spapr;
+    GuestRam *ram;
     const char *machine_type;
     MigrationStatus status;
     char *error;
-    RamStats ram;
+    RamStats ram_stats;
     uint64_t transferred;
     int64_t start_us, total_ms;
     /* Destination. */
@@ -44,32 +40,58 @@ static struct {
     bool autostart;
     char *incoming_uri;
     MigrationChannel *incoming;
+    GArray *notifiers;          /* Notifier */
 } mig;
 
-void migration_set_machine(SpaprMachineState *spapr,
-                           const char *machine_type)
+const char *migration_status_name(MigrationStatus status)
 {
-    mig.spapr = spapr;
+    return status_names[status];
+}
+
+void migration_set_machine(GuestRam *ram, const char *machine_type)
+{
+    mig.ram = ram;
     mig.machine_type = machine_type;
+}
+
+void migration_add_notifier(MigrationNotifier fn, void *opaque)
+{
+    if (!mig.notifiers) {
+        mig.notifiers = g_array_new(FALSE, FALSE, sizeof(Notifier));
+    }
+    g_array_append_val(mig.notifiers, ((Notifier){ fn, opaque }));
+}
+
+void migration_remove_notifier(MigrationNotifier fn, void *opaque)
+{
+    for (guint i = 0; mig.notifiers && i < mig.notifiers->len; i++) {
+        Notifier *n = &g_array_index(mig.notifiers, Notifier, i);
+
+        if (n->fn == fn && n->opaque == opaque) {
+            g_array_remove_index(mig.notifiers, i);
+            return;
+        }
+    }
 }
 
 static void set_status(MigrationStatus status)
 {
-    JsonObject *data = json_object_new();
-
     mig.status = status;
     if (status == MIGRATION_STATUS_SETUP) {
         mig.start_us = g_get_monotonic_time();
         g_clear_pointer(&mig.error, g_free);
-        mig.ram = (RamStats){ 0 };
+        mig.ram_stats = (RamStats){ 0 };
         mig.transferred = 0;
     }
     if (status == MIGRATION_STATUS_COMPLETED ||
         status == MIGRATION_STATUS_FAILED) {
         mig.total_ms = (g_get_monotonic_time() - mig.start_us) / 1000;
     }
-    json_object_set_string_member(data, "status", status_names[status]);
-    qmp_event_emit("MIGRATION", data);
+    for (guint i = 0; mig.notifiers && i < mig.notifiers->len; i++) {
+        Notifier *n = &g_array_index(mig.notifiers, Notifier, i);
+
+        n->fn(status, n->opaque);
+    }
 }
 
 static void fail(const GError *err)
@@ -88,7 +110,7 @@ static void load_incoming(MigrationChannel *ch, void *opaque)
 
     (void)opaque;
     set_status(MIGRATION_STATUS_ACTIVE);
-    ok = qemu_loadvm_state(f, mig.machine_type, spapr_ram(mig.spapr), &err);
+    ok = qemu_loadvm_state(f, mig.machine_type, mig.ram, &err);
     mig.transferred = qemu_file_transferred(f);
     qemu_file_close(f, NULL);
     mig.incoming = NULL;
@@ -186,8 +208,8 @@ bool migration_outgoing(const char *uri, GError **errp)
     vm_stop();
     set_status(MIGRATION_STATUS_ACTIVE);
     f = qemu_file_new_output(migration_channel_fd(ch));
-    ok = qemu_savevm_state(f, mig.machine_type, spapr_ram(mig.spapr),
-                           &mig.ram, &err);
+    ok = qemu_savevm_state(f, mig.machine_type, mig.ram, &mig.ram_stats,
+                           &err);
     mig.transferred = qemu_file_transferred(f);
     ok = qemu_file_close(f, ok ? &err : NULL) && ok;
     ok = migration_channel_close(ch, ok ? &err : NULL) && ok;
@@ -220,9 +242,9 @@ JsonObject *migration_query(void)
     }
     ram = json_object_new();
     json_object_set_int_member(ram, "transferred", mig.transferred);
-    json_object_set_int_member(ram, "total", mig.ram.total);
-    json_object_set_int_member(ram, "normal", mig.ram.normal);
-    json_object_set_int_member(ram, "duplicate", mig.ram.duplicate);
+    json_object_set_int_member(ram, "total", mig.ram_stats.total);
+    json_object_set_int_member(ram, "normal", mig.ram_stats.normal);
+    json_object_set_int_member(ram, "duplicate", mig.ram_stats.duplicate);
     json_object_set_int_member(ram, "page-size", MIGRATION_PAGE_SIZE);
     json_object_set_object_member(info, "ram", ram);
     return info;

@@ -304,6 +304,16 @@ static void runstate_changed(RunstateEvent event, const char *reason,
     }
 }
 
+static void migration_changed(MigrationStatus status, void *opaque)
+{
+    JsonObject *data = json_object_new();
+
+    (void)opaque;
+    json_object_set_string_member(data, "status",
+                                  migration_status_name(status));
+    qmp_event_emit("MIGRATION", data);
+}
+
 /* qom-list and qom-get over /machine/peripheral/ID and its properties. */
 
 static JsonObject *qom_entry(const char *name, const char *type)
@@ -874,8 +884,10 @@ void qmp_set_machine(SpaprMachineState *spapr)
 {
     if (spapr && !machine) {
         runstate_add_notifier(runstate_changed, NULL);
+        migration_add_notifier(migration_changed, NULL);
     } else if (!spapr && machine) {
         runstate_remove_notifier(runstate_changed, NULL);
+        migration_remove_notifier(migration_changed, NULL);
     }
     machine = spapr;
     net_set_rx_filter_notifier(spapr ? rx_filter_changed : NULL);

@@ -813,7 +813,7 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     g_unix_signal_add(SIGTERM, on_quit_signal, m);
     g_unix_signal_add(SIGINT, on_quit_signal, m);
     qmp_set_machine(m->spapr);
-    migration_set_machine(m->spapr, spapr_machine_type(m->spapr));
+    migration_set_machine(spapr_ram(m->spapr), spapr_machine_type(m->spapr));
     if (!start_monitors(m->monitors, errp)) {
         return false;
     }

@@ -13,11 +13,30 @@
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
 
-typedef struct SpaprMachineState SpaprMachineState;
+#include "qemu/guest-ram.h"
 
-/* The machine that migrates and its type's name; NULL when it is gone. */
-void migration_set_machine(SpaprMachineState *spapr,
-                           const char *machine_type);
+/* QEMU's MigrationStatus, the part of it one-step migration goes
+ * through. */
+typedef enum MigrationStatus {
+    MIGRATION_STATUS_NONE,
+    MIGRATION_STATUS_SETUP,
+    MIGRATION_STATUS_ACTIVE,
+    MIGRATION_STATUS_COMPLETED,
+    MIGRATION_STATUS_FAILED,
+} MigrationStatus;
+
+/* "none", "setup", "active", "completed", "failed". */
+const char *migration_status_name(MigrationStatus status);
+
+/* Each change of the status, on either end (the monitor's MIGRATION
+ * event). */
+typedef void (*MigrationNotifier)(MigrationStatus status, void *opaque);
+void migration_add_notifier(MigrationNotifier fn, void *opaque);
+void migration_remove_notifier(MigrationNotifier fn, void *opaque);
+
+/* The RAM that migrates and the machine type's name (never an alias),
+ * which the stream carries; NULL when the machine is gone. */
+void migration_set_machine(GuestRam *ram, const char *machine_type);
 
 /* -incoming URI or "defer": the machine waits in inmigrate; @autostart
  * runs it once a stream has loaded.  Errors concern the URI. */
