@@ -5,6 +5,7 @@
 #include "guest/ibmveth-guest.h"
 
 #include <errno.h>
+#include <libfdt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -18,7 +19,6 @@
 #include "guest/skb-truesize.h"
 #include "guest/tap.h"
 #include "guest/tx-frames.h"
-#include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr_vio.h"
 #include "qemu/option.h"
 #include "qemu/pause.h"
@@ -481,26 +481,76 @@ static gpointer vcpu_thread(gpointer opaque)
 
 /* ---- Life cycle ---- */
 
+/* The child of /vdevice whose unit address is @reg. */
+static int find_devnode(const void *fdt, uint32_t reg)
+{
+    int vdevice = fdt_path_offset(fdt, "/vdevice");
+    int node;
+
+    fdt_for_each_subnode(node, fdt, vdevice) {
+        int len;
+        const fdt32_t *r = fdt_getprop(fdt, node, "reg", &len);
+
+        if (r && len == sizeof(*r) && fdt32_to_cpu(*r) == reg) {
+            return node;
+        }
+    }
+    return -FDT_ERR_NOTFOUND;
+}
+
+/* As Linux's ibmveth_probe() does: local-mac-address is 6 bytes, or 8
+ * with two leading zero bytes (older firmware's form). */
+static bool read_mac(const void *fdt, int node, uint64_t *mac)
+{
+    int len;
+    const uint8_t *p = fdt_getprop(fdt, node, "local-mac-address", &len);
+
+    if (!p || (len != ETH_ALEN && len != ETH_ALEN + 2)) {
+        return false;
+    }
+    p += len - ETH_ALEN;
+    *mac = 0;
+    for (int i = 0; i < ETH_ALEN; i++) {
+        *mac = *mac << 8 | p[i];
+    }
+    return true;
+}
+
+/* The guest knows its device as Linux does, from the device tree the
+ * machine gives it: unit address, interrupt and MAC.  Only dev=ID, the
+ * user's name for the device, is looked up on the bus. */
 static bool find_device(IbmvethGuest *g, const char *dev, GError **errp)
 {
     SpaprVioDevice *vdev = spapr_vio_find_by_path(spapr_vio_bus(g->spapr),
                                                   dev);
-    SpaprVlanState *s = vdev ? spapr_vlan_from_vio(vdev) : NULL;
+    g_autofree void *fdt = NULL;
+    const fdt32_t *irq;
+    int node, len;
 
-    if (!s) {
-        g_set_error(errp, ILLAN_ERROR, 0, vdev ?
-                    "dev=%s is not a spapr-vlan" :
-                    "dev=%s: no such device (give the spapr-vlan an id: "
-                    "-device spapr-vlan,id=%s,...)", dev, dev);
+    if (!vdev) {
+        g_set_error(errp, ILLAN_ERROR, 0, "dev=%s: no such device (give "
+                    "the spapr-vlan an id: -device spapr-vlan,id=%s,...)",
+                    dev, dev);
+        return false;
+    }
+    fdt = spapr_build_fdt(g->spapr, errp);
+    if (!fdt) {
+        return false;
+    }
+    node = find_devnode(fdt, vdev->reg);
+    if (node < 0 || fdt_node_check_compatible(fdt, node, "IBM,l-lan")) {
+        g_set_error(errp, ILLAN_ERROR, 0, "dev=%s is not a spapr-vlan", dev);
+        return false;
+    }
+    irq = fdt_getprop(fdt, node, "interrupts", &len);
+    if (!irq || len < (int)sizeof(*irq) || !read_mac(fdt, node,
+                                                     &g->conf.drv.mac)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "dev=%s: its device-tree node "
+                    "lacks interrupts or local-mac-address", dev);
         return false;
     }
     g->conf.drv.unit = vdev->reg;
-    g->irq = vdev->irq;
-    /* Linux reads the MAC from local-mac-address. */
-    g->conf.drv.mac = 0;
-    for (int i = 0; i < ETH_ALEN; i++) {
-        g->conf.drv.mac = g->conf.drv.mac << 8 | s->perm_mac.a[i];
-    }
+    g->irq = fdt32_to_cpu(*irq);
     return true;
 }
 
