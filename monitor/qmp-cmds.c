@@ -192,12 +192,13 @@ static JsonArray *mac_array(const MACAddr *macs, unsigned n)
 static JsonObject *rx_filter_info(SpaprVlanState *s)
 {
     JsonObject *o = json_object_new();
+    MACAddr current = spapr_vlan_get_mac(s);
+    g_autofree char *mac = mac_format(&current);
     SpaprVlanFilter f;
-    g_autofree char *mac = NULL;
 
     spapr_vlan_get_filter(s, &f);
-    mac = mac_format(&s->mac);
-    json_object_set_string_member(o, "name", s->vdev.qdev.id);
+    json_object_set_string_member(o, "name",
+                                  net_client_name(spapr_vlan_nic(s)));
     json_object_set_boolean_member(o, "promiscuous", !f.filtering);
     json_object_set_string_member(o, "multicast",
                                   rx_state(f.rx_multicast && !f.filtering,
@@ -222,7 +223,7 @@ static void add_rx_filter(SpaprVioDevice *dev, void *opaque)
 
     if (s) {
         json_array_add_object_element(opaque, rx_filter_info(s));
-        net_nic_rx_filter_rearm(s->nic);
+        net_nic_rx_filter_rearm(spapr_vlan_nic(s));
     }
 }
 
@@ -588,7 +589,7 @@ static JsonObject *vlan_stats(SpaprVlanState *s)
 
     spapr_vlan_get_stats(s, &vs);
     json_object_set_boolean_member(o, "rx-buffer-pools",
-                                   s->use_rx_buffer_pools);
+                                   spapr_vlan_rx_buffer_pools(s));
     json_object_set_int_member(o, "rx-frames", vs.rx_frames);
     json_object_set_int_member(o, "rx-bytes", vs.rx_bytes);
     json_object_set_int_member(o, "rx-buffer-bytes", vs.rx_buffer_bytes);
@@ -617,18 +618,20 @@ static void set_peer_name(JsonObject *o, const char *key, NetClientState *nc)
 static void add_nic_stats(SpaprVioDevice *dev, void *opaque)
 {
     SpaprVlanState *s = spapr_vlan_from_vio(dev);
+    NetClientState *nic;
     JsonObject *o;
     NetClientStats st;
 
     if (!s) {
         return;
     }
+    nic = spapr_vlan_nic(s);
     o = json_object_new();
-    net_client_get_stats(s->nic, &st);
+    net_client_get_stats(nic, &st);
     json_object_set_string_member(o, "name", dev->qdev.id);
     json_object_set_string_member(o, "model", TYPE_SPAPR_VLAN);
-    set_peer_name(o, "netdev", s->nic);
-    json_object_set_boolean_member(o, "link-up", net_client_link_up(s->nic));
+    set_peer_name(o, "netdev", nic);
+    json_object_set_boolean_member(o, "link-up", net_client_link_up(nic));
     json_object_set_object_member(o, "rx", rx_stats(&st));
     json_object_set_object_member(o, "tx", tx_stats(&st));
     json_object_set_object_member(o, "device", vlan_stats(s));

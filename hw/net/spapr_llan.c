@@ -50,6 +50,36 @@
                              MCAST_RECV_ENABLE | MCAST_FILTER_ENABLE | \
                              MCAST_OP_MASK)
 
+/* The field names and sizes are QEMU's, so that the migration image
+ * lines up with QEMU's spapr_llan. */
+struct SpaprVlanState {
+    SpaprVioDevice vdev;
+    MACAddr mac;            /* the current MAC; the guest may change it */
+    MACAddr perm_mac;       /* the command-line MAC, restored on reset */
+    char *netdev;
+    bool use_rx_buffer_pools;
+
+    NetClientState *nic;
+    QemuMutex lock;            /* the rx state below: one take per batch */
+    bool isopen;
+    uint64_t buf_list;
+    uint32_t add_buf_ptr, use_buf_ptr, rx_bufs;
+    uint64_t rxq_ptr;
+    LlanRxPools pools;
+    SpaprVlanFilter filter;
+    bool rx_filter_changed;     /* by this hcall; announced after it */
+    bool rx_held;               /* the backend holds frames for lack of
+                                   buffers: wake it when there are some */
+    SpaprVlanStats stats;       /* all but tx_*, which are in tx */
+
+    QemuMutex tx_lock;          /* H_SEND_LOGICAL_LAN: the gather buffer,
+                                   the backend's send, the tx counters */
+    struct {
+        uint64_t frames, bytes, errors;
+    } tx;
+    uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
+};
+
 /* Realized devices, so that default MACs are never handed out twice. */
 static GPtrArray *live_vlans;
 
@@ -1155,6 +1185,26 @@ void spapr_vlan_get_filter(SpaprVlanState *s, SpaprVlanFilter *filter)
     qemu_mutex_lock(&s->lock);
     *filter = s->filter;
     qemu_mutex_unlock(&s->lock);
+}
+
+MACAddr spapr_vlan_get_mac(SpaprVlanState *s)
+{
+    MACAddr mac;
+
+    qemu_mutex_lock(&s->lock);
+    mac = s->mac;
+    qemu_mutex_unlock(&s->lock);
+    return mac;
+}
+
+NetClientState *spapr_vlan_nic(SpaprVlanState *s)
+{
+    return s->nic;
+}
+
+bool spapr_vlan_rx_buffer_pools(SpaprVlanState *s)
+{
+    return s->use_rx_buffer_pools;
 }
 
 static const Property spapr_vlan_props[] = {

@@ -100,21 +100,16 @@ static void test_class_find(void)
 static void test_defaults(void)
 {
     DeviceState *dev = new_vlan();
-    SpaprVlanState *s = (SpaprVlanState *)dev;
-    static const MACAddr zero_mac;
 
     g_assert_null(dev->id);
     g_assert_false(dev->realized);
     assert_prop(dev, "reg", "4294967295");
-    g_assert_cmphex(s->vdev.reg, ==, 0xffffffff);
+    g_assert_cmphex(((SpaprVioDevice *)dev)->reg, ==, 0xffffffff);
     assert_prop(dev, "use-rx-buffer-pools", "on");
-    g_assert_true(s->use_rx_buffer_pools);
     /* mac has no default: it stays all-zero until the device fills it in */
     g_assert_null(device_class_find_prop(dev->klass, "mac")->defval);
-    g_assert_cmpmem(&s->mac, sizeof(s->mac), &zero_mac, sizeof(zero_mac));
     assert_prop(dev, "mac", "00:00:00:00:00:00");
     assert_prop(dev, "netdev", "");
-    g_assert_null(s->netdev);
     device_free(dev);
 }
 
@@ -183,12 +178,9 @@ static void test_set_uint32_rejects(void)
 static void test_set_macaddr(void)
 {
     DeviceState *dev = new_vlan();
-    SpaprVlanState *s = (SpaprVlanState *)dev;
-    static const MACAddr expect = { { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef } };
 
     set_ok(dev, "mac", "52:54:00:AB:cd:Ef");
     assert_prop(dev, "mac", "52:54:00:ab:cd:ef");
-    g_assert_cmpmem(&s->mac, sizeof(s->mac), &expect, sizeof(expect));
     device_free(dev);
 }
 

@@ -91,6 +91,7 @@ static void fixture_init(Fixture *f, bool pools)
 {
     MachineOptions mo = { .ram_size = 64ULL << 20 };
     g_autoptr(GError) err = NULL;
+    SpaprVioDevice *vdev;
     SpaprTceTable *tcet;
 
     memset(f, 0, sizeof(*f));
@@ -103,10 +104,11 @@ static void fixture_init(Fixture *f, bool pools)
     f->spapr = spapr_machine_new(machine_class_find("pseries"), &mo, &err);
     g_assert_no_error(err);
     add_netdev(f);
-    f->lan = (SpaprVlanState *)plug(f, "spapr-vlan", "netdev", "n0",
-                                    "use-rx-buffer-pools",
-                                    pools ? "on" : "off", NULL);
-    f->unit = f->lan->vdev.reg;
+    vdev = (SpaprVioDevice *)plug(f, "spapr-vlan", "netdev", "n0",
+                                  "use-rx-buffer-pools",
+                                  pools ? "on" : "off", NULL);
+    f->lan = spapr_vlan_from_vio(vdev);
+    f->unit = vdev->reg;
     spapr_machine_reset(f->spapr);
     runstate_set(RUN_STATE_RUNNING);
     spapr_irq_intercept(f->spapr, count_irq, f);
@@ -180,7 +182,7 @@ static uint64_t nic_frames(Fixture *f)
 {
     NetClientStats st;
 
-    net_client_get_stats(f->lan->nic, &st);
+    net_client_get_stats(spapr_vlan_nic(f->lan), &st);
     return st.rx_frames;
 }
 
@@ -212,7 +214,7 @@ static void test_one_interrupt_per_batch(void)
     /* Queued before the loop runs, so the backend reads them at once. */
     inject(&f, 10, 60, to_us);
     wait_frames(&f, 10);
-    net_client_get_stats(f.lan->nic, &st);
+    net_client_get_stats(spapr_vlan_nic(f.lan), &st);
     spapr_vlan_get_stats(f.lan, &vs);
     g_assert_cmpuint(vs.rx_frames, ==, 10);
     g_assert_cmpuint(st.rx_batches, ==, 1);
@@ -265,7 +267,7 @@ static void test_drops_by_reason_balance(void)
     wait_frames(&f, 12);
 
     spapr_vlan_get_stats(f.lan, &vs);
-    net_client_get_stats(f.lan->nic, &st);
+    net_client_get_stats(spapr_vlan_nic(f.lan), &st);
     g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_NOT_REGISTERED], ==, 2);
     g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_NO_BUFFER], ==, 3);
     g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_FILTERED], ==, 4);
@@ -291,6 +293,7 @@ static void test_pool_stats_and_reset(void)
     Fixture f;
     SpaprVlanStats vs;
     const uint8_t new_mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
+    MACAddr mac;
 
     fixture_init(&f, true);
     open_lan(&f);
@@ -308,13 +311,17 @@ static void test_pool_stats_and_reset(void)
     g_assert_cmpuint(vs.rx_bufs, ==, 3);
     g_assert_cmpint(hcall(&f, H_CHANGE_LOGICAL_LAN_MAC, 0x525400abcdefULL, 0,
                           0, 0), ==, H_SUCCESS);
-    g_assert_cmpmem(f.lan->mac.a, 6, new_mac, 6);
+    mac = spapr_vlan_get_mac(f.lan);
+    g_assert_cmpmem(mac.a, 6, new_mac, 6);
     spapr_machine_reset(f.spapr);
     spapr_vlan_get_stats(f.lan, &vs);
     g_assert_cmpuint(vs.npools, ==, 0);
     g_assert_cmpuint(vs.rx_bufs, ==, 0);
-    g_assert_cmpmem(f.lan->mac.a, 6, to_us, 6);
-    g_assert_false(f.lan->isopen);
+    mac = spapr_vlan_get_mac(f.lan);
+    g_assert_cmpmem(mac.a, 6, to_us, 6);
+    /* Closed, as the guest sees it. */
+    g_assert_cmpint(hcall(&f, H_FREE_LOGICAL_LAN, 0, 0, 0, 0), ==,
+                    H_RESOURCE);
     fixture_free(&f);
 }
 
@@ -445,7 +452,7 @@ static void test_stopped_machine(void)
     inject(&f, 1, 60, to_us);
     wait_frames(&f, 4);
     spapr_vlan_get_stats(f.lan, &vs);
-    net_client_get_stats(f.lan->nic, &st);
+    net_client_get_stats(spapr_vlan_nic(f.lan), &st);
     g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_VM_STOPPED], ==, 3);
     g_assert_cmpuint(st.rx_results[NET_RX_DROP_VM_STOPPED], ==, 3);
     g_assert_cmpuint(vs.rx_frames, ==, 1);

@@ -1,9 +1,9 @@
 /*
  * spapr-vlan: the PAPR Interpartition Logical LAN device.
  *
- * Public: the device state (its field names and sizes are QEMU's, so that
- * migration lines up with QEMU's spapr_llan) and the stats API for the
- * monitor.
+ * Public: the device's type name and PAPR constants, and what the monitor
+ * and tests may see of its state, through accessors that take the
+ * device's locks.  The state itself is private to hw/net/spapr_llan.c.
  */
 #ifndef HW_NET_SPAPR_LLAN_H
 #define HW_NET_SPAPR_LLAN_H
@@ -11,7 +11,6 @@
 #include "hw/net/llan_rx_pools.h"
 #include "hw/ppc/spapr_vio.h"
 #include "net/net.h"
-#include "qemu/thread.h"
 
 #define TYPE_SPAPR_VLAN         "spapr-vlan"
 /* Entries in the multicast filter table (ibm,mac-address-filters). */
@@ -48,39 +47,21 @@ typedef struct SpaprVlanFilter {
     MACAddr mcast[LLAN_MCAST_FILTERS];
 } SpaprVlanFilter;
 
-typedef struct SpaprVlanState {
-    SpaprVioDevice vdev;
-    MACAddr mac;            /* the current MAC; the guest may change it */
-    MACAddr perm_mac;       /* the command-line MAC, restored on reset */
-    char *netdev;
-    bool use_rx_buffer_pools;
-
-    NetClientState *nic;
-    QemuMutex lock;            /* the rx state below: one take per batch */
-    bool isopen;
-    uint64_t buf_list;
-    uint32_t add_buf_ptr, use_buf_ptr, rx_bufs;
-    uint64_t rxq_ptr;
-    LlanRxPools pools;
-    SpaprVlanFilter filter;
-    bool rx_filter_changed;     /* by this hcall; announced after it */
-    bool rx_held;               /* the backend holds frames for lack of
-                                   buffers: wake it when there are some */
-    SpaprVlanStats stats;       /* all but tx_*, which are in tx */
-
-    QemuMutex tx_lock;          /* H_SEND_LOGICAL_LAN: the gather buffer,
-                                   the backend's send, the tx counters */
-    struct {
-        uint64_t frames, bytes, errors;
-    } tx;
-    uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
-} SpaprVlanState;
+typedef struct SpaprVlanState SpaprVlanState;
 
 /* @dev as a logical LAN, or NULL when it is another kind of VIO device. */
 SpaprVlanState *spapr_vlan_from_vio(SpaprVioDevice *dev);
 
 /* A copy of the device's counters and pool table. */
 void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats);
+/* A copy of the receive filter the guest set. */
 void spapr_vlan_get_filter(SpaprVlanState *s, SpaprVlanFilter *filter);
+/* The current MAC: the guest may change it (H_CHANGE_LOGICAL_LAN_MAC) on
+ * any hcall thread, so it is read under the device's lock. */
+MACAddr spapr_vlan_get_mac(SpaprVlanState *s);
+/* The device's side of its netdev pair, for the net core's counters. */
+NetClientState *spapr_vlan_nic(SpaprVlanState *s);
+/* The use-rx-buffer-pools property: pool mode, or legacy page mode. */
+bool spapr_vlan_rx_buffer_pools(SpaprVlanState *s);
 
 #endif
