@@ -9,6 +9,8 @@
 #include "migration/migration.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
+#include "qemu/module.h"
+#include "qemu/qmp-registry.h"
 #include "qemu/runstate.h"
 
 #include <string.h>
@@ -42,51 +44,6 @@ static JsonNode *array_node(JsonArray *arr)
 }
 
 /* Session and run state. */
-
-static JsonNode *qmp_capabilities(JsonObject *args, QmpError *err)
-{
-    JsonArray *enable = json_object_has_member(args, "enable") ?
-                        json_object_get_array_member(args, "enable") : NULL;
-
-    if (enable && json_array_get_length(enable)) {
-        JsonNode *cap = json_array_get_element(enable, 0);
-
-        if (!JSON_NODE_HOLDS_VALUE(cap) ||
-            json_node_get_value_type(cap) != G_TYPE_STRING) {
-            qmp_error_set(err, QMP_ERROR_GENERIC, "Invalid parameter type "
-                          "for 'enable', expected: array of strings");
-        } else {
-            qmp_error_set(err, QMP_ERROR_GENERIC,
-                          "Capability '%s' not available",
-                          json_node_get_string(cap));
-        }
-        return NULL;
-    }
-    return empty_return();
-}
-
-static JsonNode *query_version(JsonObject *args, QmpError *err)
-{
-    (void)args, (void)err;
-    return object_node(qmp_version_info());
-}
-
-static void add_command_name(const QmpCommand *cmd, void *opaque)
-{
-    JsonObject *o = json_object_new();
-
-    json_object_set_string_member(o, "name", cmd->name);
-    json_array_add_object_element(opaque, o);
-}
-
-static JsonNode *query_commands(JsonObject *args, QmpError *err)
-{
-    JsonArray *list = json_array_new();
-
-    (void)args, (void)err;
-    qmp_foreach_command(add_command_name, list);
-    return array_node(list);
-}
 
 static JsonNode *query_status(JsonObject *args, QmpError *err)
 {
@@ -822,9 +779,6 @@ static const QmpArg migrate_args[] = {
 static const QmpArg migrate_incoming_args[] = {
     { "uri", QMP_ARG_STR, false }, { NULL, 0, false }
 };
-static const QmpArg capabilities_args[] = {
-    { "enable", QMP_ARG_ARRAY, true }, { NULL, 0, false }
-};
 static const QmpArg rx_filter_args[] = {
     { "name", QMP_ARG_STR, true }, { NULL, 0, false }
 };
@@ -844,9 +798,6 @@ static const QmpArg netdev_del_args[] = {
 };
 
 static const QmpCommand commands[] = {
-    { "qmp_capabilities", capabilities_args, false, qmp_capabilities },
-    { "query-version", NULL, false, query_version },
-    { "query-commands", NULL, false, query_commands },
     { "query-status", NULL, false, query_status },
     { "stop", NULL, false, qmp_stop },
     { "cont", NULL, false, qmp_cont },
@@ -865,23 +816,11 @@ static const QmpCommand commands[] = {
     { "query-migrate", NULL, false, query_migrate },
 };
 
-const QmpCommand *qmp_find_command(const char *name)
+static void commands_register(void)
 {
-    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
-        if (!strcmp(commands[i].name, name)) {
-            return &commands[i];
-        }
-    }
-    return NULL;
+    qmp_register_commands(commands, G_N_ELEMENTS(commands));
 }
-
-void qmp_foreach_command(void (*fn)(const QmpCommand *cmd, void *opaque),
-                         void *opaque)
-{
-    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
-        fn(&commands[i], opaque);
-    }
-}
+illan_init(commands_register)
 
 void qmp_set_machine(SpaprMachineState *spapr)
 {

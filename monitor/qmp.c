@@ -1,5 +1,6 @@
 /*
- * The QMP monitor's transport and dispatch.  Every client gets the
+ * The QMP monitor's transport and dispatch, and its own commands
+ * (qmp_capabilities, query-version, query-commands).  Every client gets the
  * greeting at once, must negotiate with qmp_capabilities, and then gets
  * one reply per request and every event.  Input is split by json-stream
  * and parsed by json-glib; anything malformed is answered with an error,
@@ -7,12 +8,14 @@
  */
 #include "monitor/qmp.h"
 #include "monitor/json-stream.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
 #include "qemu/option.h"
+#include "qemu/qmp-registry.h"
 #include "qemu/unix-socket.h"
 
 #include <errno.h>
 #include <glib-unix.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,21 +43,6 @@ typedef struct QmpListener {
 
 static GPtrArray *clients;      /* QmpClient * */
 static GPtrArray *listeners;    /* QmpListener * */
-
-/* Messages may quote the client's bytes (json-glib's do): they are made
- * valid UTF-8 before they go into a reply. */
-void qmp_error_set(QmpError *err, const char *cls, const char *fmt, ...)
-{
-    g_autofree char *text = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    text = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    g_free(err->desc);
-    err->cls = cls;
-    err->desc = g_utf8_make_valid(text, -1);
-}
 
 static void hang_up(QmpClient *c)
 {
@@ -129,7 +117,9 @@ static void client_write_object(QmpClient *c, JsonObject *obj)
     client_write(c, root);
 }
 
-JsonObject *qmp_version_info(void)
+/* {"qemu": {"major", "minor", "micro"}, "package"}: for the greeting and
+ * query-version. */
+static JsonObject *version_info(void)
 {
     JsonObject *ver = json_object_new(), *qemu = json_object_new();
 
@@ -145,7 +135,7 @@ static void send_greeting(QmpClient *c)
 {
     JsonObject *qmp = json_object_new(), *greeting = json_object_new();
 
-    json_object_set_object_member(qmp, "version", qmp_version_info());
+    json_object_set_object_member(qmp, "version", version_info());
     json_object_set_array_member(qmp, "capabilities", json_array_new());
     json_object_set_object_member(greeting, "QMP", qmp);
     client_write_object(c, greeting);
@@ -529,9 +519,15 @@ void qmp_cleanup(void)
     g_clear_pointer(&listeners, g_ptr_array_unref);
 }
 
-void qmp_event_emit(const char *name, JsonObject *data)
+typedef struct QmpEvent {
+    char *name;
+    JsonObject *data;       /* may be NULL */
+    gint64 time;            /* when it was raised */
+} QmpEvent;
+
+static void send_event(void *opaque)
 {
-    gint64 now = g_get_real_time();
+    QmpEvent *e = opaque;
 
     for (guint i = 0; clients && i < clients->len; i++) {
         QmpClient *c = g_ptr_array_index(clients, i);
@@ -542,18 +538,131 @@ void qmp_event_emit(const char *name, JsonObject *data)
         }
         ev = json_object_new();
         ts = json_object_new();
-        json_object_set_string_member(ev, "event", name);
-        if (data) {
+        json_object_set_string_member(ev, "event", e->name);
+        if (e->data) {
             json_object_set_object_member(ev, "data",
-                                          json_object_ref(data));
+                                          json_object_ref(e->data));
         }
-        json_object_set_int_member(ts, "seconds", now / G_USEC_PER_SEC);
+        json_object_set_int_member(ts, "seconds", e->time / G_USEC_PER_SEC);
         json_object_set_int_member(ts, "microseconds",
-                                   now % G_USEC_PER_SEC);
+                                   e->time % G_USEC_PER_SEC);
         json_object_set_object_member(ev, "timestamp", ts);
         client_write_object(c, ev);
     }
-    if (data) {
-        json_object_unref(data);
+    if (e->data) {
+        json_object_unref(e->data);
     }
+    g_free(e->name);
+    g_free(e);
 }
+
+/* Clients are the main thread's, so an event raised elsewhere goes there
+ * to be sent. */
+void qmp_event_emit(const char *name, JsonObject *data)
+{
+    QmpEvent *e = g_new(QmpEvent, 1);
+
+    e->name = g_strdup(name);
+    e->data = data;
+    e->time = g_get_real_time();
+    main_loop_run_or_post(send_event, e);
+}
+
+/* The monitor's own commands: the session, the version, the list. */
+
+static JsonNode *qmp_capabilities(JsonObject *args, QmpError *err)
+{
+    JsonArray *enable = json_object_has_member(args, "enable") ?
+                        json_object_get_array_member(args, "enable") : NULL;
+
+    if (enable && json_array_get_length(enable)) {
+        JsonNode *cap = json_array_get_element(enable, 0);
+
+        if (!JSON_NODE_HOLDS_VALUE(cap) ||
+            json_node_get_value_type(cap) != G_TYPE_STRING) {
+            qmp_error_set(err, QMP_ERROR_GENERIC, "Invalid parameter type "
+                          "for 'enable', expected: array of strings");
+        } else {
+            qmp_error_set(err, QMP_ERROR_GENERIC,
+                          "Capability '%s' not available",
+                          json_node_get_string(cap));
+        }
+        return NULL;
+    }
+    return qmp_return_empty();
+}
+
+static JsonNode *query_version(JsonObject *args, QmpError *err)
+{
+    (void)args, (void)err;
+    return qmp_return_object(version_info());
+}
+
+/* query-commands keeps the order of the QMP reference
+ * (docs/interop/qmp.md), which registration from constructors cannot;
+ * a command the list does not name follows, by name. */
+static const char *const listing_order[] = {
+    "qmp_capabilities", "query-version", "query-commands", "query-status",
+    "stop", "cont", "system_reset", "quit", "query-rx-filter", "qom-list",
+    "qom-get", "netdev_add", "netdev_del", "x-query-net-stats",
+    "x-query-guest-stats", "pmemsave", "migrate", "migrate-incoming",
+    "query-migrate",
+};
+
+static guint listing_rank(const char *name)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(listing_order); i++) {
+        if (!strcmp(listing_order[i], name)) {
+            return i;
+        }
+    }
+    return G_N_ELEMENTS(listing_order);
+}
+
+static gint compare_listing(gconstpointer a, gconstpointer b)
+{
+    const QmpCommand *x = *(const QmpCommand *const *)a;
+    const QmpCommand *y = *(const QmpCommand *const *)b;
+    guint rx = listing_rank(x->name), ry = listing_rank(y->name);
+
+    return rx != ry ? (rx < ry ? -1 : 1) : strcmp(x->name, y->name);
+}
+
+static void add_command(const QmpCommand *cmd, void *opaque)
+{
+    g_ptr_array_add(opaque, (gpointer)cmd);
+}
+
+static JsonNode *query_commands(JsonObject *args, QmpError *err)
+{
+    g_autoptr(GPtrArray) cmds = g_ptr_array_new();
+    JsonArray *list = json_array_new();
+
+    (void)args, (void)err;
+    qmp_foreach_command(add_command, cmds);
+    g_ptr_array_sort(cmds, compare_listing);
+    for (guint i = 0; i < cmds->len; i++) {
+        JsonObject *o = json_object_new();
+        const QmpCommand *cmd = g_ptr_array_index(cmds, i);
+
+        json_object_set_string_member(o, "name", cmd->name);
+        json_array_add_object_element(list, o);
+    }
+    return qmp_return_array(list);
+}
+
+static const QmpArg capabilities_args[] = {
+    { "enable", QMP_ARG_ARRAY, true }, { NULL, 0, false }
+};
+
+static const QmpCommand monitor_commands[] = {
+    { "qmp_capabilities", capabilities_args, false, qmp_capabilities },
+    { "query-version", NULL, false, query_version },
+    { "query-commands", NULL, false, query_commands },
+};
+
+static void monitor_commands_register(void)
+{
+    qmp_register_commands(monitor_commands, G_N_ELEMENTS(monitor_commands));
+}
+illan_init(monitor_commands_register)
