@@ -542,6 +542,30 @@ GVariant *net_backend_query(NetClientState *backend)
     return g_variant_ref_sink(backend->backend_ops->query(backend->opaque));
 }
 
+const char *net_nic_model(const NetClientState *nic)
+{
+    g_assert(nic->is_nic);
+    return nic->nic_ops->model;
+}
+
+GVariant *net_nic_query(NetClientState *nic)
+{
+    g_assert(nic->is_nic);
+    if (!nic->nic_ops->query) {
+        return NULL;
+    }
+    return g_variant_ref_sink(nic->nic_ops->query(nic->opaque));
+}
+
+GVariant *net_nic_query_rx_filter(NetClientState *nic)
+{
+    g_assert(nic->is_nic);
+    if (!nic->nic_ops->query_rx_filter) {
+        return NULL;
+    }
+    return g_variant_ref_sink(nic->nic_ops->query_rx_filter(nic->opaque));
+}
+
 static void rx_filter_changed_on_main(void *opaque)
 {
     NetClientState *nic = opaque;

@@ -812,7 +812,8 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
      * a handler. */
     g_unix_signal_add(SIGTERM, on_quit_signal, m);
     g_unix_signal_add(SIGINT, on_quit_signal, m);
-    qmp_set_machine(m->spapr);
+    spapr_machine_set_current(m->spapr);
+    qmp_events_subscribe();
     migration_set_machine(spapr_ram(m->spapr), spapr_machine_type(m->spapr));
     if (!start_monitors(m->monitors, errp)) {
         return false;
@@ -877,7 +878,8 @@ int main(int argc, char **argv)
     net_cleanup();
     guest_cleanup();
     qmp_cleanup();
-    qmp_set_machine(NULL);
+    qmp_events_unsubscribe();
+    spapr_machine_set_current(NULL);
     migration_cleanup();
     migration_set_machine(NULL, NULL);
     qtest_server_free(m.qtest);

@@ -1080,8 +1080,121 @@ static const VMStateImageOps vlan_image_ops = {
     .commit = vlan_commit,
 };
 
+/* What the monitor shows, from the same accessors anyone else has: the
+ * device's counters (x-query-net-stats' "device") and its receive filter
+ * (query-rx-filter), as a{sv} dictionaries in the order QMP lists them. */
+
+static void dict_add(GVariantBuilder *b, const char *key, GVariant *v)
+{
+    g_variant_builder_add(b, "{sv}", key, v);
+}
+
+static GVariant *drop_counts(const uint64_t *by_result)
+{
+    GVariantBuilder b;
+
+    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+    for (int r = NET_RX_DELIVERED + 1; r < NET_RX__MAX; r++) {
+        dict_add(&b, net_rx_result_name(r),
+                 g_variant_new_uint64(by_result[r]));
+    }
+    return g_variant_builder_end(&b);
+}
+
+static GVariant *pool_stats(const SpaprVlanStats *vs)
+{
+    GVariantBuilder b;
+
+    g_variant_builder_init(&b, G_VARIANT_TYPE("aa{sv}"));
+    for (unsigned i = 0; i < vs->npools; i++) {
+        g_variant_builder_open(&b, G_VARIANT_TYPE_VARDICT);
+        dict_add(&b, "bufsize", g_variant_new_int32(vs->pools[i].bufsize));
+        dict_add(&b, "posted", g_variant_new_uint32(vs->pools[i].posted));
+        dict_add(&b, "hits", g_variant_new_uint64(vs->pools[i].hits));
+        g_variant_builder_close(&b);
+    }
+    return g_variant_builder_end(&b);
+}
+
+static GVariant *spapr_vlan_query(void *opaque)
+{
+    SpaprVlanState *s = opaque;
+    SpaprVlanStats vs;
+    GVariantBuilder b;
+
+    spapr_vlan_get_stats(s, &vs);
+    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+    dict_add(&b, "rx-buffer-pools",
+             g_variant_new_boolean(spapr_vlan_rx_buffer_pools(s)));
+    dict_add(&b, "rx-frames", g_variant_new_uint64(vs.rx_frames));
+    dict_add(&b, "rx-bytes", g_variant_new_uint64(vs.rx_bytes));
+    dict_add(&b, "rx-buffer-bytes", g_variant_new_uint64(vs.rx_buffer_bytes));
+    dict_add(&b, "rx-interrupts", g_variant_new_uint64(vs.rx_interrupts));
+    dict_add(&b, "rx-held", g_variant_new_uint64(vs.rx_held));
+    dict_add(&b, "rx-bufs-posted", g_variant_new_uint32(vs.rx_bufs));
+    dict_add(&b, "rx-dropped", drop_counts(vs.rx_dropped));
+    dict_add(&b, "tx-frames", g_variant_new_uint64(vs.tx_frames));
+    dict_add(&b, "tx-bytes", g_variant_new_uint64(vs.tx_bytes));
+    dict_add(&b, "tx-errors", g_variant_new_uint64(vs.tx_errors));
+    dict_add(&b, "pools", pool_stats(&vs));
+    return g_variant_builder_end(&b);
+}
+
+static GVariant *mac_list(const MACAddr *macs, unsigned n)
+{
+    GVariantBuilder b;
+
+    g_variant_builder_init(&b, G_VARIANT_TYPE_STRING_ARRAY);
+    for (unsigned i = 0; i < n; i++) {
+        g_autofree char *str = mac_format(&macs[i]);
+
+        g_variant_builder_add(&b, "s", str);
+    }
+    return g_variant_builder_end(&b);
+}
+
+static const char *rx_state(bool all, bool none)
+{
+    return all ? "all" : none ? "none" : "normal";
+}
+
+/* The filter as QEMU's RxFilterInfo describes one: filtering off means
+ * promiscuous; with it, unicast is the MAC alone and multicast is the
+ * table. */
+static GVariant *spapr_vlan_query_rx_filter(void *opaque)
+{
+    SpaprVlanState *s = opaque;
+    MACAddr current = spapr_vlan_get_mac(s);
+    g_autofree char *mac = mac_format(&current);
+    SpaprVlanFilter f;
+    GVariantBuilder b;
+
+    spapr_vlan_get_filter(s, &f);
+    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+    dict_add(&b, "promiscuous", g_variant_new_boolean(!f.filtering));
+    dict_add(&b, "multicast",
+             g_variant_new_string(rx_state(f.rx_multicast && !f.filtering,
+                                           !f.rx_multicast)));
+    dict_add(&b, "unicast", g_variant_new_string(rx_state(!f.filtering,
+                                                          false)));
+    dict_add(&b, "vlan", g_variant_new_string("all"));
+    dict_add(&b, "broadcast-allowed", g_variant_new_boolean(true));
+    dict_add(&b, "multicast-overflow", g_variant_new_boolean(false));
+    dict_add(&b, "unicast-overflow", g_variant_new_boolean(false));
+    dict_add(&b, "main-mac", g_variant_new_string(mac));
+    /* No VLAN filter, and no unicast table beside the MAC. */
+    dict_add(&b, "vlan-table",
+             g_variant_new_array(G_VARIANT_TYPE_INT32, NULL, 0));
+    dict_add(&b, "unicast-table", mac_list(NULL, 0));
+    dict_add(&b, "multicast-table", mac_list(f.mcast, f.nmcast));
+    return g_variant_builder_end(&b);
+}
+
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
+    .model = TYPE_SPAPR_VLAN,
+    .query = spapr_vlan_query,
+    .query_rx_filter = spapr_vlan_query_rx_filter,
 };
 
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)

@@ -24,6 +24,7 @@ typedef struct SpaprHcall {
 } SpaprHcall;
 
 static SpaprHcall hcall_table[MAX_HCALL_OPCODE / 4 + 1];
+static SpaprMachineState *current_machine;
 
 struct SpaprMachineState {
     const MachineClass *mc;
@@ -193,6 +194,16 @@ bool spapr_machine_plug(SpaprMachineState *spapr, void *opaque, GError **errp)
 void spapr_machine_reset(SpaprMachineState *spapr)
 {
     spapr_vio_bus_reset(spapr->vio);
+}
+
+void spapr_machine_set_current(SpaprMachineState *spapr)
+{
+    current_machine = spapr;
+}
+
+SpaprMachineState *spapr_machine_current(void)
+{
+    return current_machine;
 }
 
 static bool fdt_populate(SpaprMachineState *spapr, void *fdt, GError **errp)

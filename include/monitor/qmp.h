@@ -22,9 +22,11 @@ void qmp_cleanup(void);
  * posted to it, stamped with the time it was raised. */
 void qmp_event_emit(const char *name, JsonObject *data);
 
-typedef struct SpaprMachineState SpaprMachineState;
-
-/* The machine the commands act on (monitor/qmp-cmds.c). */
-void qmp_set_machine(SpaprMachineState *spapr);
+/* The events of the layers below, which announce their changes to
+ * notifiers: run state, migration, NIC filters, netdev links
+ * (monitor/qmp-events.c).  Subscribe once the machine is built;
+ * unsubscribe at exit. */
+void qmp_events_subscribe(void);
+void qmp_events_unsubscribe(void);
 
 #endif

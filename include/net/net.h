@@ -72,6 +72,14 @@ typedef struct NetNicOps {
     unsigned (*receive_batch)(void *opaque, const NetFrame *frames,
                               unsigned n, bool may_hold,
                               NetRxResult *results);
+    /* The NIC's model ("spapr-vlan"), for x-query-net-stats. */
+    const char *model;
+    /* Optional, for the monitor (main thread): the device's own counters
+     * (x-query-net-stats' "device"), and its receive filter as QEMU's
+     * RxFilterInfo less "name" (query-rx-filter); each an a{sv}
+     * dictionary, as a floating reference. */
+    GVariant *(*query)(void *opaque);
+    GVariant *(*query_rx_filter)(void *opaque);
 } NetNicOps;
 
 /* The backend's side. */
@@ -153,6 +161,11 @@ NetClientState *net_nic_new(const char *name, const char *netdev_id,
 void net_nic_free(NetClientState *nic);
 /* The NIC has room again for frames it held.  Any thread. */
 void net_nic_rx_ready(NetClientState *nic);
+/* The NIC's model, and its query() and query_rx_filter() results, or
+ * NULL; the caller unrefs those. */
+const char *net_nic_model(const NetClientState *nic);
+GVariant *net_nic_query(NetClientState *nic);
+GVariant *net_nic_query_rx_filter(NetClientState *nic);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
 

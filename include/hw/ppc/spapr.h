@@ -53,6 +53,10 @@ bool spapr_machine_plug(SpaprMachineState *spapr, void *dev, GError **errp);
 bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
                         GError **errp);
 void spapr_machine_reset(SpaprMachineState *spapr);
+/* The machine QMP shows (QEMU's current_machine): set by main() once it
+ * is built, and back to NULL before it is freed. */
+void spapr_machine_set_current(SpaprMachineState *spapr);
+SpaprMachineState *spapr_machine_current(void);
 
 GuestRam *spapr_ram(SpaprMachineState *spapr);
 /* The machine type's name (never an alias), as migration streams carry. */

@@ -1,0 +1,110 @@
+/*
+ * The built-in guests' QMP command, x-query-guest-stats: what each guest
+ * saw and did.
+ */
+#include "guest/guest.h"
+#include "qemu/module.h"
+#include "qemu/qmp-registry.h"
+
+static JsonObject *guest_pool_frames(const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        g_autofree char *key = g_strdup_printf("%" G_GUINT64_FORMAT,
+                                               st->pool_size[i]);
+
+        if (st->pool_size[i]) {
+            json_object_set_int_member(o, key, st->frames_in_pool[i]);
+        }
+    }
+    return o;
+}
+
+static JsonObject *guest_memory(const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    json_object_set_int_member(o, "charged-bytes", st->charged_bytes);
+    json_object_set_int_member(o, "peak-bytes", st->charged_peak_bytes);
+    return o;
+}
+
+static JsonObject *guest_reasm(const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    json_object_set_int_member(o, "fragments", st->fragments);
+    json_object_set_int_member(o, "fragments-refused", st->fragments_refused);
+    json_object_set_int_member(o, "datagrams-ok", st->datagrams_ok);
+    json_object_set_int_member(o, "datagrams-failed", st->datagrams_failed);
+    json_object_set_int_member(o, "timeouts",
+                               st->drops[GUEST_DROP_REASM_TIMEOUT]);
+    return o;
+}
+
+static JsonObject *guest_drops(const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    for (GuestDrop d = 0; d < GUEST_DROP__MAX; d++) {
+        json_object_set_int_member(o, guest_drop_name(d), st->drops[d]);
+    }
+    return o;
+}
+
+static void add_guest_stats(IbmvethGuest *g, void *opaque)
+{
+    const IbmvethGuestConf *c = ibmveth_guest_conf(g);
+    JsonObject *o = json_object_new();
+    IbmvethGuestStats st;
+
+    ibmveth_guest_get_stats(g, &st);
+    json_object_set_string_member(o, "id", ibmveth_guest_id(g));
+    json_object_set_string_member(o, "dev", ibmveth_guest_dev(g));
+    json_object_set_string_member(o, "fwd", guest_fwd_name(c->fwd));
+    json_object_set_string_member(o, "poll", c->spin ? "spin" : "irq");
+    json_object_set_int_member(o, "rx-frames", st.rx_frames);
+    json_object_set_int_member(o, "rx-bytes", st.rx_bytes);
+    json_object_set_int_member(o, "tx-frames", st.tx_frames);
+    json_object_set_int_member(o, "tx-bytes", st.tx_bytes);
+    json_object_set_int_member(o, "tap-rx-frames", st.tap_rx_frames);
+    json_object_set_int_member(o, "rx-invalid",
+                               st.drops[GUEST_DROP_RX_INVALID]);
+    json_object_set_int_member(o, "tx-failed", st.drops[GUEST_DROP_TX_FAILED]);
+    json_object_set_int_member(o, "replenish-add-failures", st.add_failures);
+    json_object_set_int_member(o, "rx-no-buffer", st.rx_no_buffer);
+    json_object_set_int_member(o, "wakeups", st.wakeups);
+    json_object_set_int_member(o, "woken-late", st.woken_late);
+    json_object_set_int_member(o, "resets", st.resets);
+    json_object_set_int_member(o, "napi-polls", st.napi_polls);
+    json_object_set_object_member(o, "frames-by-buffer-size",
+                                  guest_pool_frames(&st));
+    json_object_set_int_member(o, "buffer-bytes", st.buffer_bytes);
+    json_object_set_object_member(o, "memory", guest_memory(&st));
+    json_object_set_object_member(o, "reasm", guest_reasm(&st));
+    json_object_set_object_member(o, "drops", guest_drops(&st));
+    json_object_set_int_member(o, "cpu-ns", st.cpu_ns);
+    json_array_add_object_element(opaque, o);
+}
+
+static JsonNode *query_guest_stats(JsonObject *args, QmpError *err)
+{
+    JsonObject *ret = json_object_new();
+    JsonArray *list = json_array_new();
+
+    (void)args, (void)err;
+    guest_foreach(add_guest_stats, list);
+    json_object_set_array_member(ret, "guests", list);
+    return qmp_return_object(ret);
+}
+
+static const QmpCommand guest_commands[] = {
+    { "x-query-guest-stats", NULL, false, query_guest_stats },
+};
+
+static void guest_commands_register(void)
+{
+    qmp_register_commands(guest_commands, G_N_ELEMENTS(guest_commands));
+}
+illan_init(guest_commands_register)
