@@ -1,20 +1,20 @@
 /*
- * main(): the QEMU-style command line, machine construction and the main
- * loop.  Every error is one line naming the option, then exit status 1;
+ * main(): the QEMU-style command line, the main loop, signals and the
+ * order of exit; the machine itself is built by system/machine-init.c.
+ * Every error is one line naming the option, then exit status 1;
  * SIGTERM and SIGINT end the process cleanly with status 0.
  */
 #include "guest/guest.h"
-#include "hw/boards.h"
 #include "hw/ppc/spapr.h"
-#include "hw/qdev.h"
 #include "migration/migration.h"
-#include "migration/savevm.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
 #include "qemu/main-loop.h"
 #include "qemu/option.h"
-#include "system/qtest.h"
 #include "qemu/runstate.h"
+#include "system/cmdline.h"
+#include "system/machine-init.h"
+#include "system/qtest.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -23,8 +23,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
-
-#define DEFAULT_RAM_SIZE (256ULL << 20)
 
 typedef struct Config {
     const char *machine;
@@ -93,6 +91,7 @@ static const CmdOption cmd_options[] = {
 };
 
 typedef struct Machine {
+    const Config *cfg;
     SpaprMachineState *spapr;
     QTestServer *qtest;
     GMainLoop *loop;
@@ -185,114 +184,13 @@ static bool parse_argv(Config *cfg, int argc, char **argv, GError **errp)
     return true;
 }
 
-/* Parses @arg of option @opt; errors are prefixed "-opt arg: ". */
-static QemuOpts *parse_opt(const char *opt, const char *arg,
-                           const char *implied, const char *const *known,
-                           GError **errp)
-{
-    QemuOpts *opts = qemu_opts_parse(arg, implied, errp);
-
-    if (opts && known && !qemu_opts_wants_help(opts) &&
-        !qemu_opts_check_keys(opts, known, errp)) {
-        g_clear_pointer(&opts, qemu_opts_free);
-    }
-    if (!opts) {
-        g_prefix_error(errp, "-%s %s: ", opt, arg);
-    }
-    return opts;
-}
-
-static bool opt_error(GError **errp, const char *opt, const char *arg,
-                      const char *fmt, const char *detail)
-{
-    g_set_error(errp, ILLAN_ERROR, 0, fmt, detail);
-    g_prefix_error(errp, "-%s %s: ", opt, arg);
-    return false;
-}
-
-static void machine_print_options(const MachineClass *mc)
-{
-    printf("%s options:\n"
-           "  %-28s - write the device tree to FILE and exit\n"
-           "  %-28s - accelerator (only qtest exists)\n",
-           mc->name, "dumpdtb=<str>", "accel=<str>");
-    for (const char *const *g = mc->compat_props; g && *g; g++) {
-        printf("  pins %s\n", *g);
-    }
-}
-
-/* -M: the machine type and its options; *help set for -M help (with the
- * machine returned for -M TYPE,help). */
-static const MachineClass *select_machine(const Config *cfg,
-                                          MachineOptions *mopts, bool *help,
-                                          GError **errp)
-{
-    static const char *const known[] = { "type", "dumpdtb", "accel", NULL };
-    g_autoptr(QemuOpts) opts = NULL;
-    const MachineClass *mc;
-    const char *type, *accel;
-
-    if (!cfg->machine) {
-        return machine_class_find(NULL);
-    }
-    opts = parse_opt("machine", cfg->machine, "type", known, errp);
-    if (!opts) {
-        return NULL;
-    }
-    type = qemu_opt_get(opts, "type");
-    mc = machine_class_find(type);
-    if (qemu_opts_wants_help(opts)) {
-        *help = true;
-        return mc;
-    }
-    if (!mc) {
-        opt_error(errp, "machine", cfg->machine,
-                  "unsupported machine type '%s' (-M help lists them)",
-                  type ? type : "");
-        return NULL;
-    }
-    accel = qemu_opt_get(opts, "accel");
-    if (accel && strcmp(accel, "qtest")) {
-        opt_error(errp, "machine", cfg->machine,
-                  "accelerator '%s' is not available: illan has no vCPU; "
-                  "use accel=qtest", accel);
-        return NULL;
-    }
-    mopts->dumpdtb = g_strdup(qemu_opt_get(opts, "dumpdtb"));
-    return mc;
-}
-
-static bool parse_mem(const Config *cfg, MachineOptions *mopts, GError **errp)
-{
-    static const char *const known[] = { "size", NULL };
-    g_autoptr(QemuOpts) opts = NULL;
-    const char *size;
-
-    mopts->ram_size = DEFAULT_RAM_SIZE;
-    if (!cfg->mem) {
-        return true;
-    }
-    opts = parse_opt("m", cfg->mem, "size", known, errp);
-    if (!opts) {
-        return false;
-    }
-    size = qemu_opt_get(opts, "size");
-    if (!size || !qemu_parse_size("size", size, 'M', &mopts->ram_size, errp)) {
-        if (!size) {
-            g_set_error(errp, ILLAN_ERROR, 0, "Parameter 'size' is missing");
-        }
-        g_prefix_error(errp, "-m %s: ", cfg->mem);
-        return false;
-    }
-    return true;
-}
-
 /* Options that only accept "none", kept for QEMU command-line parity. */
 static bool check_none_only(GPtrArray *args, const char *opt, GError **errp)
 {
     for (guint i = 0; i < args->len; i++) {
         const char *arg = g_ptr_array_index(args, i);
-        g_autoptr(QemuOpts) opts = parse_opt(opt, arg, "type", NULL, errp);
+        g_autoptr(QemuOpts) opts = cmdline_parse_opt(opt, arg, "type", NULL,
+                                                     errp);
         const char *type;
 
         if (!opts) {
@@ -303,8 +201,8 @@ static bool check_none_only(GPtrArray *args, const char *opt, GError **errp)
             type = qemu_opt_get(opts, "driver");
         }
         if (qemu_opts_count(opts) != 1 || g_strcmp0(type, "none")) {
-            return opt_error(errp, opt, arg, "only '%s' is supported",
-                             "none");
+            return cmdline_opt_error(errp, opt, arg, "only '%s' is supported",
+                                     "none");
         }
     }
     return true;
@@ -318,8 +216,8 @@ static bool check_accels(GPtrArray *accels, GError **errp)
 
     for (guint i = 0; i < accels->len; i++) {
         const char *arg = g_ptr_array_index(accels, i);
-        g_autoptr(QemuOpts) opts = parse_opt("accel", arg, "accel", known,
-                                             errp);
+        g_autoptr(QemuOpts) opts = cmdline_parse_opt("accel", arg, "accel",
+                                                     known, errp);
         if (!opts) {
             return false;
         }
@@ -327,9 +225,9 @@ static bool check_accels(GPtrArray *accels, GError **errp)
     }
     if (accels->len && !found) {
         const char *last = g_ptr_array_index(accels, accels->len - 1);
-        return opt_error(errp, "accel", last,
-                         "no accelerator in the list is available: illan has "
-                         "no vCPU; add %s", "-accel qtest");
+        return cmdline_opt_error(errp, "accel", last,
+                                 "no accelerator in the list is available: "
+                                 "illan has no vCPU; add %s", "-accel qtest");
     }
     return true;
 }
@@ -388,7 +286,8 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
 
     for (guint i = 0; i < cfg->chardevs->len; i++) {
         const char *arg = g_ptr_array_index(cfg->chardevs, i);
-        g_autoptr(QemuOpts) o = parse_opt("chardev", arg, "backend", ck, errp);
+        g_autoptr(QemuOpts) o = cmdline_parse_opt("chardev", arg, "backend",
+                                                  ck, errp);
         MonitorSpec *spec;
         const char *id;
 
@@ -396,17 +295,18 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
             return false;
         }
         if (g_strcmp0(qemu_opt_get(o, "backend"), "socket")) {
-            return opt_error(errp, "chardev", arg,
-                             "backend '%s' is not supported: use socket",
-                             qemu_opt_get(o, "backend"));
+            return cmdline_opt_error(errp, "chardev", arg,
+                                     "backend '%s' is not supported: use "
+                                     "socket", qemu_opt_get(o, "backend"));
         }
         id = qemu_opt_get(o, "id");
         if (!id || !qemu_opt_get(o, "path")) {
-            return opt_error(errp, "chardev", arg, "%s",
-                             "socket needs id=ID and path=PATH");
+            return cmdline_opt_error(errp, "chardev", arg, "%s",
+                                     "socket needs id=ID and path=PATH");
         }
         if (g_hash_table_contains(ids, id)) {
-            return opt_error(errp, "chardev", arg, "Duplicate ID '%s'", id);
+            return cmdline_opt_error(errp, "chardev", arg,
+                                     "Duplicate ID '%s'", id);
         }
         spec = g_new0(MonitorSpec, 1);
         g_hash_table_insert(ids, g_strdup(id), spec);
@@ -416,7 +316,8 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
     }
     for (guint i = 0; i < cfg->mons->len; i++) {
         const char *arg = g_ptr_array_index(cfg->mons, i);
-        g_autoptr(QemuOpts) o = parse_opt("mon", arg, "chardev", mk, errp);
+        g_autoptr(QemuOpts) o = cmdline_parse_opt("mon", arg, "chardev", mk,
+                                                  errp);
         const char *chardev, *mode;
         MonitorSpec *spec;
         gpointer key;
@@ -428,18 +329,19 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
         mode = qemu_opt_get(o, "mode");
         if (!chardev || !g_hash_table_lookup_extended(ids, chardev, NULL,
                                                       (gpointer *)&spec)) {
-            return opt_error(errp, "mon", arg,
-                             "chardev '%s' is not defined by -chardev",
-                             chardev ? chardev : "");
+            return cmdline_opt_error(errp, "mon", arg,
+                                     "chardev '%s' is not defined by -chardev",
+                                     chardev ? chardev : "");
         }
         if (!spec) {
-            return opt_error(errp, "mon", arg,
-                             "chardev '%s' already has a monitor", chardev);
+            return cmdline_opt_error(errp, "mon", arg,
+                                     "chardev '%s' already has a monitor",
+                                     chardev);
         }
         if (g_strcmp0(mode, "control")) {
-            return opt_error(errp, "mon", arg,
-                             "mode '%s' is not supported: use mode=control",
-                             mode ? mode : "readline");
+            return cmdline_opt_error(errp, "mon", arg,
+                                     "mode '%s' is not supported: use "
+                                     "mode=control", mode ? mode : "readline");
         }
         /* The monitor owns the spec now; the id stays, marked taken. */
         g_hash_table_steal_extended(ids, chardev, &key, NULL);
@@ -462,10 +364,12 @@ static bool parse_qmp_options(const Config *cfg, GPtrArray *specs,
         MonitorSpec *spec;
 
         if (!g_str_has_prefix(arg, "unix:")) {
-            return opt_error(errp, "qmp", arg,
-                             "'%s' is not a QMP channel: use unix:PATH", arg);
+            return cmdline_opt_error(errp, "qmp", arg,
+                                     "'%s' is not a QMP channel: use "
+                                     "unix:PATH", arg);
         }
-        o = parse_opt("qmp", arg + strlen("unix:"), "path", known, errp);
+        o = cmdline_parse_opt("qmp", arg + strlen("unix:"), "path", known,
+                              errp);
         if (o && strcmp(qemu_opts_key(o, 0), "path")) {
             g_clear_pointer(&o, qemu_opts_free);
             g_set_error(errp, ILLAN_ERROR, 0, "the socket path must follow "
@@ -506,140 +410,12 @@ static bool start_monitors(const GPtrArray *specs, GError **errp)
     return true;
 }
 
-/* -device X,help, -device help and -netdev help print and end the run. */
-static bool print_help_requests(const Config *cfg, bool *printed,
-                                GError **errp)
-{
-    for (guint i = 0; i < cfg->devices->len; i++) {
-        const char *arg = g_ptr_array_index(cfg->devices, i);
-        g_autoptr(QemuOpts) opts = parse_opt("device", arg, "driver", NULL,
-                                             errp);
-        const char *driver;
-        const DeviceClass *dc;
-
-        if (!opts) {
-            return false;
-        }
-        if (!qemu_opts_wants_help(opts)) {
-            continue;
-        }
-        driver = qemu_opt_get(opts, "driver");
-        if (!driver) {
-            return opt_error(errp, "device", arg, "%s",
-                             "Parameter 'driver' is missing (-device help "
-                             "lists the drivers)");
-        }
-        if (!strcmp(driver, "help") || !strcmp(driver, "?")) {
-            device_class_print_list();
-        } else if ((dc = device_class_find(driver))) {
-            device_class_print_props(dc);
-        } else {
-            return opt_error(errp, "device", arg,
-                             "'%s' is not a valid device model name "
-                             "(-device help lists them)", driver);
-        }
-        *printed = true;
-    }
-    for (guint i = 0; i < cfg->netdevs->len; i++) {
-        const char *arg = g_ptr_array_index(cfg->netdevs, i);
-        g_autoptr(QemuOpts) opts = NULL;
-        const char *type;
-
-        if (!strcmp(arg, "help") || !strcmp(arg, "?")) {
-            net_print_netdev_types();
-            *printed = true;
-            continue;
-        }
-        opts = parse_opt("netdev", arg, "type", NULL, errp);
-        if (!opts) {
-            return false;
-        }
-        if (!qemu_opts_wants_help(opts)) {
-            continue;
-        }
-        type = qemu_opt_get(opts, "type");
-        if (!type || !net_print_netdev_help(type)) {
-            return opt_error(errp, "netdev", arg, "%s",
-                             "no such netdev type (-netdev help lists them)");
-        }
-        *printed = true;
-    }
-    for (guint i = 0; i < cfg->guests->len; i++) {
-        const char *arg = g_ptr_array_index(cfg->guests, i);
-
-        if (!guest_print_help(arg, printed, errp)) {
-            g_prefix_error(errp, "-guest %s: ", arg);
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool create_netdevs(const Config *cfg, GError **errp)
-{
-    for (guint i = 0; i < cfg->netdevs->len; i++) {
-        const char *arg = g_ptr_array_index(cfg->netdevs, i);
-        g_autoptr(QemuOpts) opts = parse_opt("netdev", arg, "type", NULL,
-                                             errp);
-
-        if (!opts) {
-            return false;
-        }
-        if (!net_netdev_add(opts, errp)) {
-            g_prefix_error(errp, "-netdev %s: ", arg);
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool create_device(SpaprMachineState *spapr, const char *arg,
-                          GError **errp)
-{
-    g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "driver", errp);
-    const char *driver = opts ? qemu_opt_get(opts, "driver") : NULL;
-    const DeviceClass *dc;
-    DeviceState *dev;
-
-    if (!opts) {
-        return false;
-    }
-    if (!driver) {
-        g_set_error(errp, ILLAN_ERROR, 0, "Parameter 'driver' is missing "
-                    "(-device help lists the drivers)");
-        return false;
-    }
-    dc = device_class_find(driver);
-    if (!dc) {
-        g_set_error(errp, ILLAN_ERROR, 0, "'%s' is not a valid device model "
-                    "name (-device help lists them)", driver);
-        return false;
-    }
-    dev = device_new(dc, errp);
-    if (!dev) {
-        return false;
-    }
-    for (guint i = 0; i < qemu_opts_count(opts); i++) {
-        const char *key = qemu_opts_key(opts, i);
-
-        if (strcmp(key, "driver") &&
-            !device_set_prop(dev, key, qemu_opts_value(opts, i), errp)) {
-            device_free(dev);
-            return false;
-        }
-    }
-    if (!spapr_machine_plug(spapr, dev, errp)) {
-        device_free(dev);
-        return false;
-    }
-    return true;
-}
-
 static bool apply_name(const char *arg, GError **errp)
 {
     static const char *const known[] = { "guest", "process", "debug-threads",
                                          NULL };
-    g_autoptr(QemuOpts) opts = parse_opt("name", arg, "guest", known, errp);
+    g_autoptr(QemuOpts) opts = cmdline_parse_opt("name", arg, "guest", known,
+                                                 errp);
     const char *process;
 
     if (!opts) {
@@ -680,102 +456,18 @@ static void quit_main_loop(void *opaque)
 }
 
 /* Every option that is not the machine's, checked before anything is
- * built; netdevs are created here so that devices can name them. */
-static bool check_options(const Config *cfg, Machine *m,
-                          MachineOptions *mopts, GError **errp)
+ * built (machine_init() calls this at that point). */
+static bool check_other_options(void *opaque, GError **errp)
 {
-    return parse_mem(cfg, mopts, errp) &&
-           check_none_only(cfg->displays, "display", errp) &&
+    const Machine *m = opaque;
+    const Config *cfg = m->cfg;
+
+    return check_none_only(cfg->displays, "display", errp) &&
            check_none_only(cfg->audios, "audio", errp) &&
            check_accels(cfg->accels, errp) &&
            parse_mon_pairs(cfg, m->monitors, errp) &&
            parse_qmp_options(cfg, m->monitors, errp) &&
-           (!cfg->name || apply_name(cfg->name, errp)) &&
-           create_netdevs(cfg, errp);
-}
-
-static bool create_devices(const Config *cfg, SpaprMachineState *spapr,
-                           GError **errp)
-{
-    for (guint i = 0; i < cfg->devices->len; i++) {
-        const char *arg = g_ptr_array_index(cfg->devices, i);
-
-        if (!create_device(spapr, arg, errp)) {
-            g_prefix_error(errp, "-device %s: ", arg);
-            return false;
-        }
-    }
-    return true;
-}
-
-/* After the devices, which the guests name; the models open their
- * devices here, as a guest's drivers do at boot. */
-static bool create_guests(const Config *cfg, SpaprMachineState *spapr,
-                          GError **errp)
-{
-    if (cfg->guests->len && cfg->incoming) {
-        g_set_error(errp, ILLAN_ERROR, 0, "-guest cannot be combined with "
-                    "-incoming: a built-in guest's state does not migrate");
-        return false;
-    }
-    for (guint i = 0; i < cfg->guests->len; i++) {
-        const char *arg = g_ptr_array_index(cfg->guests, i);
-
-        if (!guest_add(spapr, arg, errp)) {
-            g_prefix_error(errp, "-guest %s: ", arg);
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool build_machine(const Config *cfg, Machine *m, bool *exit_now,
-                          GError **errp)
-{
-    MachineOptions mopts = { 0 };
-    const MachineClass *mc;
-    bool help = false, ok = false;
-
-    mc = select_machine(cfg, &mopts, &help, errp);
-    if (help) {
-        mc ? machine_print_options(mc) : machine_class_print_list();
-        *exit_now = true;
-        return true;
-    }
-    if (!mc) {
-        return false;
-    }
-    qdev_set_globals(mc->compat_props);
-    if (cfg->dump_vmstate) {
-        *exit_now = true;
-        ok = qemu_dump_vmstate(cfg->dump_vmstate, mc->name, errp);
-        if (!ok) {
-            g_prefix_error(errp, "-dump-vmstate %s: ", cfg->dump_vmstate);
-        }
-        goto out;
-    }
-    if (!print_help_requests(cfg, exit_now, errp) || *exit_now) {
-        ok = !*errp;
-        goto out;
-    }
-    if (!check_options(cfg, m, &mopts, errp)) {
-        goto out;
-    }
-    m->spapr = spapr_machine_new(mc, &mopts, errp);
-    if (!m->spapr) {
-        g_prefix_error(errp, "-m %s: ", cfg->mem ? cfg->mem : "256M");
-        goto out;
-    }
-    if (!create_devices(cfg, m->spapr, errp)) {
-        goto out;
-    }
-    ok = spapr_machine_done(m->spapr, exit_now, errp);
-    if (!ok) {
-        g_prefix_error(errp, "-machine %s: ", cfg->machine);
-    }
-out:
-    g_free((char *)mopts.dumpdtb);
-    return ok;
+           (!cfg->name || apply_name(cfg->name, errp));
 }
 
 /* -qtest-log FILE|none; the default is stderr. */
@@ -796,10 +488,17 @@ static bool open_qtest_log(const char *arg, FILE **log, GError **errp)
 
 static bool run(const Config *cfg, Machine *m, GError **errp)
 {
+    const MachineInitConfig mcfg = {
+        .machine = cfg->machine, .mem = cfg->mem, .incoming = cfg->incoming,
+        .dump_vmstate = cfg->dump_vmstate, .devices = cfg->devices,
+        .netdevs = cfg->netdevs, .guests = cfg->guests,
+        .check_other_options = check_other_options, .opaque = m,
+    };
     bool exit_now = false;
     FILE *log;
 
-    if (!build_machine(cfg, m, &exit_now, errp)) {
+    m->cfg = cfg;
+    if (!machine_init(&mcfg, &m->spapr, &exit_now, errp)) {
         return false;
     }
     if (exit_now) {
@@ -830,7 +529,8 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
         }
     }
     spapr_machine_reset(m->spapr);
-    if (!create_guests(cfg, m->spapr, errp) || !guest_start_all(errp)) {
+    if (!machine_init_guests(&mcfg, m->spapr, errp) ||
+        !guest_start_all(errp)) {
         return false;
     }
     runstate_set(cfg->start_paused ? RUN_STATE_PRELAUNCH : RUN_STATE_RUNNING);
