@@ -171,6 +171,9 @@ static void check_balance(QRig *r, Generator *gen, unsigned resets)
     gint64 kernel_dropped = queue_stat(nd, "rx_dropped") +
                             queue_stat(nd, "rx_ring_full");
 
+    /* The kernel: every frame the generator sent reached the netdev or
+     * was dropped by the kernel's XSK (its ring full while stopped). */
+    g_assert_cmpint(gen_sent(gen), ==, rx + kernel_dropped);
     /* The net core: in = delivered + dropped, the same on both sides. */
     g_assert_cmpint(delivered + qjson_sum(nd, "rx.dropped"), ==, rx);
     g_assert_cmpint(qjson_int(nic, "rx.frames"), ==, rx);
