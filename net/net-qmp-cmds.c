@@ -209,27 +209,18 @@ static JsonNode *query_rx_filter(JsonObject *args, QmpError *err)
 /* x-query-net-stats: every counter, arranged so that frames in equals
  * delivered plus the sum of dropped, for each client. */
 
-static JsonObject *drop_counts(const uint64_t *by_result)
-{
-    JsonObject *dropped = json_object_new();
-
-    for (int r = NET_RX_DELIVERED + 1; r < NET_RX__MAX; r++) {
-        json_object_set_int_member(dropped, net_rx_result_name(r),
-                                   by_result[r]);
-    }
-    return dropped;
-}
-
 static JsonObject *rx_stats(const NetClientStats *st)
 {
     JsonObject *rx = json_object_new();
+    g_autoptr(GVariant) dropped =
+        g_variant_ref_sink(net_rx_dropped_variant(st->rx_results));
 
     json_object_set_int_member(rx, "frames", st->rx_frames);
     json_object_set_int_member(rx, "bytes", st->rx_bytes);
     json_object_set_int_member(rx, "batches", st->rx_batches);
     json_object_set_int_member(rx, "delivered",
                                st->rx_results[NET_RX_DELIVERED]);
-    json_object_set_object_member(rx, "dropped", drop_counts(st->rx_results));
+    json_object_set_member(rx, "dropped", json_gvariant_serialize(dropped));
     return rx;
 }
 

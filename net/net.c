@@ -304,6 +304,18 @@ const char *net_rx_result_name(NetRxResult result)
     return names[result];
 }
 
+GVariant *net_rx_dropped_variant(const uint64_t *by_result)
+{
+    GVariantBuilder b;
+
+    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+    for (int r = NET_RX_DELIVERED + 1; r < NET_RX__MAX; r++) {
+        g_variant_builder_add(&b, "{sv}", net_rx_result_name(r),
+                              g_variant_new_uint64(by_result[r]));
+    }
+    return g_variant_builder_end(&b);
+}
+
 static void count_rx_batch_locked(NetClientState *nc, uint64_t frames,
                                   uint64_t bytes)
 {

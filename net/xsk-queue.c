@@ -343,6 +343,7 @@ static void refill(XskQueue *q)
 static unsigned rx_batch(XskQueue *q)
 {
     NetFrame frames[NET_BATCH_MAX];
+    uint64_t addrs[NET_BATCH_MAX];
     uint32_t idx = 0;
     unsigned n = xsk_ring_cons__peek(&q->rx, q->cfg.batch, &idx), taken;
 
@@ -356,13 +357,11 @@ static unsigned rx_batch(XskQueue *q)
 
         frames[i].data = xsk_umem__get_data(q->umem_area, d->addr);
         frames[i].len = d->len;
+        addrs[i] = d->addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
     }
     taken = net_backend_deliver_or_hold(q->backend, frames, n);
-    for (unsigned i = 0; i < taken; i++) {
-        uint64_t addr = xsk_ring_cons__rx_desc(&q->rx, idx + i)->addr;
-
-        q->rx_free[q->rx_nfree++] = addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
-    }
+    memcpy(q->rx_free + q->rx_nfree, addrs, taken * sizeof(addrs[0]));
+    q->rx_nfree += taken;
     xsk_ring_cons__cancel(&q->rx, n - taken);
     xsk_ring_cons__release(&q->rx, taken);
     q->rx_held = taken < n;

@@ -191,9 +191,14 @@ static void vlan_reset_locked(SpaprVlanState *s)
  * buffer and a drop.  Frames the device would refuse for another reason
  * are taken, so that they are dropped and counted with that reason.
  */
+static bool nothing_posted_locked(SpaprVlanState *s)
+{
+    return s->isopen && s->rx_bufs == 0;
+}
+
 static bool must_hold_locked(SpaprVlanState *s)
 {
-    return s->isopen && s->rx_bufs == 0 && runstate_is_running();
+    return nothing_posted_locked(s) && runstate_is_running();
 }
 
 /* True when a backend holding frames must now be told there is room:
@@ -378,8 +383,9 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
     if (s->isopen) {
         b.qbd_ok = dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &b.qbd);
     }
+    /* Running was checked above, once per batch. */
     for (i = 0; i < n; i++) {
-        if (may_hold && must_hold_locked(s)) {
+        if (may_hold && nothing_posted_locked(s)) {
             s->rx_held = true;
             s->stats.rx_held++;
             break;
@@ -1089,18 +1095,6 @@ static void dict_add(GVariantBuilder *b, const char *key, GVariant *v)
     g_variant_builder_add(b, "{sv}", key, v);
 }
 
-static GVariant *drop_counts(const uint64_t *by_result)
-{
-    GVariantBuilder b;
-
-    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
-    for (int r = NET_RX_DELIVERED + 1; r < NET_RX__MAX; r++) {
-        dict_add(&b, net_rx_result_name(r),
-                 g_variant_new_uint64(by_result[r]));
-    }
-    return g_variant_builder_end(&b);
-}
-
 static GVariant *pool_stats(const SpaprVlanStats *vs)
 {
     GVariantBuilder b;
@@ -1132,7 +1126,7 @@ static GVariant *spapr_vlan_query(void *opaque)
     dict_add(&b, "rx-interrupts", g_variant_new_uint64(vs.rx_interrupts));
     dict_add(&b, "rx-held", g_variant_new_uint64(vs.rx_held));
     dict_add(&b, "rx-bufs-posted", g_variant_new_uint32(vs.rx_bufs));
-    dict_add(&b, "rx-dropped", drop_counts(vs.rx_dropped));
+    dict_add(&b, "rx-dropped", net_rx_dropped_variant(vs.rx_dropped));
     dict_add(&b, "tx-frames", g_variant_new_uint64(vs.tx_frames));
     dict_add(&b, "tx-bytes", g_variant_new_uint64(vs.tx_bytes));
     dict_add(&b, "tx-errors", g_variant_new_uint64(vs.tx_errors));

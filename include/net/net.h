@@ -44,6 +44,10 @@ typedef enum NetRxResult {
 
 /* Stable names for stats: "delivered", "no-nic", "link-down", ... */
 const char *net_rx_result_name(NetRxResult result);
+/* The drop reasons' counts in @by_result (indexed by NetRxResult) as an
+ * a{sv} dictionary in result order, for the stats every layer shows
+ * (floating reference). */
+GVariant *net_rx_dropped_variant(const uint64_t *by_result);
 
 typedef struct NetClientStats {
     uint64_t rx_frames;             /* handed in by the backend */
