@@ -27,6 +27,14 @@ const MachineClass *machine_class_find(const char *name)
     return NULL;
 }
 
+void machine_class_foreach(void (*fn)(const MachineClass *mc, void *opaque),
+                           void *opaque)
+{
+    for (guint i = 0; machine_classes && i < machine_classes->len; i++) {
+        fn(g_ptr_array_index(machine_classes, i), opaque);
+    }
+}
+
 /* Newest first, as QEMU lists versioned machines. */
 static gint compare_machines(gconstpointer a, gconstpointer b)
 {

@@ -25,5 +25,8 @@ void machine_class_register(const MachineClass *mc);
 /* By name or alias; NULL for the default machine. */
 const MachineClass *machine_class_find(const char *name);
 void machine_class_print_list(void);
+/* Every machine type, in registration order. */
+void machine_class_foreach(void (*fn)(const MachineClass *mc, void *opaque),
+                           void *opaque);
 
 #endif
