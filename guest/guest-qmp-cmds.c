@@ -100,7 +100,7 @@ static JsonNode *query_guest_stats(JsonObject *args, QmpError *err)
 }
 
 static const QmpCommand guest_commands[] = {
-    { "x-query-guest-stats", NULL, false, query_guest_stats },
+    { "x-query-guest-stats", NULL, false, query_guest_stats, false },
 };
 
 static void guest_commands_register(void)

@@ -51,9 +51,9 @@ static const QmpArg migrate_incoming_args[] = {
 };
 
 static const QmpCommand migration_commands[] = {
-    { "migrate", migrate_args, false, qmp_migrate },
-    { "migrate-incoming", migrate_incoming_args, false, qmp_migrate_incoming },
-    { "query-migrate", NULL, false, query_migrate },
+    { "migrate", migrate_args, false, qmp_migrate, false },
+    { "migrate-incoming", migrate_incoming_args, false, qmp_migrate_incoming, false },
+    { "query-migrate", NULL, false, query_migrate, false },
 };
 
 static void migration_commands_register(void)

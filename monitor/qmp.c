@@ -311,7 +311,8 @@ static void dispatch(QmpClient *c, JsonObject *req)
     const QmpCommand *cmd = check_request(c, req, &args, &err);
     JsonNode *ret = NULL;
 
-    if (cmd && check_args(cmd, args ? args : empty, &err)) {
+    if (cmd && qmp_command_allowed(cmd, &err) &&
+        check_args(cmd, args ? args : empty, &err)) {
         ret = cmd->fn(args ? args : empty, &err);
     }
     if (ret) {
@@ -656,9 +657,9 @@ static const QmpArg capabilities_args[] = {
 };
 
 static const QmpCommand monitor_commands[] = {
-    { "qmp_capabilities", capabilities_args, false, qmp_capabilities },
-    { "query-version", NULL, false, query_version },
-    { "query-commands", NULL, false, query_commands },
+    { "qmp_capabilities", capabilities_args, false, qmp_capabilities, true },
+    { "query-version", NULL, false, query_version, true },
+    { "query-commands", NULL, false, query_commands, true },
 };
 
 static void monitor_commands_register(void)

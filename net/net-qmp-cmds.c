@@ -320,10 +320,10 @@ static const QmpArg rx_filter_args[] = {
 };
 
 static const QmpCommand net_commands[] = {
-    { "query-rx-filter", rx_filter_args, false, query_rx_filter },
-    { "netdev_add", netdev_add_args, true, netdev_add },
-    { "netdev_del", netdev_del_args, false, netdev_del },
-    { "x-query-net-stats", NULL, false, query_net_stats },
+    { "query-rx-filter", rx_filter_args, false, query_rx_filter, false },
+    { "netdev_add", netdev_add_args, true, netdev_add, true },
+    { "netdev_del", netdev_del_args, false, netdev_del, true },
+    { "x-query-net-stats", NULL, false, query_net_stats, false },
 };
 
 static void net_commands_register(void)

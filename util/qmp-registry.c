@@ -8,6 +8,7 @@
 #include <string.h>
 
 static GPtrArray *commands;     /* const QmpCommand *, not owned */
+static bool machine_ready = true;
 
 void qmp_error_set(QmpError *err, const char *cls, const char *fmt, ...)
 {
@@ -51,6 +52,22 @@ void qmp_foreach_command(void (*fn)(const QmpCommand *cmd, void *opaque),
     for (guint i = 0; commands && i < commands->len; i++) {
         fn(g_ptr_array_index(commands, i), opaque);
     }
+}
+
+void qmp_set_machine_ready(bool ready)
+{
+    machine_ready = ready;
+}
+
+bool qmp_command_allowed(const QmpCommand *cmd, QmpError *err)
+{
+    if (!machine_ready && !cmd->allow_preconfig) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "The command '%s' is "
+                      "permitted only after machine initialization has "
+                      "completed", cmd->name);
+        return false;
+    }
+    return true;
 }
 
 JsonNode *qmp_return_empty(void)

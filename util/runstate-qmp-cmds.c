@@ -57,11 +57,11 @@ static JsonNode *qmp_quit(JsonObject *args, QmpError *err)
 }
 
 static const QmpCommand runstate_commands[] = {
-    { "query-status", NULL, false, query_status },
-    { "stop", NULL, false, qmp_stop },
-    { "cont", NULL, false, qmp_cont },
-    { "system_reset", NULL, false, system_reset },
-    { "quit", NULL, false, qmp_quit },
+    { "query-status", NULL, false, query_status, true },
+    { "stop", NULL, false, qmp_stop, false },
+    { "cont", NULL, false, qmp_cont, false },
+    { "system_reset", NULL, false, system_reset, false },
+    { "quit", NULL, false, qmp_quit, true },
 };
 
 static void runstate_commands_register(void)

@@ -157,9 +157,9 @@ static const QmpArg pmemsave_args[] = {
 };
 
 static const QmpCommand spapr_commands[] = {
-    { "qom-list", qom_list_args, false, qom_list },
-    { "qom-get", qom_get_args, false, qom_get },
-    { "pmemsave", pmemsave_args, false, pmemsave },
+    { "qom-list", qom_list_args, false, qom_list, true },
+    { "qom-get", qom_get_args, false, qom_get, true },
+    { "pmemsave", pmemsave_args, false, pmemsave, false },
 };
 
 static void spapr_commands_register(void)

@@ -46,6 +46,7 @@ typedef struct QmpCommand {
     /* The reply's "return" value (owned), or NULL with *err set.  @args
      * has been checked against the declared ones. */
     JsonNode *(*fn)(JsonObject *args, QmpError *err);
+    bool allow_preconfig;       /* may run before the machine is built */
 } QmpCommand;
 
 /* Adds @n commands, which must live as long as the program; a name may
@@ -56,6 +57,12 @@ const QmpCommand *qmp_find_command(const char *name);
  * constructors. */
 void qmp_foreach_command(void (*fn)(const QmpCommand *cmd, void *opaque),
                          void *opaque);
+
+/* While the machine is not built yet (--preconfig), only commands with
+ * allow_preconfig run. */
+void qmp_set_machine_ready(bool ready);
+/* Whether @cmd may run now; false with *err set if not. */
+bool qmp_command_allowed(const QmpCommand *cmd, QmpError *err);
 
 /* Return values. */
 JsonNode *qmp_return_empty(void);
