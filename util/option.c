@@ -101,10 +101,9 @@ QemuOpts *qemu_opts_parse(const char *str, const char *implied_key,
             return opts;
         }
         p++; /* the separating ',' */
+        /* One trailing ',' ends the list, as QEMU's parsers allow. */
         if (!*p) {
-            g_set_error(errp, ILLAN_ERROR, 0,
-                        "Expected a parameter after the trailing ','");
-            goto fail;
+            return opts;
         }
     }
 fail:

@@ -14,7 +14,8 @@ typedef struct QemuOpts QemuOpts;
 /*
  * Parse @str into ordered key=value pairs.  A leading element without '='
  * becomes the value of @implied_key (when not NULL); any other bare element
- * is a flag and reads as "on".
+ * is a flag and reads as "on".  One trailing ',' is allowed
+ * ("id=n0," is "id=n0"), as in QEMU.
  */
 QemuOpts *qemu_opts_parse(const char *str, const char *implied_key,
                           GError **errp);
