@@ -1,10 +1,16 @@
 /*
  * The qtest server.  Every non-empty line gets exactly one OK/FAIL/ERR
- * reply; input is parsed strictly and checked against guest RAM before
- * use, so nothing a client sends can crash or wedge the process.
+ * reply; input is parsed strictly and checked before use, so nothing a
+ * client sends can crash or wedge the process.
+ *
+ * Memory verbs act as QEMU's do on a machine's address space: the part of
+ * an access inside guest RAM reaches it, reads elsewhere give zeros and
+ * writes elsewhere are dropped.  Without a machine (-M none) no address
+ * has RAM.
  */
 #include "system/qtest.h"
 #include "hw/ppc/spapr_vio.h"
+#include "qemu/bswap.h"
 #include "qemu/option.h"
 #include "qemu/pause.h"
 #include "qemu/thread.h"
@@ -24,9 +30,16 @@
 #define QTEST_MAX_LINE      (4 * QTEST_MAX_TRANSFER)
 #define QTEST_READ_CHUNK    65536
 #define XICS_PATH           "xics"
+/*
+ * QEMU's libqtest tracks interrupt numbers 0 to 255 only.  Every source a
+ * device can have is in the VIO range, 0x1100 to 0x11ff (the low byte of
+ * its unit address picks one), so qtest numbers source 0x1100 + N as N.
+ */
+#define QTEST_IRQ_FIRST     SPAPR_IRQ_VIO
+#define QTEST_IRQ_LINES     256
 
 struct QTestServer {
-    SpaprMachineState *spapr;
+    SpaprMachineState *spapr;   /* NULL: no machine, no RAM (-M none) */
     int in_fd, out_fd;
     bool owns_fd;
     guint watch;
@@ -41,7 +54,7 @@ struct QTestServer {
     SpaprVioDevice *intercept_dev;
     IrqLine intercept_orig;
     bool intercept_xics;
-    GHashTable *irq_levels;     /* irq -> last level reported */
+    GHashTable *irq_levels;     /* qtest irq -> last level reported */
     /* Interrupts are raised on af-xdp I/O threads too: one writer at a
      * time on the socket and the level table. */
     QemuMutex out_lock;
@@ -91,12 +104,16 @@ static void qtest_send(QTestServer *qs, const char *line)
     qemu_mutex_unlock(&qs->out_lock);
 }
 
-/* Level changes on an intercepted line, reported as QEMU does. */
-static void report_irq(QTestServer *qs, int n, int level)
+/* Level changes on an intercepted line, reported as QEMU does, under
+ * the qtest number of source @irq. */
+static void report_irq(QTestServer *qs, int irq, int level)
 {
+    int n = irq - QTEST_IRQ_FIRST;
     gpointer old;
     g_autofree char *line = NULL;
 
+    /* Only the VIO range can be driven: devices and set_irq_in. */
+    g_assert(n >= 0 && n < QTEST_IRQ_LINES);
     level = !!level;
     qemu_mutex_lock(&qs->out_lock);
     old = g_hash_table_lookup(qs->irq_levels, GINT_TO_POINTER(n));
@@ -158,17 +175,41 @@ static bool parse_args(char **argv, int argc, uint64_t *vals, GString *reply)
     return true;
 }
 
-static void *ram_range(QTestServer *qs, uint64_t addr, uint64_t size,
-                       GString *reply)
+static GuestRam *qtest_ram(QTestServer *qs)
 {
-    void *p = guest_ram_ptr(spapr_ram(qs->spapr), addr, size);
+    return qs->spapr ? spapr_ram(qs->spapr) : NULL;
+}
 
-    if (!p) {
-        g_string_printf(reply, "FAIL 0x%" PRIx64 "+0x%" PRIx64
-                        " is outside guest RAM (0x0-0x%" PRIx64 ")", addr,
-                        size, guest_ram_size(spapr_ram(qs->spapr)));
+/* How many bytes from @addr on, up to @len, are guest RAM (which starts
+ * at 0); addresses past the top of the address space are none. */
+static uint64_t ram_part(QTestServer *qs, uint64_t addr, uint64_t len)
+{
+    GuestRam *ram = qtest_ram(qs);
+    uint64_t size = ram ? guest_ram_size(ram) : 0;
+
+    return addr < size ? MIN(len, size - addr) : 0;
+}
+
+/* Reads as a CPU would: zeros where there is no RAM. */
+static void mem_read(QTestServer *qs, uint64_t addr, void *buf, uint64_t len)
+{
+    uint64_t inside = ram_part(qs, addr, len);
+
+    memset(buf, 0, len);
+    if (inside) {
+        guest_ram_read(qtest_ram(qs), addr, buf, inside);
     }
-    return p;
+}
+
+/* Writes as a CPU would: what falls outside RAM is dropped. */
+static void mem_write(QTestServer *qs, uint64_t addr, const void *buf,
+                      uint64_t len)
+{
+    uint64_t inside = ram_part(qs, addr, len);
+
+    if (inside) {
+        guest_ram_write(qtest_ram(qs), addr, buf, inside);
+    }
 }
 
 static bool transfer_size_ok(uint64_t size, GString *reply)
@@ -194,25 +235,25 @@ static unsigned access_size(const char *name)
 static void cmd_readx(QTestServer *qs, char **argv, int argc, GString *reply)
 {
     unsigned size = access_size(argv[0]);
-    uint64_t addr, val;
+    uint8_t buf[8];
+    uint64_t addr;
 
     (void)argc;
-    if (!parse_args(argv + 1, 1, &addr, reply) ||
-        !ram_range(qs, addr, size, reply)) {
+    if (!parse_args(argv + 1, 1, &addr, reply)) {
         return;
     }
-    guest_ram_ld_be(spapr_ram(qs->spapr), addr, size, &val);
-    g_string_printf(reply, "OK 0x%016" PRIx64, val);
+    mem_read(qs, addr, buf, size);
+    g_string_printf(reply, "OK 0x%016" PRIx64, ldn_be_p(buf, size));
 }
 
 static void cmd_writex(QTestServer *qs, char **argv, int argc, GString *reply)
 {
     unsigned size = access_size(argv[0]);
+    uint8_t buf[8];
     uint64_t v[2];
 
     (void)argc;
-    if (!parse_args(argv + 1, 2, v, reply) ||
-        !ram_range(qs, v[0], size, reply)) {
+    if (!parse_args(argv + 1, 2, v, reply)) {
         return;
     }
     if (size < 8 && v[1] >> (size * 8)) {
@@ -220,20 +261,22 @@ static void cmd_writex(QTestServer *qs, char **argv, int argc, GString *reply)
                         "%u bytes", v[1], size);
         return;
     }
-    guest_ram_st_be(spapr_ram(qs->spapr), v[0], size, v[1]);
+    stn_be_p(buf, size, v[1]);
+    mem_write(qs, v[0], buf, size);
     g_string_assign(reply, "OK");
 }
 
 static void cmd_read(QTestServer *qs, char **argv, int argc, GString *reply)
 {
     uint64_t v[2];
-    const uint8_t *p;
+    g_autofree uint8_t *p = NULL;
 
     (void)argc;
-    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply) ||
-        !(p = ram_range(qs, v[0], v[1], reply))) {
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
         return;
     }
+    p = g_malloc(v[1]);
+    mem_read(qs, v[0], p, v[1]);
     g_string_assign(reply, "OK 0x");
     for (uint64_t i = 0; i < v[1]; i++) {
         g_string_append_printf(reply, "%02x", p[i]);
@@ -243,14 +286,15 @@ static void cmd_read(QTestServer *qs, char **argv, int argc, GString *reply)
 static void cmd_b64read(QTestServer *qs, char **argv, int argc, GString *reply)
 {
     uint64_t v[2];
-    const uint8_t *p;
+    g_autofree uint8_t *p = NULL;
     g_autofree char *enc = NULL;
 
     (void)argc;
-    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply) ||
-        !(p = ram_range(qs, v[0], v[1], reply))) {
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
         return;
     }
+    p = g_malloc(v[1]);
+    mem_read(qs, v[0], p, v[1]);
     enc = g_base64_encode(p, v[1]);
     g_string_printf(reply, "OK %s", enc);
 }
@@ -266,7 +310,7 @@ static void cmd_write(QTestServer *qs, char **argv, int argc, GString *reply)
     const char *data = argv[3];
     size_t len = strlen(data);
     uint64_t v[2];
-    uint8_t *p;
+    g_autofree uint8_t *p = NULL;
 
     (void)argc;
     if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
@@ -287,15 +331,14 @@ static void cmd_write(QTestServer *qs, char **argv, int argc, GString *reply)
             return;
         }
     }
-    if (!(p = ram_range(qs, v[0], v[1], reply))) {
-        return;
-    }
+    p = g_malloc(v[1]);
     for (uint64_t i = 0; i < v[1]; i++) {
         size_t j = 2 + 2 * i;
         uint8_t hi = j < len ? hex_digit(data[j]) : 0;
         uint8_t lo = j + 1 < len ? hex_digit(data[j + 1]) : 0;
         p[i] = hi << 4 | lo;
     }
+    mem_write(qs, v[0], p, v[1]);
     g_string_assign(reply, "OK");
 }
 
@@ -314,9 +357,9 @@ static void cmd_b64write(QTestServer *qs, char **argv, int argc,
 {
     const char *data = argv[3];
     g_autofree guchar *bytes = NULL;
+    g_autofree uint8_t *p = NULL;
     uint64_t v[2];
     gsize n;
-    uint8_t *p;
 
     (void)argc;
     if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
@@ -330,23 +373,21 @@ static void cmd_b64write(QTestServer *qs, char **argv, int argc,
         g_string_assign(reply, "FAIL data is not base64");
         return;
     }
-    if (!(p = ram_range(qs, v[0], v[1], reply))) {
-        return;
-    }
     bytes = g_base64_decode(data, &n);
     if (n != v[1]) {
         g_autofree char *note = g_strdup_printf(
             "b64write: decoded %zu bytes, size %" PRIu64, (size_t)n, v[1]);
         qtest_log(qs, 'I', note);
     }
-    memset(p, 0, v[1]);
+    p = g_malloc0(v[1]);
     memcpy(p, bytes, MIN(n, v[1]));
+    mem_write(qs, v[0], p, v[1]);
     g_string_assign(reply, "OK");
 }
 
 static void cmd_memset(QTestServer *qs, char **argv, int argc, GString *reply)
 {
-    uint64_t v[3];
+    uint64_t v[3], inside;
 
     (void)argc;
     if (!parse_args(argv + 1, 3, v, reply)) {
@@ -357,10 +398,10 @@ static void cmd_memset(QTestServer *qs, char **argv, int argc, GString *reply)
                         v[2]);
         return;
     }
-    if (v[1] && !ram_range(qs, v[0], v[1], reply)) {
-        return;
+    inside = ram_part(qs, v[0], v[1]);
+    if (inside) {
+        guest_ram_fill(qtest_ram(qs), v[0], v[2], inside);
     }
-    guest_ram_fill(spapr_ram(qs->spapr), v[0], v[2], v[1]);
     g_string_assign(reply, "OK");
 }
 
@@ -435,11 +476,23 @@ static bool intercept_taken(QTestServer *qs, SpaprVioDevice *dev, bool xics,
     return true;
 }
 
+/* The VIO device at @path, or NULL (always, without a machine). */
+static SpaprVioDevice *find_device(QTestServer *qs, const char *path)
+{
+    return qs->spapr ? spapr_vio_find_by_path(spapr_vio_bus(qs->spapr), path)
+                     : NULL;
+}
+
+/* The interrupt controller is the machine's. */
+static bool is_xics_of(QTestServer *qs, const char *path)
+{
+    return qs->spapr && is_xics(path);
+}
+
 static void cmd_irq_intercept_out(QTestServer *qs, char **argv, int argc,
                                   GString *reply)
 {
-    SpaprVioDevice *dev = spapr_vio_find_by_path(spapr_vio_bus(qs->spapr),
-                                                 argv[1]);
+    SpaprVioDevice *dev = find_device(qs, argv[1]);
 
     if (argc > 2) {
         g_string_assign(reply, "FAIL Interception of named out-GPIOs is "
@@ -447,7 +500,7 @@ static void cmd_irq_intercept_out(QTestServer *qs, char **argv, int argc,
         return;
     }
     if (!dev) {
-        g_string_assign(reply, is_xics(argv[1]) ? "FAIL No intercepts "
+        g_string_assign(reply, is_xics_of(qs, argv[1]) ? "FAIL No intercepts "
                         "installed" : "FAIL Unknown device");
         return;
     }
@@ -468,9 +521,8 @@ static void cmd_irq_intercept_in(QTestServer *qs, char **argv, int argc,
                                  GString *reply)
 {
     (void)argc;
-    if (!is_xics(argv[1])) {
-        g_string_assign(reply, spapr_vio_find_by_path(
-                            spapr_vio_bus(qs->spapr), argv[1]) ?
+    if (!is_xics_of(qs, argv[1])) {
+        g_string_assign(reply, find_device(qs, argv[1]) ?
                         "FAIL No intercepts installed" : "FAIL Unknown device");
         return;
     }
@@ -492,7 +544,7 @@ static void cmd_set_irq_in(QTestServer *qs, char **argv, int argc,
     IrqLine *line;
 
     (void)argc;
-    if (!is_xics(argv[1])) {
+    if (!is_xics_of(qs, argv[1])) {
         g_string_assign(reply, "FAIL Unknown device");
         return;
     }
@@ -507,9 +559,13 @@ static void cmd_set_irq_in(QTestServer *qs, char **argv, int argc,
         g_string_printf(reply, "FAIL bad level '%s'", argv[4]);
         return;
     }
-    line = num <= UINT32_MAX ? spapr_irq_input(qs->spapr, num) : NULL;
+    line = num < QTEST_IRQ_LINES ?
+           spapr_irq_input(qs->spapr, QTEST_IRQ_FIRST + num) : NULL;
     if (!line) {
-        g_string_printf(reply, "FAIL no interrupt source %s", argv[3]);
+        g_string_printf(reply, "FAIL no interrupt source %s: qtest numbers "
+                        "sources 0x%x to 0x%x as 0 to %d", argv[3],
+                        QTEST_IRQ_FIRST, QTEST_IRQ_FIRST + QTEST_IRQ_LINES - 1,
+                        QTEST_IRQ_LINES - 1);
         return;
     }
     irq_set_level(line, level != 0);
@@ -523,6 +579,11 @@ static void cmd_hcall(QTestServer *qs, char **argv, int argc, GString *reply)
     int64_t ret;
 
     if (!parse_args(argv + 1, 1, &opcode, reply)) {
+        return;
+    }
+    if (!qs->spapr) {
+        g_string_assign(reply, "FAIL no machine to call: -M none has no "
+                        "hypervisor");
         return;
     }
     for (int i = 2; i < argc; i++) {

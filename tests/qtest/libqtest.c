@@ -322,7 +322,7 @@ void qtest_send_raw(QTestState *s, const char *data, size_t len)
     }
 }
 
-static char *read_raw_line(QTestState *s)
+char *qtest_recv_raw_line(QTestState *s)
 {
     char *nl;
 
@@ -352,6 +352,9 @@ static void note_irq(QTestState *s, const char *line)
     gpointer key = GINT_TO_POINTER(n);
 
     g_assert_true(raise || g_str_has_prefix(line, "IRQ lower "));
+    /* QEMU's libqtest keeps 256 lines and aborts on any other number. */
+    g_assert_cmpint(n, >=, 0);
+    g_assert_cmpint(n, <, QTEST_IRQ_LINES);
     g_hash_table_insert(s->irq_level, key, GINT_TO_POINTER(raise + 1));
     if (raise) {
         unsigned c = GPOINTER_TO_UINT(g_hash_table_lookup(s->irq_raises, key));
@@ -362,7 +365,7 @@ static void note_irq(QTestState *s, const char *line)
 char *qtest_recv_line(QTestState *s)
 {
     for (;;) {
-        char *line = read_raw_line(s);
+        char *line = qtest_recv_raw_line(s);
 
         if (!g_str_has_prefix(line, "IRQ ")) {
             return line;

@@ -47,6 +47,12 @@ char *qtest_cmd(QTestState *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 void qtest_send_raw(QTestState *s, const char *data, size_t len);
 /* Reads the next reply line (IRQ lines are consumed). */
 char *qtest_recv_line(QTestState *s);
+/* Reads the next line as sent, IRQ lines included. */
+char *qtest_recv_raw_line(QTestState *s);
+
+/* Interrupt numbers on the qtest socket are 0 to 255, as QEMU's libqtest
+ * tracks them: source 0x1100 + N is N (docs/devel/qtest.md). */
+#define QTEST_IRQ_LINES 256
 
 uint8_t qtest_readb(QTestState *s, uint64_t addr);
 uint16_t qtest_readw(QTestState *s, uint64_t addr);

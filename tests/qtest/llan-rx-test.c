@@ -15,6 +15,8 @@
 
 #define UNIT        QRIG_UNIT
 #define OUR_MAC     QRIG_MAC
+/* The qtest number of the device's interrupt source, 0x1100 (reg 0x71000000). */
+#define LAN_IRQ     0
 
 /* illan on a dgram netdev with pools @pools, and the guest open with
  * @conf (NULL: Linux's defaults). */
@@ -251,7 +253,7 @@ static void test_interrupts_only_when_enabled(void)
     qibmveth_set_irq(r.guest, false);
     inject(&r, qrig_mac, 60, 1);
     expect_frame(&r, &tag);
-    g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), ==, 0);
+    g_assert_cmpuint(qtest_irq_raise_count(r.qts, LAN_IRQ), ==, 0);
     qibmveth_set_irq(r.guest, true);
     for (uint16_t i = 0; i < 5; i++) {
         inject(&r, qrig_mac, 60, i);
@@ -259,8 +261,8 @@ static void test_interrupts_only_when_enabled(void)
     for (uint16_t i = 0; i < 5; i++) {
         expect_frame(&r, &tag);
     }
-    g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), >=, 1);
-    g_assert_cmpuint(qtest_irq_raise_count(r.qts, 0x1100), <=, 5);
+    g_assert_cmpuint(qtest_irq_raise_count(r.qts, LAN_IRQ), >=, 1);
+    g_assert_cmpuint(qtest_irq_raise_count(r.qts, LAN_IRQ), <=, 5);
     qrig_stop(&r);
 }
 
