@@ -17,6 +17,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/thread.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,12 +37,16 @@ struct NetClientState {
     bool rx_filter_posted;          /* NICs, atomic: a change is on its
                                        way to the main thread */
     const NetdevType *type;         /* netdevs: what created it */
+    uint64_t created;               /* creation order, across both kinds */
+    char *info_str;                 /* "info network" text; main thread */
     NetClientStats stats;
 };
 
 static void (*rx_filter_notifier)(NetClientState *nic);
 static void (*link_event_notifier)(NetClientState *backend, const char *state,
                                    const char *detail);
+static void (*stream_event_notifier)(NetClientState *backend, GVariant *addr);
+static uint64_t clients_created;    /* main thread */
 static QemuMutex stats_lock = { PTHREAD_MUTEX_INITIALIZER };
 
 static GPtrArray *netdev_types;
@@ -130,6 +135,7 @@ static NetClientState *client_new(const char *name, bool is_nic,
     nc->is_nic = is_nic;
     nc->opaque = opaque;
     nc->link_up = true;
+    nc->created = clients_created++;
     return nc;
 }
 
@@ -190,6 +196,7 @@ NetClientState *net_backend_new(const char *id, const NetBackendOps *ops,
 
 static void client_free(NetClientState *nc)
 {
+    g_free(nc->info_str);
     g_free(nc->name);
     g_free(nc);
 }
@@ -512,6 +519,21 @@ const char *net_client_name(const NetClientState *nc)
     return nc->name;
 }
 
+void net_client_set_info_str(NetClientState *nc, const char *fmt, ...)
+{
+    va_list ap;
+
+    g_free(nc->info_str);
+    va_start(ap, fmt);
+    nc->info_str = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+}
+
+const char *net_client_info_str(const NetClientState *nc)
+{
+    return nc->info_str ? nc->info_str : "";
+}
+
 bool net_client_link_up(const NetClientState *nc)
 {
     return __atomic_load_n(&nc->link_up, __ATOMIC_ACQUIRE);
@@ -543,6 +565,22 @@ void net_set_link_event_notifier(void (*fn)(NetClientState *backend,
                                             const char *detail))
 {
     link_event_notifier = fn;
+}
+
+void net_backend_stream_event(NetClientState *backend, GVariant *addr)
+{
+    g_autoptr(GVariant) held = addr ? g_variant_ref_sink(addr) : NULL;
+
+    g_assert(!backend->is_nic);
+    if (stream_event_notifier) {
+        stream_event_notifier(backend, held);
+    }
+}
+
+void net_set_stream_event_notifier(void (*fn)(NetClientState *backend,
+                                              GVariant *addr))
+{
+    stream_event_notifier = fn;
 }
 
 GVariant *net_backend_query(NetClientState *backend)
@@ -622,5 +660,25 @@ void net_foreach_client(void (*fn)(NetClientState *nc, bool is_nic,
     }
     for (GList *l = backends.head; l; l = l->next) {
         fn(l->data, false, opaque);
+    }
+}
+
+/* Merges the two lists, each already in creation order. */
+void net_foreach_client_created(void (*fn)(NetClientState *nc, bool is_nic,
+                                           void *opaque), void *opaque)
+{
+    GList *n = nics.head, *b = backends.head;
+
+    while (n || b) {
+        NetClientState *nic = n ? n->data : NULL;
+        NetClientState *backend = b ? b->data : NULL;
+
+        if (nic && (!backend || nic->created < backend->created)) {
+            fn(nic, true, opaque);
+            n = n->next;
+        } else {
+            fn(backend, false, opaque);
+            b = b->next;
+        }
     }
 }

@@ -151,6 +151,15 @@ void net_backend_link_event(NetClientState *backend, const char *state,
 void net_set_link_event_notifier(void (*fn)(NetClientState *backend,
                                             const char *state,
                                             const char *detail));
+/*
+ * A stream backend's peer arrived (@addr: QEMU's SocketAddress of it, an
+ * a{sv} dictionary, floating) or went away (@addr NULL).  Main thread;
+ * the notifier is the monitor's NETDEV_STREAM_CONNECTED and
+ * NETDEV_STREAM_DISCONNECTED events.
+ */
+void net_backend_stream_event(NetClientState *backend, GVariant *addr);
+void net_set_stream_event_notifier(void (*fn)(NetClientState *backend,
+                                              GVariant *addr));
 /* The backend's query() result, or NULL; the caller unrefs it. */
 GVariant *net_backend_query(NetClientState *backend);
 /* Counts input the backend lost before it became a frame; returns the
@@ -174,6 +183,11 @@ GVariant *net_nic_query_rx_filter(NetClientState *nic);
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
 
 const char *net_client_name(const NetClientState *nc);
+/* What a backend says of itself in HMP's "info network", after its type:
+ * "listening", "tcp:127.0.0.1:5555", "udp=...".  Main thread only. */
+void net_client_set_info_str(NetClientState *nc, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+const char *net_client_info_str(const NetClientState *nc);
 bool net_client_link_up(const NetClientState *nc);
 void net_client_set_link(NetClientState *nc, bool up);
 void net_client_get_stats(const NetClientState *nc, NetClientStats *stats);
@@ -192,5 +206,8 @@ NetClientState *net_client_peer(const NetClientState *nc);
 /* Calls @fn for every NIC and netdev, NICs first. */
 void net_foreach_client(void (*fn)(NetClientState *nc, bool is_nic,
                                    void *opaque), void *opaque);
+/* The same, in the order the clients were created (QEMU's order). */
+void net_foreach_client_created(void (*fn)(NetClientState *nc, bool is_nic,
+                                           void *opaque), void *opaque);
 
 #endif

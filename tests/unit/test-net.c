@@ -1002,7 +1002,7 @@ static void test_dgram_option_errors(void)
     } cases[] = {
         { "dgram,id=d0", "Parameter 'local.type' is missing" },
         { "dgram,id=d0,local.type=tipc", "Parameter 'local.type' expects "
-          "'inet' or 'unix', not 'tipc'" },
+          "'inet', 'unix' or 'fd', not 'tipc'" },
         { "dgram,id=d0,local.type=inet,local.port=5000",
           "local.type=inet needs local.host" },
         { "dgram,id=d0,local.type=inet,local.host=127.0.0.1",
@@ -1040,6 +1040,44 @@ static void test_dgram_option_errors(void)
         { "dgram,id=d0,x=1", "Invalid parameter 'x'" },
         { "dgram,id=d0,local.type=inet,local.host=127.0.0.1,local.port=5000,"
           "local.to=5001", "Invalid parameter 'local.to'" },
+        { "dgram,id=d0,local.type=inet,local.host=127.0.0.1,local.port=5000,"
+          "local.ipv4=off,local.ipv6=off,remote.type=inet,"
+          "remote.host=127.0.0.1,remote.port=5001",
+          "local.ipv4=off and local.ipv6=off leave no address family" },
+        { "dgram,id=d0,local.type=inet,local.host=127.0.0.1,local.port=5000,"
+          "local.ipv4=maybe", "Parameter 'local.ipv4' expects 'on' or 'off'" },
+        { "dgram,id=d0,local.type=inet,local.host=127.0.0.1,local.port=5000,"
+          "local.ipv6=on", "cannot resolve '127.0.0.1' as an IPv6 address" },
+        { "dgram,id=d0,local.type=inet,local.host=::1,local.port=5000,"
+          "remote.type=inet,remote.host=::1,remote.port=5001,"
+          "remote.ipv4=on", "remote.ipv4 and remote.ipv6 ask for IPv4, but "
+          "the other address is IPv6" },
+        { "dgram,id=d0,local.type=unix,local.path=/x,local.tight=on",
+          "Parameter 'local.tight' applies only with local.abstract=on" },
+        { "dgram,id=d0,local.type=unix,local.path=/x,local.str=3",
+          "Parameter 'local.str' does not apply to local.type=unix" },
+        { "dgram,id=d0,local.type=fd", "local.type=fd needs local.str" },
+        { "dgram,id=d0,local.type=fd,local.str=mysock",
+          "Parameter 'local.str' expects a file descriptor number, not "
+          "'mysock'" },
+        { "dgram,id=d0,local.type=fd,local.str=9999",
+          "File descriptor '9999' is not a socket" },
+        { "dgram,id=d0,local.type=fd,local.str=0,local.path=/x",
+          "Parameter 'local.path' does not apply to local.type=fd" },
+        /* Multicast: an IPv4 group as remote. */
+        { "dgram,id=d0,remote.type=inet,remote.host=127.0.0.1,"
+          "remote.port=5000", "Parameter 'local.type' is missing" },
+        { "dgram,id=d0,local.type=unix,local.path=/x,remote.type=inet,"
+          "remote.host=230.0.0.1,remote.port=5000",
+          "A multicast remote takes local.type=inet (the interface's "
+          "address) or no local address" },
+        { "dgram,id=d0,local.type=inet,local.host=127.0.0.1,local.port=5,"
+          "remote.type=inet,remote.host=230.0.0.1,remote.port=5000",
+          "Parameter 'local.port' does not apply to a multicast netdev" },
+        { "dgram,id=d0,local.type=inet,local.host=localhost,"
+          "remote.type=inet,remote.host=230.0.0.1,remote.port=5000",
+          "Parameter 'local.host' expects the IPv4 address of the interface "
+          "for the group, not 'localhost'" },
     };
     g_autofree char *long_path = g_strnfill(120, 'p');
     g_autofree char *too_long = g_strdup_printf(
@@ -1096,8 +1134,19 @@ static void test_stream_option_errors(void)
         { "stream,id=s0,server=on", "Parameter 'addr.type' is missing" },
         { "stream,id=s0,server=maybe,addr.type=unix,addr.path=/x",
           "Parameter 'server' expects 'on' or 'off', not 'maybe'" },
-        { "stream,id=s0,addr.type=fd", "Parameter 'addr.type' expects "
-          "'inet' or 'unix', not 'fd'" },
+        { "stream,id=s0,addr.type=vsock", "Parameter 'addr.type' expects "
+          "'inet', 'unix' or 'fd', not 'vsock'" },
+        { "stream,id=s0,addr.type=fd", "addr.type=fd needs addr.str" },
+        { "stream,id=s0,server=on,addr.type=unix,addr.path=/x,"
+          "reconnect-ms=10", "'reconnect-ms' option is incompatible with "
+          "socket in server mode" },
+        { "stream,id=s0,addr.type=unix,addr.path=/x,reconnect-ms=-1",
+          "Parameter 'reconnect-ms'" },
+        { "stream,id=s0,addr.type=unix,addr.path=/x,reconnect-ms=4294967296",
+          "Parameter 'reconnect-ms' expects 0 to 4294967295 milliseconds" },
+        { "stream,id=s0,addr.type=unix,addr.path=/x,addr.abstract=on,"
+          "addr.abstract=maybe",
+          "Parameter 'addr.abstract' expects 'on' or 'off'" },
         { "stream,id=s0,addr.type=inet,addr.port=5000",
           "addr.type=inet needs addr.host" },
         { "stream,id=s0,addr.type=inet,addr.host=127.0.0.1",
