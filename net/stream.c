@@ -88,9 +88,13 @@ static bool peer_address(StreamState *s, struct sockaddr_storage *sa,
 {
     *len = sizeof(*sa);
     memset(sa, 0, sizeof(*sa));
-    if (s->server && s->addr.type == NET_SOCKET_UNIX) {
-        return getsockname(s->fd, (struct sockaddr *)sa, len) == 0;
+    if (getsockname(s->fd, (struct sockaddr *)sa, len) < 0) {
+        return false;
     }
+    if (s->server && sa->ss_family == AF_UNIX) {
+        return true;
+    }
+    *len = sizeof(*sa);
     return getpeername(s->fd, (struct sockaddr *)sa, len) == 0;
 }
 

@@ -8,13 +8,17 @@
  * a deadline.
  */
 #include "net/net.h"
+#include "qemu/hmp-registry.h"
 #include "qemu/option.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -1721,6 +1725,523 @@ static void test_stream_client_unix(void)
     g_unlink(path);
 }
 
+/* ---- stream peers as they come and go ---- */
+
+/* What the stream notifier has heard: connections, losses, and the last
+ * address announced. */
+typedef struct StreamEvents {
+    unsigned connected, disconnected;
+    char *last_addr;            /* "type path" or "type host port" */
+} StreamEvents;
+
+static StreamEvents stream_events;
+
+static void count_stream_event(NetClientState *backend, GVariant *addr)
+{
+    const char *type = NULL, *path = NULL, *host = NULL, *port = NULL;
+
+    (void)backend;
+    if (!addr) {
+        stream_events.disconnected++;
+        return;
+    }
+    stream_events.connected++;
+    g_variant_lookup(addr, "type", "&s", &type);
+    g_variant_lookup(addr, "path", "&s", &path);
+    g_variant_lookup(addr, "host", "&s", &host);
+    g_variant_lookup(addr, "port", "&s", &port);
+    g_free(stream_events.last_addr);
+    stream_events.last_addr = path ? g_strdup_printf("%s %s", type, path)
+                                   : g_strdup_printf("%s %s %s", type, host,
+                                                     port);
+}
+
+static void stream_events_reset(void)
+{
+    g_clear_pointer(&stream_events.last_addr, g_free);
+    memset(&stream_events, 0, sizeof(stream_events));
+    net_set_stream_event_notifier(count_stream_event);
+}
+
+/* Runs the main loop until *@counter reaches @n (never a fixed sleep:
+ * the loop runs the netdev's timers and watches). */
+static bool wait_count(const unsigned *counter, unsigned n)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+
+    while (*counter < n) {
+        if (g_get_monotonic_time() > deadline) {
+            return false;
+        }
+        if (!g_main_context_iteration(NULL, FALSE)) {
+            g_usleep(1000);
+        }
+    }
+    return true;
+}
+
+/* ---- info network ---- */
+
+static char *info_network(void)
+{
+    const HmpCommand *cmd = hmp_find_command("info network");
+    GString *out = g_string_new(NULL);
+
+    g_assert_nonnull(cmd);
+    cmd->fn("", out);
+    return g_string_free(out, FALSE);
+}
+
+/* The text of netdev @id, without its "\r\n". */
+static char *info_line(const char *id)
+{
+    g_autofree char *text = info_network();
+    g_auto(GStrv) lines = g_strsplit(text, "\r\n", -1);
+    g_autofree char *prefix = g_strdup_printf("%s: ", id);
+
+    for (char **l = lines; *l; l++) {
+        /* A NIC's netdev follows it after " \\ ". */
+        const char *line = g_str_has_prefix(*l, " \\ ") ? *l + 3 : *l;
+
+        if (g_str_has_prefix(line, prefix)) {
+            return g_strdup(line);
+        }
+    }
+    return NULL;
+}
+
+/* Runs the main loop until netdev @id's line starts with @prefix, and
+ * returns the line. */
+static char *wait_info(const char *id, const char *prefix)
+{
+    gint64 deadline = g_get_monotonic_time() + WAIT_US;
+    char *line = info_line(id);
+
+    while (!(line && g_str_has_prefix(line, prefix)) &&
+           g_get_monotonic_time() < deadline) {
+        if (!g_main_context_iteration(NULL, FALSE)) {
+            g_usleep(1000);
+        }
+        g_free(line);
+        line = info_line(id);
+    }
+    return line;
+}
+
+/* Runs the main loop until netdev @id's line reads @want. */
+static void expect_info(const char *id, const char *want)
+{
+    g_autofree char *line = wait_info(id, want);
+
+    g_assert_cmpstr(line, ==, want);
+}
+
+/* ---- multicast ---- */
+
+#define MCAST_GROUP "230.0.0.1"
+
+/* Two netdevs in one group: a frame one NIC sends reaches the other's
+ * NIC, and, looped back as QEMU's are, its own. */
+static void mcast_pair(const char *local)
+{
+    uint16_t port = free_port(AF_INET, SOCK_DGRAM);
+    g_autofree char *want = g_strdup_printf(
+        "m0: index=0,type=dgram,mcast=" MCAST_GROUP ":%u", port);
+    g_autofree uint8_t *frame = make_frame(42, 100);
+    TestNic *a, *b;
+
+    netdev_add_ok("dgram,id=m0,remote.type=inet,remote.host=" MCAST_GROUP
+                  ",remote.port=%u%s", port, local);
+    netdev_add_ok("dgram,id=m1,remote.type=inet,remote.host=" MCAST_GROUP
+                  ",remote.port=%u%s", port, local);
+    a = test_nic_new("nic-a", "m0");
+    b = test_nic_new("nic-b", "m1");
+    expect_info("m0", want);
+
+    g_assert_true(net_nic_send(a->nc, frame, 100));
+    g_assert_true(nic_has_frames(b, 1));
+    assert_frame_seed(b, 0, 42, 100);
+    g_assert_true(nic_has_frames(a, 1));
+    assert_frame_seed(a, 0, 42, 100);
+    g_assert_cmpuint(stats_of(find_netdev("m0")).tx_frames, ==, 1);
+
+    test_nic_free(a);
+    test_nic_free(b);
+    net_cleanup();
+}
+
+/* No local address: the group is joined on the default interface. */
+static void test_dgram_mcast(void)
+{
+    mcast_pair("");
+}
+
+/* local.host picks the interface: here the loopback one. */
+static void test_dgram_mcast_interface(void)
+{
+    mcast_pair(",local.type=inet,local.host=127.0.0.1");
+}
+
+/* ---- inherited sockets ---- */
+
+/* One end of a datagram socketpair as the netdev; the test holds the
+ * other. */
+static void test_dgram_fd(void)
+{
+    int sv[2];
+    g_autofree char *want = NULL;
+    g_autofree uint8_t *frame = make_frame(7, 80);
+    uint8_t got[128];
+    TestNic *nic;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), ==, 0);
+    set_recv_timeout(sv[1]);
+    netdev_add_ok("dgram,id=f0,local.type=fd,local.str=%d", sv[0]);
+    nic = test_nic_new("nic0", "f0");
+    want = g_strdup_printf("f0: index=0,type=dgram,fd=%d unix", sv[0]);
+    expect_info("f0", want);
+
+    g_assert_cmpint(send(sv[1], frame, 80, 0), ==, 80);
+    g_assert_true(nic_has_frames(nic, 1));
+    assert_frame_seed(nic, 0, 7, 80);
+    g_assert_true(net_nic_send(nic->nc, frame, 80));
+    g_assert_cmpint(recv(sv[1], got, sizeof(got), 0), ==, 80);
+    g_assert_cmpmem(got, 80, frame, 80);
+
+    test_nic_free(nic);
+    net_cleanup();
+    /* The netdev owned its end and closed it. */
+    g_assert_cmpint(send(sv[1], frame, 80, MSG_DONTWAIT), <, 0);
+    close(sv[1]);
+}
+
+static void test_fd_refusals(void)
+{
+    int dg[2], st[2];
+    g_autofree char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+    g_autofree char *dg_str = NULL, *st_str = NULL;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), ==, 0);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, st), ==, 0);
+    a = g_strdup_printf("dgram,id=f0,local.type=fd,local.str=%d", st[0]);
+    dg_str = g_strdup_printf("File descriptor '%d' is not a datagram socket",
+                             st[0]);
+    b = g_strdup_printf("stream,id=f0,addr.type=fd,addr.str=%d", dg[0]);
+    st_str = g_strdup_printf("File descriptor '%d' is not a stream socket",
+                             dg[0]);
+    c = g_strdup_printf("dgram,id=f0,local.type=fd,local.str=%d,"
+                        "remote.type=unix,remote.path=/x", dg[0]);
+    d = g_strdup_printf("stream,id=f0,server=on,addr.type=fd,addr.str=%d",
+                        st[0]);
+    e = g_strdup_printf("stream,id=f0,addr.type=fd,addr.str=%d,"
+                        "reconnect-ms=10", st[1]);
+    netdev_add_fails(a, "f0", dg_str);
+    netdev_add_fails(b, "f0", st_str);
+    netdev_add_fails(c, "f0", "remote.* does not apply to local.type=fd");
+    netdev_add_fails(d, "f0", "server=on needs a listening socket");
+    netdev_add_fails(e, "f0", "reconnect-ms needs an address to connect to "
+                     "again, not addr.type=fd");
+    /* A refused netdev closes what it was given, as QEMU does. */
+    g_assert_cmpint(fcntl(dg[0], F_GETFD), <, 0);
+    g_assert_cmpint(fcntl(st[0], F_GETFD), <, 0);
+    g_assert_cmpint(fcntl(st[1], F_GETFD), <, 0);
+    close(dg[1]);
+}
+
+/* A connected stream socket as a client netdev: "unix:" for the unnamed
+ * end of a socketpair, as QEMU shows it. */
+static void test_stream_fd_client(void)
+{
+    int sv[2];
+    TestNic *nic;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    set_recv_timeout(sv[1]);
+    stream_events_reset();
+    netdev_add_ok("stream,id=f0,addr.type=fd,addr.str=%d", sv[0]);
+    nic = test_nic_new("nic0", "f0");
+    expect_info("f0", "f0: index=0,type=stream,unix:");
+    g_assert_cmpuint(stream_events.connected, ==, 1);
+    stream_check_rx(sv[1], nic, find_netdev("f0"));
+    stream_check_tx(sv[1], nic);
+    test_nic_free(nic);
+    net_cleanup();
+    g_assert_true(peer_closed(sv[1]));
+    close(sv[1]);
+}
+
+/* A listening socket as a server netdev. */
+static void test_stream_fd_server(void)
+{
+    g_autofree char *path = tmp_path("stream-fd-server");
+    g_autofree char *want = g_strdup_printf("f0: index=0,type=stream,unix:%s",
+                                            path);
+    int listener = unix_socket_bound(SOCK_STREAM, path);
+    int client;
+    TestNic *nic;
+
+    g_assert_cmpint(listen(listener, 1), ==, 0);
+    netdev_add_ok("stream,id=f0,server=on,addr.type=fd,addr.str=%d",
+                  listener);
+    nic = test_nic_new("nic0", "f0");
+    expect_info("f0", "f0: index=0,type=stream,listening");
+    client = connect_unix(path);
+    expect_info("f0", want);
+    stream_check_rx(client, nic, find_netdev("f0"));
+    test_nic_free(nic);
+    net_cleanup();
+    close(client);
+    g_unlink(path);
+}
+
+/* ---- reconnect-ms ---- */
+
+/* The server appears only after the client netdev exists, then goes and
+ * comes back: each time the client connects again by itself. */
+static void test_stream_reconnect(void)
+{
+    g_autofree char *path = tmp_path("stream-reconnect");
+    g_autofree char *want = g_strdup_printf("r0: index=0,type=stream,unix:%s",
+                                            path);
+    g_autofree char *want_addr = g_strdup_printf("unix %s", path);
+    TestNic *nic;
+    int listener, conn;
+
+    g_unlink(path);
+    stream_events_reset();
+    netdev_add_ok("stream,id=r0,addr.type=unix,addr.path=%s,"
+                  "reconnect-ms=20", path);
+    nic = test_nic_new("nic0", "r0");
+    expect_info("r0", "r0: index=0,type=stream,connecting");
+    g_assert_cmpuint(stream_events.connected, ==, 0);
+
+    for (unsigned round = 1; round <= 2; round++) {
+        listener = unix_socket_bound(SOCK_STREAM, path);
+        g_assert_cmpint(listen(listener, 1), ==, 0);
+        g_assert_true(wait_count(&stream_events.connected, round));
+        g_assert_cmpstr(stream_events.last_addr, ==, want_addr);
+        expect_info("r0", want);
+        conn = accept(listener, NULL, NULL);
+        g_assert_cmpint(conn, >=, 0);
+        set_recv_timeout(conn);
+        stream_send_one(conn, nic, round, round);
+        /* The server goes away altogether. */
+        close(conn);
+        close(listener);
+        g_unlink(path);
+        g_assert_true(wait_count(&stream_events.disconnected, round));
+        expect_info("r0", "r0: index=0,type=stream,connecting");
+    }
+    test_nic_free(nic);
+    net_cleanup();
+    net_set_stream_event_notifier(NULL);
+}
+
+/* Without reconnect-ms a client whose peer left stays without one. */
+static void test_stream_no_reconnect(void)
+{
+    uint16_t port;
+    int listener = loopback_socket(AF_INET, SOCK_STREAM, &port);
+    g_autofree char *want = g_strdup_printf(
+        "s0: index=0,type=stream,tcp:127.0.0.1:%u", port);
+    int conn;
+
+    g_assert_cmpint(listen(listener, 1), ==, 0);
+    stream_events_reset();
+    netdev_add_ok("stream,id=s0,addr.type=inet,addr.host=127.0.0.1,"
+                  "addr.port=%u", port);
+    expect_info("s0", want);
+    conn = accept(listener, NULL, NULL);
+    close(conn);
+    g_assert_true(wait_count(&stream_events.disconnected, 1));
+    expect_info("s0", "s0: index=0,type=stream,disconnected");
+    g_assert_cmpuint(stream_events.connected, ==, 1);
+    net_cleanup();
+    close(listener);
+    net_set_stream_event_notifier(NULL);
+}
+
+/* ---- addresses: abstract unix names, ipv4= and ipv6= ---- */
+
+static int connect_abstract(const char *name)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    socklen_t len = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    memcpy(sun.sun_path + 1, name, strlen(name));
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&sun, len), ==, 0);
+    set_recv_timeout(fd);
+    return fd;
+}
+
+/* An abstract name has no file; tight (the default) is the name's exact
+ * length, which is what a client must use to reach it. */
+static void test_stream_abstract(void)
+{
+    g_autofree char *name = g_strdup_printf("illan-test-net-%d-abstract",
+                                            (int)getpid());
+    g_autofree char *want = g_strdup_printf("a0: index=0,type=stream,unix:%s",
+                                            name);
+    g_autofree char *want_c = g_strdup_printf(
+        "c0: index=0,type=stream,unix:%s", name);
+    g_autofree char *want_addr = g_strdup_printf("unix %s", name);
+    int client;
+
+    stream_events_reset();
+    netdev_add_ok("stream,id=a0,server=on,addr.type=unix,addr.path=%s,"
+                  "addr.abstract=on", name);
+    expect_info("a0", "a0: index=0,type=stream,listening");
+    g_assert_false(g_file_test(name, G_FILE_TEST_EXISTS));
+    client = connect_abstract(name);
+    expect_info("a0", want);
+    g_assert_cmpstr(stream_events.last_addr, ==, want_addr);
+    close(client);
+    g_assert_true(wait_count(&stream_events.disconnected, 1));
+    expect_info("a0", "a0: index=0,type=stream,listening");
+
+    /* A client netdev reaches it by the same name. */
+    netdev_add_ok("stream,id=c0,addr.type=unix,addr.path=%s,"
+                  "addr.abstract=on", name);
+    expect_info("c0", want_c);
+    expect_info("a0", want);
+    net_cleanup();
+    net_set_stream_event_notifier(NULL);
+}
+
+static bool connects(int family, const char *host, uint16_t port)
+{
+    struct sockaddr_storage ss = { .ss_family = family };
+    socklen_t len;
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok;
+
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+        inet_pton(AF_INET6, host, &a->sin6_addr);
+        a->sin6_port = htons(port);
+        len = sizeof(*a);
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+        inet_pton(AF_INET, host, &a->sin_addr);
+        a->sin_port = htons(port);
+        len = sizeof(*a);
+    }
+    ok = connect(fd, (struct sockaddr *)&ss, len) == 0;
+    close(fd);
+    return ok;
+}
+
+/* A server on "::" takes IPv4 too, unless ipv4=off (or ipv6=on alone)
+ * makes it IPv6 only, as in QEMU. */
+static void test_stream_ipv6_only(void)
+{
+    uint16_t port;
+    int probe = loopback_socket(AF_INET6, SOCK_STREAM, &port);
+
+    if (probe < 0) {
+        g_test_skip("no IPv6 loopback");
+        return;
+    }
+    close(probe);
+    netdev_add_ok("stream,id=s0,server=on,addr.type=inet,addr.host=::,"
+                  "addr.port=%u", port);
+    g_assert_true(connects(AF_INET, "127.0.0.1", port));
+    net_cleanup();
+    netdev_add_ok("stream,id=s0,server=on,addr.type=inet,addr.host=::,"
+                  "addr.port=%u,addr.ipv4=off,addr.ipv6=on", port);
+    g_assert_false(connects(AF_INET, "127.0.0.1", port));
+    g_assert_true(connects(AF_INET6, "::1", port));
+    net_cleanup();
+    /* ipv4=on picks IPv4 for a name with both. */
+    netdev_add_ok("stream,id=s0,server=on,addr.type=inet,addr.host=localhost,"
+                  "addr.port=%u,addr.ipv4=on", port);
+    g_assert_true(connects(AF_INET, "127.0.0.1", port));
+    net_cleanup();
+}
+
+/* ---- info network for every kind ---- */
+
+static GVariant *mac_filter(void *opaque)
+{
+    GVariantBuilder b;
+
+    (void)opaque;
+    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+    g_variant_builder_add(&b, "{sv}", "main-mac",
+                          g_variant_new_string("52:54:00:12:34:56"));
+    return g_variant_builder_end(&b);
+}
+
+static const NetNicOps modelled_nic_ops = {
+    .receive_batch = test_nic_receive_batch,
+    .model = "test-nic",
+    .query_rx_filter = mac_filter,
+};
+
+/* QEMU's layout: clients in creation order, a NIC followed on its line
+ * by " \ " and its netdev, other netdevs on lines of their own. */
+static void test_info_network(void)
+{
+    g_autofree char *dpath = tmp_path("info-dgram");
+    g_autofree char *rpath = tmp_path("info-dgram-r");
+    g_autofree char *spath = tmp_path("info-stream");
+    uint16_t p0 = free_port(AF_INET, SOCK_DGRAM);
+    uint16_t p1 = free_port(AF_INET, SOCK_DGRAM);
+    uint16_t sp = free_port(AF_INET, SOCK_STREAM);
+    g_autofree char *text = NULL, *want = NULL, *want_c = NULL;
+    TestNic nic = { 0 };
+    GError *err = NULL;
+    int client;
+
+    netdev_add_ok("dgram,id=d0,local.type=inet,local.host=127.0.0.1,"
+                  "local.port=%u,remote.type=inet,remote.host=127.0.0.1,"
+                  "remote.port=%u", p0, p1);
+    netdev_add_ok("dgram,id=d1,local.type=unix,local.path=%s,"
+                  "remote.type=unix,remote.path=%s", dpath, rpath);
+    netdev_add_ok("stream,id=s0,server=on,addr.type=inet,addr.host=127.0.0.1,"
+                  "addr.port=%u", sp);
+    netdev_add_ok("stream,id=s1,server=on,addr.type=unix,addr.path=%s",
+                  spath);
+    nic.frames = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_bytes_unref);
+    nic.nc = net_nic_new("net0", "d1", &modelled_nic_ops, &nic, &err);
+    g_assert_no_error(err);
+
+    text = info_network();
+    want = g_strdup_printf(
+        "d0: index=0,type=dgram,udp=127.0.0.1:%u/127.0.0.1:%u\r\n"
+        "s0: index=0,type=stream,listening\r\n"
+        "s1: index=0,type=stream,listening\r\n"
+        "net0: index=0,type=nic,model=test-nic,macaddr=52:54:00:12:34:56\r\n"
+        " \\ d1: index=0,type=dgram,udp=%s:%s\r\n", p0, p1, dpath, rpath);
+    g_assert_cmpstr(text, ==, want);
+
+    /* A stream client shows the server's address, the server its
+     * client's (inet) or its own path (unix). */
+    netdev_add_ok("stream,id=c0,addr.type=inet,addr.host=127.0.0.1,"
+                  "addr.port=%u", sp);
+    want_c = g_strdup_printf("c0: index=0,type=stream,tcp:127.0.0.1:%u", sp);
+    expect_info("c0", want_c);
+    g_free(want);
+    want = wait_info("s0", "s0: index=0,type=stream,tcp:127.0.0.1:");
+    g_assert_true(g_str_has_prefix(want, "s0: index=0,type=stream,"
+                                   "tcp:127.0.0.1:"));
+    g_assert_cmpstr(want, !=, want_c);
+    client = connect_unix(spath);
+    g_free(want);
+    want = g_strdup_printf("s1: index=0,type=stream,unix:%s", spath);
+    expect_info("s1", want);
+
+    net_nic_free(nic.nc);
+    g_ptr_array_free(nic.frames, TRUE);
+    net_cleanup();
+    close(client);
+    g_unlink(rpath);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1763,6 +2284,17 @@ int main(int argc, char **argv)
     g_test_add_func("/net/stream/peer-hangup", test_stream_peer_hangup);
     g_test_add_func("/net/stream/client", test_stream_client);
     g_test_add_func("/net/stream/client-unix", test_stream_client_unix);
+    g_test_add_func("/net/dgram/mcast", test_dgram_mcast);
+    g_test_add_func("/net/dgram/mcast-interface", test_dgram_mcast_interface);
+    g_test_add_func("/net/dgram/fd", test_dgram_fd);
+    g_test_add_func("/net/options/fd", test_fd_refusals);
+    g_test_add_func("/net/stream/fd-client", test_stream_fd_client);
+    g_test_add_func("/net/stream/fd-server", test_stream_fd_server);
+    g_test_add_func("/net/stream/reconnect", test_stream_reconnect);
+    g_test_add_func("/net/stream/no-reconnect", test_stream_no_reconnect);
+    g_test_add_func("/net/stream/abstract", test_stream_abstract);
+    g_test_add_func("/net/stream/ipv6-only", test_stream_ipv6_only);
+    g_test_add_func("/net/info-network", test_info_network);
 
     return g_test_run();
 }
