@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stddef.h>
@@ -286,6 +287,9 @@ static bool parse_fd(const QemuOpts *opts, const char *prefix, int socktype,
                     socktype_name(socktype));
         return false;
     }
+    /* Ours now: a child illan starts (an exec: migration) must not
+     * inherit it. */
+    fcntl(n, F_SETFD, FD_CLOEXEC);
     addr->type = NET_SOCKET_FD;
     addr->fd = n;
     addr->desc = g_strdup_printf("fd %s", str);

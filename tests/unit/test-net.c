@@ -2037,6 +2037,37 @@ static void test_stream_reconnect(void)
     net_set_stream_event_notifier(NULL);
 }
 
+/* Over TCP the attempts are non-blocking connect()s that complete
+ * later; refused ones are retried until the server listens. */
+static void test_stream_reconnect_inet(void)
+{
+    uint16_t port = free_port(AF_INET, SOCK_STREAM);
+    g_autofree char *want = g_strdup_printf(
+        "r0: index=0,type=stream,tcp:127.0.0.1:%u", port);
+    g_autofree char *want_addr = g_strdup_printf("inet 127.0.0.1 %u", port);
+    struct sockaddr_storage ss;
+    socklen_t len = loopback_addr(AF_INET, port, &ss);
+    int listener, conn;
+
+    stream_events_reset();
+    netdev_add_ok("stream,id=r0,addr.type=inet,addr.host=127.0.0.1,"
+                  "addr.port=%u,reconnect-ms=10", port);
+    expect_info("r0", "r0: index=0,type=stream,connecting");
+    listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(bind(listener, (struct sockaddr *)&ss, len), ==, 0);
+    g_assert_cmpint(listen(listener, 1), ==, 0);
+    g_assert_true(wait_count(&stream_events.connected, 1));
+    g_assert_cmpstr(stream_events.last_addr, ==, want_addr);
+    expect_info("r0", want);
+    conn = accept(listener, NULL, NULL);
+    g_assert_cmpint(conn, >=, 0);
+    net_cleanup();
+    g_assert_true(peer_closed(conn));
+    close(conn);
+    close(listener);
+    net_set_stream_event_notifier(NULL);
+}
+
 /* Without reconnect-ms a client whose peer left stays without one. */
 static void test_stream_no_reconnect(void)
 {
@@ -2291,6 +2322,7 @@ int main(int argc, char **argv)
     g_test_add_func("/net/stream/fd-client", test_stream_fd_client);
     g_test_add_func("/net/stream/fd-server", test_stream_fd_server);
     g_test_add_func("/net/stream/reconnect", test_stream_reconnect);
+    g_test_add_func("/net/stream/reconnect-inet", test_stream_reconnect_inet);
     g_test_add_func("/net/stream/no-reconnect", test_stream_no_reconnect);
     g_test_add_func("/net/stream/abstract", test_stream_abstract);
     g_test_add_func("/net/stream/ipv6-only", test_stream_ipv6_only);
