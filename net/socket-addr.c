@@ -307,8 +307,8 @@ bool net_socket_parse_addr(const QemuOpts *opts, const char *prefix,
     addr->v6only = -1;
     if (!type) {
         g_set_error(errp, ILLAN_ERROR, 0,
-                    "Parameter '%s.type' is missing (use %s.type=inet, "
-                    "unix or fd)", prefix, prefix);
+                    "Parameter '%s.type' is missing (use %s.type=inet or "
+                    "%s.type=unix)", prefix, prefix, prefix);
         return false;
     }
     if (!strcmp(type, "inet")) {
