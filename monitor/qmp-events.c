@@ -2,7 +2,8 @@
  * QMP events from the layers below the monitor, which only announce their
  * changes to notifiers: the run state (STOP, RESUME, RESET, SHUTDOWN),
  * migration (MIGRATION), NIC filters (NIC_RX_FILTER_CHANGED) and netdev
- * links (NETDEV_LINK_CHANGED).
+ * links (NETDEV_LINK_CHANGED) and stream peers (NETDEV_STREAM_CONNECTED,
+ * NETDEV_STREAM_DISCONNECTED).
  */
 #include "migration/migration.h"
 #include "monitor/qmp.h"
@@ -74,12 +75,28 @@ static void netdev_link_changed(NetClientState *backend, const char *state,
     qmp_event_emit("NETDEV_LINK_CHANGED", data);
 }
 
+/* A stream netdev's peer arrived (@addr, QEMU's SocketAddress) or left. */
+static void netdev_stream_changed(NetClientState *backend, GVariant *addr)
+{
+    JsonObject *data = json_object_new();
+
+    json_object_set_string_member(data, "netdev-id",
+                                  net_client_name(backend));
+    if (addr) {
+        json_object_set_member(data, "addr", json_gvariant_serialize(addr));
+        qmp_event_emit("NETDEV_STREAM_CONNECTED", data);
+    } else {
+        qmp_event_emit("NETDEV_STREAM_DISCONNECTED", data);
+    }
+}
+
 void qmp_events_subscribe(void)
 {
     runstate_add_notifier(runstate_changed, NULL);
     migration_add_notifier(migration_changed, NULL);
     net_set_rx_filter_notifier(rx_filter_changed);
     net_set_link_event_notifier(netdev_link_changed);
+    net_set_stream_event_notifier(netdev_stream_changed);
 }
 
 void qmp_events_unsubscribe(void)
@@ -88,4 +105,5 @@ void qmp_events_unsubscribe(void)
     migration_remove_notifier(migration_changed, NULL);
     net_set_rx_filter_notifier(NULL);
     net_set_link_event_notifier(NULL);
+    net_set_stream_event_notifier(NULL);
 }

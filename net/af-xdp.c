@@ -782,6 +782,7 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
     /* The queues deliver to the client, so it exists before they do. */
     if (ok) {
         s->nc = net_backend_new(id, &af_xdp_ops, s);
+        net_client_set_info_str(s->nc, "af-xdp to %s", s->o.ifname);
         ok = open_queues(s, errp);
     }
     if (!ok) {
