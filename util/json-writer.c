@@ -171,6 +171,17 @@ void json_writer_null(JsonWriter *w, const char *name)
     g_string_append(w->out, "null");
 }
 
+/* @val with @digits significant digits, in the C locale; whether that
+ * reads back as @val. */
+static bool format_double(char *buf, size_t size, int digits, double val)
+{
+    char format[8];
+
+    g_snprintf(format, sizeof(format), "%%.%dg", digits);
+    g_ascii_formatd(buf, size, format, val);
+    return g_ascii_strtod(buf, NULL) == val;
+}
+
 /* The fewest digits that read back as @val, with a '.' or an exponent so
  * that a reader takes it for a double.  JSON has no infinity or NaN:
  * those are written as null. */
@@ -184,13 +195,19 @@ void json_writer_double(JsonWriter *w, const char *name, double val)
         return;
     }
     for (int digits = 1; digits <= 17; digits++) {
-        char format[8];
-
-        g_snprintf(format, sizeof(format), "%%.%dg", digits);
-        g_ascii_formatd(buf, sizeof(buf), format, val);
-        if (g_ascii_strtod(buf, NULL) == val) {
+        if (format_double(buf, sizeof(buf), digits, val)) {
             break;
         }
+    }
+    /* 100 as 100.0, not 1e+02: below 1e17, enough digits for %g to
+     * write all the integer part. */
+    if (fabs(val) >= 1 && fabs(val) < 1e17 && strchr(buf, 'e')) {
+        int integer_digits = 1;
+
+        for (double v = fabs(val); v >= 10; v /= 10) {
+            integer_digits++;
+        }
+        format_double(buf, sizeof(buf), integer_digits, val);
     }
     g_string_append(w->out, buf);
     if (!strpbrk(buf, ".eE")) {
