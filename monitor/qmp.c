@@ -4,7 +4,9 @@
  * greeting at once, must negotiate with qmp_capabilities, and then gets
  * one reply per request and every event.  Input is split by json-stream
  * and parsed by json-glib; anything malformed is answered with an error,
- * and the client is only dropped when it hangs up.
+ * and the client is only dropped when it hangs up.  Output is written by
+ * util/json-writer.c, which always writes strict JSON; a reply's id is
+ * copied from the request's text, so it comes back as the client wrote it.
  */
 #include "monitor/qmp.h"
 #include "monitor/json-stream.h"

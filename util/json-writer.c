@@ -232,6 +232,7 @@ static void write_value(JsonWriter *w, const char *name, JsonNode *node)
     } else if (type == G_TYPE_BOOLEAN) {
         json_writer_bool(w, name, json_node_get_boolean(node));
     } else {
+        g_assert(type == G_TYPE_STRING);
         json_writer_str(w, name, json_node_get_string(node));
     }
 }
