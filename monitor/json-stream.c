@@ -306,15 +306,16 @@ static const char *skip_space(const char *p)
     return p;
 }
 
-/* @p is at a string's opening quote; returns just past its closing one. */
+/* @p is at a string's opening quote; returns just past its closing one.
+ * The NUL checks only keep a text that is not JSON from being overrun. */
 static const char *skip_string(const char *p)
 {
-    for (p++; *p != '"'; p++) {
-        if (*p == '\\') {
+    for (p++; *p && *p != '"'; p++) {
+        if (*p == '\\' && p[1]) {
             p++;
         }
     }
-    return p + 1;
+    return *p ? p + 1 : p;
 }
 
 /* @p is at a value; returns just past it.  @compact, if not NULL, gets
@@ -323,7 +324,7 @@ static const char *skip_value(const char *p, GString *compact)
 {
     int depth = 0;
 
-    for (;;) {
+    while (*p) {
         const char *from = p;
 
         if (*p == '"') {
@@ -346,6 +347,7 @@ static const char *skip_value(const char *p, GString *compact)
             g_string_append_len(compact, from, p - from);
         }
     }
+    return p;
 }
 
 static bool key_is(const char *key, size_t len, const char *name)
@@ -375,7 +377,11 @@ char *json_stream_member_text(const char *text, const char *name)
 
         p = skip_string(p);
         wanted = key_is(key, p - key, name);
-        p = skip_space(skip_space(p) + 1);     /* past the ':' */
+        p = skip_space(p);
+        if (*p != ':') {
+            break;
+        }
+        p = skip_space(p + 1);
         if (wanted) {
             found = p;
         }

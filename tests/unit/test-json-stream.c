@@ -549,6 +549,10 @@ static void test_member_text(void)
           "\"s\\\"\"" },
         { "{}", NULL },
         { "[{\"id\": 1}]", NULL },
+        /* Texts cut short are not overrun. */
+        { "{\"id\": [1, \"x", "[1,\"x" },
+        { "{\"id\": \"\\", "\"\\" },
+        { "{\"id", NULL },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
