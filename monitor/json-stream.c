@@ -36,6 +36,7 @@ struct JsonStream {
     int braces, brackets;   /* open minus closed */
     LexState state;
     char quote;             /* the open string's quote */
+    unsigned hex_left;      /* hex digits a \u escape still needs */
     JsonStreamError skipping;   /* a limit the text broke */
     char *number;           /* the number that broke NUMBER_RANGE */
 };
@@ -63,6 +64,7 @@ static void reset_text(JsonStream *js)
 {
     g_string_truncate(js->text, 0);
     js->braces = js->brackets = 0;
+    js->hex_left = 0;
     js->skipping = JSON_STREAM_OK;
     g_clear_pointer(&js->number, g_free);
 }
@@ -184,6 +186,12 @@ static void start_char(JsonStream *js, unsigned char c)
  * \' (accepted in either kind) written as a bare quote. */
 static void string_char(JsonStream *js, unsigned char c)
 {
+    if (js->hex_left) {
+        if (!g_ascii_isxdigit(c)) {
+            skip_rest(js, JSON_STREAM_BAD_ESCAPE);
+        }
+        js->hex_left--;
+    }
     if (c < 0x20 || c >= 0xFE) {
         lexical_error(js, c);
     } else if (c == '\\') {
@@ -206,6 +214,12 @@ static void escape_char(JsonStream *js, unsigned char c)
         lexical_error(js, c);
         return;
     }
+    /* QEMU's parser refuses the text, where json-glib would take \x
+     * for x, or \u with fewer than 4 hex digits. */
+    if (!strchr("\"\\/bfnrtu'", c)) {
+        skip_rest(js, JSON_STREAM_BAD_ESCAPE);
+    }
+    js->hex_left = c == 'u' ? 4 : 0;
     if (c == '\'' && !js->skipping) {
         g_string_truncate(js->text, js->text->len - 1);
     }

@@ -443,6 +443,10 @@ static void parse_error(JsonStreamError error, const char *what, QmpError *err)
         qmp_error_set(err, QMP_ERROR_GENERIC,
                       "JSON parse error, stray '%.64s'", what);
         break;
+    case JSON_STREAM_BAD_ESCAPE:
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "JSON parse error, invalid escape sequence in string");
+        break;
     case JSON_STREAM_NUMBER_RANGE:
         qmp_error_set(err, QMP_ERROR_GENERIC, "JSON parse error, number "
                       "'%.64s' is beyond the range of a double", what);

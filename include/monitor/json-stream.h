@@ -29,6 +29,7 @@ typedef enum JsonStreamError {
     JSON_STREAM_TOO_DEEP,       /* nesting passed JSON_STREAM_MAX_DEPTH */
     JSON_STREAM_LEXICAL,        /* a lexical error; the text is the token */
     JSON_STREAM_NUMBER_RANGE,   /* a number beyond a double; the text is it */
+    JSON_STREAM_BAD_ESCAPE,     /* a backslash before a letter JSON lacks */
 } JsonStreamError;
 
 /* @text is NUL-terminated and valid only during the call.  Without an

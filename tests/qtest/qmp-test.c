@@ -2204,6 +2204,14 @@ static void test_qemu_ids_exact(void)
                    "{\"a\": [-1e999]}}", GENERIC,
                 "JSON parse error, number '-1e999' is beyond the range of "
                 "a double");
+    /* As is an escape JSON does not have, which json-glib would take. */
+    check_error(c, "{\"execute\": \"query-stat\\us\"}", GENERIC,
+                "JSON parse error, invalid escape sequence in string");
+    check_error(c, "{\"execute\": \"query-status\", \"id\": \"\\u12x\"}",
+                GENERIC, "JSON parse error, invalid escape sequence in "
+                "string");
+    check_error(c, "{\"execute\": \"query-statu\\s\"}", GENERIC,
+                "JSON parse error, invalid escape sequence in string");
     /* An integer argument beyond 64 bits is refused, not clamped. */
     check_error(c, "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": "
                    "18446744073709551616, \"size\": 1, \"filename\": "

@@ -512,6 +512,13 @@ static void test_lexical_errors(void)
         { "[\xfe\xfe]", "E3:\xfe|E3:\xfe|]" },
         /* Strings may hold anything else, bytes past 0x7F included. */
         { "[\"\x7f\x80\xfd\"]", "[\"\x7f\x80\xfd\"]" },
+        /* Escapes JSON lacks spoil the text, which still ends where it
+         * would have. */
+        { "[\"a\\x\", \"]\"] [1]", "E5|[1]" },
+        { "['\\q'] {\"a\": \"\\/\\b\\f\\n\\r\\t\\u0041\\'\\\"\"}",
+          "E5|{\"a\": \"\\/\\b\\f\\n\\r\\t\\u0041'\\\"\"}" },
+        { "[\"\\u12\"] [\"\\u00e9\\uD83D\\ude00\"]",
+          "E5|[\"\\u00e9\\uD83D\\ude00\"]" },
         /* Numbers a double cannot hold. */
         { "[1e400]", "E4:1e400" },
         { "{\"a\": -1e400, \"b\": \x01{}", "E3:\x01|{}" },
