@@ -4,10 +4,13 @@
  * greeting at once, must negotiate with qmp_capabilities, and then gets
  * one reply per request and every event.  Input is split by json-stream
  * and parsed by json-glib; anything malformed is answered with an error,
- * and the client is only dropped when it hangs up.
+ * and the client is only dropped when it hangs up.  Output is written by
+ * util/json-writer.c, which always writes strict JSON; a reply's id is
+ * copied from the request's text, so it comes back as the client wrote it.
  */
 #include "monitor/qmp.h"
 #include "monitor/json-stream.h"
+#include "qemu/json-writer.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
@@ -32,6 +35,7 @@ typedef struct QmpClient {
     GString *out;
     JsonStream *stream;
     bool negotiated;
+    bool oob;               /* out-of-band execution enabled */
     bool hung_up;           /* we gave up on it; the read side drops it */
 } QmpClient;
 
@@ -90,17 +94,13 @@ static gboolean client_writable(gint fd, GIOCondition cond, gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
-static void client_write(QmpClient *c, JsonNode *root)
+/* Queues @w's text as one line. */
+static void client_write(QmpClient *c, JsonWriter *w)
 {
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *text = NULL;
-
     if (c->hung_up) {
         return;
     }
-    json_generator_set_root(gen, root);
-    text = json_generator_to_data(gen, NULL);
-    g_string_append(c->out, text);
+    g_string_append(c->out, json_writer_text(w));
     g_string_append(c->out, "\r\n");
     if (c->out->len > QMP_MAX_PENDING_OUTPUT) {
         hang_up(c);
@@ -109,60 +109,71 @@ static void client_write(QmpClient *c, JsonNode *root)
     client_flush(c);
 }
 
-static void client_write_object(QmpClient *c, JsonObject *obj)
-{
-    g_autoptr(JsonNode) root = json_node_new(JSON_NODE_OBJECT);
-
-    json_node_take_object(root, obj);
-    client_write(c, root);
-}
-
 /* {"qemu": {"major", "minor", "micro"}, "package"}: for the greeting and
- * query-version. */
+ * query-version.  The numbers are the QEMU release whose interfaces
+ * illan follows; the package names illan's own version. */
 static JsonObject *version_info(void)
 {
     JsonObject *ver = json_object_new(), *qemu = json_object_new();
 
-    json_object_set_int_member(qemu, "micro", ILLAN_VERSION_MICRO);
-    json_object_set_int_member(qemu, "minor", ILLAN_VERSION_MINOR);
-    json_object_set_int_member(qemu, "major", ILLAN_VERSION_MAJOR);
+    json_object_set_int_member(qemu, "micro", QMP_QEMU_VERSION_MICRO);
+    json_object_set_int_member(qemu, "minor", QMP_QEMU_VERSION_MINOR);
+    json_object_set_int_member(qemu, "major", QMP_QEMU_VERSION_MAJOR);
     json_object_set_object_member(ver, "qemu", qemu);
-    json_object_set_string_member(ver, "package", "illan");
+    json_object_set_string_member(ver, "package", "illan " ILLAN_VERSION);
     return ver;
 }
 
+/* Every monitor is a socket, where QEMU offers out-of-band execution. */
 static void send_greeting(QmpClient *c)
 {
-    JsonObject *qmp = json_object_new(), *greeting = json_object_new();
+    g_autoptr(JsonNode) version = json_node_new(JSON_NODE_OBJECT);
+    JsonWriter *w = json_writer_new(false);
 
-    json_object_set_object_member(qmp, "version", version_info());
-    json_object_set_array_member(qmp, "capabilities", json_array_new());
-    json_object_set_object_member(greeting, "QMP", qmp);
-    client_write_object(c, greeting);
+    json_node_take_object(version, version_info());
+
+    json_writer_start_object(w, NULL);
+    json_writer_start_object(w, "QMP");
+    json_writer_node(w, "version", version);
+    json_writer_start_array(w, "capabilities");
+    json_writer_str(w, NULL, "oob");
+    json_writer_end_array(w);
+    json_writer_end_object(w);
+    json_writer_end_object(w);
+    client_write(c, w);
+    json_writer_free(w);
 }
 
-static void send_error(QmpClient *c, const QmpError *err, JsonNode *id)
+/* @id is the request's "id" as the client wrote it, or NULL. */
+static void send_error(QmpClient *c, const QmpError *err, const char *id)
 {
-    JsonObject *reply = json_object_new(), *error = json_object_new();
+    JsonWriter *w = json_writer_new(false);
 
-    json_object_set_string_member(error, "class", err->cls);
-    json_object_set_string_member(error, "desc", err->desc);
-    json_object_set_object_member(reply, "error", error);
+    json_writer_start_object(w, NULL);
+    json_writer_start_object(w, "error");
+    json_writer_str(w, "class", err->cls);
+    json_writer_str(w, "desc", err->desc);
+    json_writer_end_object(w);
     if (id) {
-        json_object_set_member(reply, "id", json_node_copy(id));
+        json_writer_raw(w, "id", id);
     }
-    client_write_object(c, reply);
+    json_writer_end_object(w);
+    client_write(c, w);
+    json_writer_free(w);
 }
 
-static void send_return(QmpClient *c, JsonNode *value, JsonNode *id)
+static void send_return(QmpClient *c, JsonNode *value, const char *id)
 {
-    JsonObject *reply = json_object_new();
+    JsonWriter *w = json_writer_new(false);
 
-    json_object_set_member(reply, "return", value);
+    json_writer_start_object(w, NULL);
+    json_writer_node(w, "return", value);
     if (id) {
-        json_object_set_member(reply, "id", json_node_copy(id));
+        json_writer_raw(w, "id", id);
     }
-    client_write_object(c, reply);
+    json_writer_end_object(w);
+    client_write(c, w);
+    json_writer_free(w);
 }
 
 static const char *arg_type_name(QmpArgType type)
@@ -190,8 +201,21 @@ static bool arg_has_type(JsonNode *node, QmpArgType type)
     g_assert_not_reached();
 }
 
-/* Checks @args against the command's declared arguments. */
-static bool check_args(const QmpCommand *cmd, JsonObject *args, QmpError *err)
+/* json-glib clamps an integer beyond 64 bits to one that fits, so an
+ * integer argument is also checked in the text the client wrote. */
+static bool int_fits(const char *args_text, const char *name)
+{
+    g_autofree char *raw = json_stream_member_text(args_text, name);
+    gint64 val;
+
+    return raw && g_ascii_string_to_signed(raw, 10, G_MININT64, G_MAXINT64,
+                                           &val, NULL);
+}
+
+/* Checks @args, written as @args_text, against the command's declared
+ * arguments. */
+static bool check_args(const QmpCommand *cmd, JsonObject *args,
+                       const char *args_text, QmpError *err)
 {
     g_autoptr(GList) names = json_object_get_members(args);
 
@@ -204,7 +228,8 @@ static bool check_args(const QmpCommand *cmd, JsonObject *args, QmpError *err)
                               "Parameter '%s' is missing", a->name);
                 return false;
             }
-        } else if (!arg_has_type(node, a->type)) {
+        } else if (!arg_has_type(node, a->type) ||
+                   (a->type == QMP_ARG_INT && !int_fits(args_text, a->name))) {
             qmp_error_set(err, QMP_ERROR_GENERIC,
                           "Invalid parameter type for '%s', expected: %s",
                           a->name, arg_type_name(a->type));
@@ -226,20 +251,37 @@ static bool check_args(const QmpCommand *cmd, JsonObject *args, QmpError *err)
     return true;
 }
 
-static bool only_envelope_members(JsonObject *req, QmpError *err)
+/* The member that names the command: "execute", or "exec-oob" once the
+ * client has enabled out-of-band execution; NULL with *err set if the
+ * envelope holds anything else, or both. */
+static const char *envelope_command_key(QmpClient *c, JsonObject *req,
+                                        QmpError *err)
 {
     g_autoptr(GList) names = json_object_get_members(req);
+    const char *key = NULL;
 
     for (GList *l = names; l; l = l->next) {
-        if (strcmp(l->data, "execute") && strcmp(l->data, "arguments") &&
-            strcmp(l->data, "id")) {
+        const char *name = l->data;
+
+        if (!strcmp(name, "execute") ||
+            (!strcmp(name, "exec-oob") && c->oob)) {
+            if (key) {
+                qmp_error_set(err, QMP_ERROR_GENERIC, "QMP input member "
+                              "'%s' clashes with '%s'", name, key);
+                return NULL;
+            }
+            key = name;
+        } else if (strcmp(name, "arguments") && strcmp(name, "id")) {
             qmp_error_set(err, QMP_ERROR_GENERIC,
-                          "QMP input member '%s' is unexpected",
-                          (char *)l->data);
-            return false;
+                          "QMP input member '%s' is unexpected", name);
+            return NULL;
         }
     }
-    return true;
+    if (!key) {
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "QMP input lacks member 'execute'");
+    }
+    return key;
 }
 
 /* Only qmp_capabilities before negotiation, and only then. */
@@ -262,26 +304,23 @@ static bool allowed_now(QmpClient *c, const char *name, QmpError *err)
     return true;
 }
 
-/* The request's envelope: execute, arguments, id and nothing else. */
+/* The request's envelope: execute (or exec-oob), arguments, id and
+ * nothing else. */
 static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
                                        JsonObject **args, QmpError *err)
 {
-    JsonNode *exec = json_object_get_member(req, "execute");
+    const char *key = envelope_command_key(c, req, err);
+    JsonNode *exec = key ? json_object_get_member(req, key) : NULL;
     JsonNode *argn = json_object_get_member(req, "arguments");
     const char *name;
     const QmpCommand *cmd;
 
-    if (!only_envelope_members(req, err)) {
-        return NULL;
-    }
-    if (!exec) {
-        qmp_error_set(err, QMP_ERROR_GENERIC,
-                      "QMP input lacks member 'execute'");
+    if (!key) {
         return NULL;
     }
     if (!arg_has_type(exec, QMP_ARG_STR)) {
         qmp_error_set(err, QMP_ERROR_GENERIC,
-                      "QMP input member 'execute' must be a string");
+                      "QMP input member '%s' must be a string", key);
         return NULL;
     }
     if (argn && !JSON_NODE_HOLDS_OBJECT(argn)) {
@@ -298,13 +337,29 @@ static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
     if (!cmd) {
         qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
                       "The command %s has not been found", name);
+        return NULL;
+    }
+    /* The commands QEMU runs out of band (migrate-pause, migrate-recover,
+     * x-oob-test) act on postcopy and test machinery illan does not
+     * have, so none of illan's does. */
+    if (!strcmp(key, "exec-oob")) {
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "The command %s does not support OOB", name);
+        return NULL;
     }
     return cmd;
 }
 
-static void dispatch(QmpClient *c, JsonObject *req)
+/* The client whose request runs, for qmp_capabilities. */
+static QmpClient *current_client;
+
+/* @text is the request as the client wrote it, for its "id" and
+ * integers, which json-glib would change. */
+static void dispatch(QmpClient *c, JsonObject *req, const char *text)
 {
-    JsonNode *id = json_object_get_member(req, "id");
+    g_autofree char *id = json_object_has_member(req, "id") ?
+                          json_stream_member_text(text, "id") : NULL;
+    g_autofree char *args_text = json_stream_member_text(text, "arguments");
     g_autoptr(JsonObject) empty = json_object_new();
     QmpError err = { 0 };
     JsonObject *args = NULL;
@@ -312,14 +367,14 @@ static void dispatch(QmpClient *c, JsonObject *req)
     JsonNode *ret = NULL;
 
     if (cmd && qmp_command_allowed(cmd, &err) &&
-        check_args(cmd, args ? args : empty, &err)) {
+        check_args(cmd, args ? args : empty, args_text, &err)) {
+        current_client = c;
         ret = cmd->fn(args ? args : empty, &err);
+        current_client = NULL;
     }
     if (ret) {
-        if (!strcmp(cmd->name, "qmp_capabilities")) {
-            c->negotiated = true;
-        }
         send_return(c, ret, id);
+        json_node_unref(ret);
     } else {
         send_error(c, &err, id);
     }
@@ -372,6 +427,35 @@ static bool node_is_utf8(JsonNode *node)
     return true;
 }
 
+/* What the stream refused, in QEMU's words where it has them. */
+static void parse_error(JsonStreamError error, const char *what, QmpError *err)
+{
+    switch (error) {
+    case JSON_STREAM_TOO_BIG:
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "JSON parse error, input too large");
+        break;
+    case JSON_STREAM_TOO_DEEP:
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "JSON parse error, nesting too deep");
+        break;
+    case JSON_STREAM_LEXICAL:
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "JSON parse error, stray '%.64s'", what);
+        break;
+    case JSON_STREAM_BAD_ESCAPE:
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "JSON parse error, invalid escape sequence in string");
+        break;
+    case JSON_STREAM_NUMBER_RANGE:
+        qmp_error_set(err, QMP_ERROR_GENERIC, "JSON parse error, number "
+                      "'%.64s' is beyond the range of a double", what);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+}
+
 static void on_text(void *opaque, const char *text, JsonStreamError error)
 {
     QmpClient *c = opaque;
@@ -381,9 +465,7 @@ static void on_text(void *opaque, const char *text, JsonStreamError error)
     JsonNode *root;
 
     if (error) {
-        qmp_error_set(&err, QMP_ERROR_GENERIC, "JSON parse error, %s",
-                      error == JSON_STREAM_TOO_BIG ? "input too large"
-                                                   : "nesting too deep");
+        parse_error(error, text, &err);
     } else if (has_nul_escape(text)) {
         qmp_error_set(&err, QMP_ERROR_GENERIC,
                       "JSON parse error, \\u0000 is not allowed in a string");
@@ -399,7 +481,7 @@ static void on_text(void *opaque, const char *text, JsonStreamError error)
         qmp_error_set(&err, QMP_ERROR_GENERIC,
                       "QMP input must be a JSON object");
     } else {
-        dispatch(c, json_node_get_object(root));
+        dispatch(c, json_node_get_object(root), text);
         return;
     }
     send_error(c, &err, NULL);
@@ -530,26 +612,28 @@ static void send_event(void *opaque)
 {
     QmpEvent *e = opaque;
 
+    g_autoptr(JsonNode) data = e->data ?
+        json_node_init_object(json_node_alloc(), e->data) : NULL;
+    JsonWriter *w = json_writer_new(false);
+
+    json_writer_start_object(w, NULL);
+    json_writer_start_object(w, "timestamp");
+    json_writer_int(w, "seconds", e->time / G_USEC_PER_SEC);
+    json_writer_int(w, "microseconds", e->time % G_USEC_PER_SEC);
+    json_writer_end_object(w);
+    json_writer_str(w, "event", e->name);
+    if (data) {
+        json_writer_node(w, "data", data);
+    }
+    json_writer_end_object(w);
     for (guint i = 0; clients && i < clients->len; i++) {
         QmpClient *c = g_ptr_array_index(clients, i);
-        JsonObject *ev, *ts;
 
-        if (!c->negotiated) {
-            continue;
+        if (c->negotiated) {
+            client_write(c, w);
         }
-        ev = json_object_new();
-        ts = json_object_new();
-        json_object_set_string_member(ev, "event", e->name);
-        if (e->data) {
-            json_object_set_object_member(ev, "data",
-                                          json_object_ref(e->data));
-        }
-        json_object_set_int_member(ts, "seconds", e->time / G_USEC_PER_SEC);
-        json_object_set_int_member(ts, "microseconds",
-                                   e->time % G_USEC_PER_SEC);
-        json_object_set_object_member(ev, "timestamp", ts);
-        client_write_object(c, ev);
     }
+    json_writer_free(w);
     if (e->data) {
         json_object_unref(e->data);
     }
@@ -571,25 +655,32 @@ void qmp_event_emit(const char *name, JsonObject *data)
 
 /* The monitor's own commands: the session, the version, the list. */
 
+/* The one capability there is, "oob", is offered on every monitor. */
 static JsonNode *qmp_capabilities(JsonObject *args, QmpError *err)
 {
     JsonArray *enable = json_object_has_member(args, "enable") ?
                         json_object_get_array_member(args, "enable") : NULL;
+    bool oob = false;
 
-    if (enable && json_array_get_length(enable)) {
-        JsonNode *cap = json_array_get_element(enable, 0);
+    for (guint i = 0; enable && i < json_array_get_length(enable); i++) {
+        JsonNode *cap = json_array_get_element(enable, i);
 
         if (!JSON_NODE_HOLDS_VALUE(cap) ||
             json_node_get_value_type(cap) != G_TYPE_STRING) {
             qmp_error_set(err, QMP_ERROR_GENERIC, "Invalid parameter type "
-                          "for 'enable', expected: array of strings");
-        } else {
-            qmp_error_set(err, QMP_ERROR_GENERIC,
-                          "Capability '%s' not available",
-                          json_node_get_string(cap));
+                          "for 'enable[%u]', expected: string", i);
+            return NULL;
         }
-        return NULL;
+        if (strcmp(json_node_get_string(cap), "oob")) {
+            qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'enable[%u]' "
+                          "does not accept value '%s'", i,
+                          json_node_get_string(cap));
+            return NULL;
+        }
+        oob = true;
     }
+    current_client->negotiated = true;
+    current_client->oob = oob;
     return qmp_return_empty();
 }
 

@@ -10,6 +10,12 @@
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
 
+/* The QEMU release whose interfaces illan follows, as the greeting and
+ * query-version report it. */
+#define QMP_QEMU_VERSION_MAJOR  10
+#define QMP_QEMU_VERSION_MINOR  1
+#define QMP_QEMU_VERSION_MICRO  0
+
 /* -qmp unix:PATH,server=on: listens for any number of clients; with
  * @wait, blocks until the first one connects. */
 bool qmp_listen(const char *path, bool wait, GError **errp);

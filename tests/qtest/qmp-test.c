@@ -159,7 +159,13 @@ static char *conn_read_line(Conn *c)
                 c->rx->str);
     }
     line = g_strndup(c->rx->str, len - 1);
-    g_assert_null(strchr(line, '\r'));
+    /* JSON allows no raw control character, in a string or out of one. */
+    for (size_t i = 0; line[i]; i++) {
+        if ((unsigned char)line[i] < 0x20) {
+            g_error("raw byte 0x%02x in a line from the monitor: '%.200s'",
+                    line[i], line);
+        }
+    }
     g_string_erase(c->rx, 0, len + 1);
     return line;
 }
@@ -467,7 +473,8 @@ static void recv_return(Conn *c, const char *id_json, const char *ret_json)
 }
 
 /* Reads the greeting: {"QMP": {"version": {"qemu": {major, minor,
- * micro}, "package": STR}, "capabilities": []}}.  Returns "version". */
+ * micro}, "package": STR}, "capabilities": ["oob"]}}, with the QEMU
+ * release illan follows.  Returns "version". */
 static JsonObject *check_greeting(Conn *c)
 {
     JsonObject *greeting = conn_recv(c);
@@ -476,16 +483,15 @@ static JsonObject *check_greeting(Conn *c)
     MEMBERS(greeting, "QMP");
     qmp = get_obj(greeting, "QMP");
     MEMBERS(qmp, "version", "capabilities");
-    g_assert_cmpuint(json_array_get_length(get_arr(qmp, "capabilities")),
-                     ==, 0);
+    assert_json(json_object_get_member(qmp, "capabilities"), "[\"oob\"]");
     version = get_obj(qmp, "version");
     MEMBERS(version, "qemu", "package");
-    get_str(version, "package");
+    g_assert_cmpstr(get_str(version, "package"), ==, "illan " ILLAN_VERSION);
     qemu = get_obj(version, "qemu");
     MEMBERS(qemu, "major", "minor", "micro");
-    g_assert_cmpint(get_int(qemu, "major"), >=, 0);
-    g_assert_cmpint(get_int(qemu, "minor"), >=, 0);
-    g_assert_cmpint(get_int(qemu, "micro"), >=, 0);
+    g_assert_cmpint(get_int(qemu, "major"), ==, 10);
+    g_assert_cmpint(get_int(qemu, "minor"), ==, 1);
+    g_assert_cmpint(get_int(qemu, "micro"), ==, 0);
     ret = json_object_ref(version);
     json_object_unref(greeting);
     return ret;
@@ -581,7 +587,6 @@ static void test_greeting(void)
     c = conn_open(r.qmp_path);
     /* The greeting comes unasked, before anything is sent. */
     version = check_greeting(c);
-    g_assert_cmpstr(get_str(version, "package"), ==, "illan");
     expect_return(conn_cmd(c, "{\"execute\": \"qmp_capabilities\"}"), "{}");
     /* query-version answers what the greeting announced. */
     rsp = conn_cmd(c, "{\"execute\": \"query-version\"}");
@@ -616,10 +621,15 @@ static void test_negotiation(void)
     check_error(c, "{\"execute\": 1}", GENERIC,
                 "QMP input member 'execute' must be a string");
     check_error(c, "[]", GENERIC, NOT_OBJECT);
-    /* No capability is offered, so none can be enabled. */
+    /* "oob" is the only capability there is. */
     check_error(c, "{\"execute\": \"qmp_capabilities\", "
-                   "\"arguments\": {\"enable\": [\"oob\"]}}",
-                GENERIC, "Capability 'oob' not available");
+                   "\"arguments\": {\"enable\": [\"oob\", \"nope\"]}}",
+                GENERIC, "Parameter 'enable[1]' does not accept value "
+                         "'nope'");
+    check_error(c, "{\"execute\": \"qmp_capabilities\", "
+                   "\"arguments\": {\"enable\": [1]}}",
+                GENERIC, "Invalid parameter type for 'enable[0]', "
+                         "expected: string");
     check_error(c, "{\"execute\": \"qmp_capabilities\", "
                    "\"arguments\": {\"enable\": \"oob\"}}",
                 GENERIC, "Invalid parameter type for 'enable', "
@@ -755,7 +765,7 @@ static void test_query_version_commands(void)
     };
     Rig r;
     Conn *c;
-    JsonObject *rsp, *ret, *qemu;
+    JsonObject *rsp, *ret;
     JsonArray *list;
     g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
 
@@ -764,12 +774,9 @@ static void test_query_version_commands(void)
     rsp = conn_cmd(c, "{\"execute\": \"query-version\"}");
     ret = json_node_get_object(assert_return(rsp, NULL));
     MEMBERS(ret, "qemu", "package");
-    g_assert_cmpstr(get_str(ret, "package"), ==, "illan");
-    qemu = get_obj(ret, "qemu");
-    MEMBERS(qemu, "major", "minor", "micro");
-    get_int(qemu, "major");
-    get_int(qemu, "minor");
-    get_int(qemu, "micro");
+    g_assert_cmpstr(get_str(ret, "package"), ==, "illan " ILLAN_VERSION);
+    assert_json(json_object_get_member(ret, "qemu"),
+                "{\"major\": 10, \"minor\": 1, \"micro\": 0}");
     json_object_unref(rsp);
 
     rsp = conn_cmd(c, "{\"execute\": \"query-commands\"}");
@@ -1674,7 +1681,7 @@ static void test_malformed_json(void)
         "{execute: \"stop\"}", "{\"execute\": \"stop\" \"id\": 1}",
         "{\"execute\": tru}", "tru\n", "nul\n",
         "{\"execute\": \"query-status\", \"id\": [1,]}", "-\n", "@\n",
-        "{\"execute\": \"\\u12\"}", "{\"id\": +1}", "{\"id\": NaN}",
+        "{\"execute\": \"\\u12\"}", "{\"id\": +1", "{\"id\": NaN",
     };
     Rig r;
     Conn *c;
@@ -1686,8 +1693,14 @@ static void test_malformed_json(void)
         expect_return(conn_cmd(c, "{\"execute\": \"query-status\"}"),
                       "{\"running\": true, \"status\": \"running\"}");
     }
-    /* Invalid UTF-8. */
-    check_parse_error(c, "{\"execute\": \"\xff\xfe\"}");
+    /* Invalid UTF-8 (0xFE and 0xFF are lexical errors: see resync). */
+    check_parse_error(c, "{\"execute\": \"\xc3\x28\"}");
+    /* After a lexical error the rest is skipped up to a structural
+     * character, which starts afresh: here a stray '}'. */
+    check_parse_error(c, "{\"id\": +1}");
+    expect_error(conn_recv(c), GENERIC,
+                 "JSON parse error, <data>:1:1: Parse error: unexpected "
+                 "character `}', expected value");
     /* A stray closer ends at the next object, which still counts. */
     conn_sendf(c, "}{\"execute\": \"query-status\", \"id\": 9}");
     expect_error_full(conn_recv(c), GENERIC, PARSE_ERROR, true, NULL);
@@ -1696,9 +1709,9 @@ static void test_malformed_json(void)
     rig_stop(&r);
 }
 
-/* A string left open swallows everything up to the next quote: newlines
- * end nothing.  Closing it yields one parse error, and the stream is back
- * in step. */
+/* A string left open swallows everything up to the next quote, but for
+ * control characters: a newline in it is a lexical error, which ends it,
+ * and the stream is back in step. */
 static void test_unterminated_string(void)
 {
     Rig r;
@@ -1707,15 +1720,15 @@ static void test_unterminated_string(void)
     rig_start(&r, NULL);
     c = rig_conn(&r);
     conn_sendf(c, "{\"execute\": \"query-status\n");
-    conn_sendf(c, "\n{\"execute\": \"query-status\"}\r\n");
-    /* The second request's first quote closed the string; its third
-     * opened another. */
+    expect_error(conn_recv(c), GENERIC,
+                 "JSON parse error, stray '\"query-status\n'");
+    conn_sendf(c, "{\"execute\": \"query-status}{\"id\": 1");
     conn_assert_quiet(c, 300);
     conn_sendf(c, "\"}\n");
     expect_error_full(conn_recv(c), GENERIC, PARSE_ERROR, true, NULL);
     expect_return(conn_cmd(c, "{\"execute\": \"query-status\"}"),
                   "{\"running\": true, \"status\": \"running\"}");
-    /* A scalar is only complete at the white space after it. */
+    /* A scalar is only complete at the character after it. */
     conn_sendf(c, "42");
     conn_assert_quiet(c, 300);
     conn_sendf(c, "\n");
@@ -2073,6 +2086,226 @@ static void test_flood(void)
     rig_stop(&r);
 }
 
+/* ---- QEMU's protocol rules, as QEMU's clients rely on them ---- */
+
+/* After @garbage and @resync, the next command is answered: exactly
+ * @errors parse errors (no id) come first. */
+static void check_resync(Conn *c, const char *garbage, size_t len,
+                         unsigned char resync, int errors)
+{
+    conn_send(c, garbage, len);
+    conn_send(c, (const char *)&resync, 1);
+    conn_sendf(c, "{\"execute\": \"query-status\", \"id\": \"after\"}");
+    for (int i = 0; i < errors; i++) {
+        expect_error_full(conn_recv(c), GENERIC, PARSE_ERROR, true, NULL);
+    }
+    {
+        g_autoptr(JsonObject) rsp = conn_recv(c);
+
+        assert_return(rsp, "\"after\"");
+    }
+}
+
+/* QEMU's qmp-spec: a control character other than tab, CR and LF, or a
+ * 0xFF byte, anywhere, is a lexical error that resets the parser. */
+static void test_qemu_resync(void)
+{
+    static const char *const garbage[] = {
+        "", "{", "[", "\"", "'", "{\"a\":[", "[[[{\"a\":{\"b\":[{",
+        "{\"execute\": \"query-status", "{'execute': 'query-st",
+        "{\"a\": \"x\\", "{\"a\": tr", "[nul", "{\"a\": -", "[1.", "[1e",
+        "[1e+", "[12", "{\"a\"", "{\"a\":", "[1,", "{\"a\": \"\xc3",
+        "{\"id\": 1, \"execute\": \"query-status\"",
+    };
+    Rig r;
+    Conn *c;
+
+    rig_start(&r, NULL);
+    c = rig_conn(&r);
+    for (size_t i = 0; i < G_N_ELEMENTS(garbage); i++) {
+        for (unsigned b = 0x01; b <= 0xFF; b++) {
+            if (b == '\t' || b == '\r' || b == '\n' ||
+                (b >= 0x20 && b < 0xFE)) {
+                continue;
+            }
+            check_resync(c, garbage[i], strlen(garbage[i]), b, 1);
+        }
+    }
+    /* A NUL byte too. */
+    check_resync(c, "{\"a\": [", 7, 0, 1);
+    /* Two resync bytes in a row: the second is an error of its own. */
+    check_resync(c, "{\x01", 2, 0xFF, 2);
+    /* QEMU's own malformed inputs (tests/qtest/qmp-test.c): one error
+     * each. */
+    check_resync(c, "{", 1, ']', 1);
+    check_resync(c, "{'bad ", 6, 0xFF, 1);
+    check_resync(c, "{'execute': 'nonexistent', 'id':'", 33, '\n', 1);
+    check_resync(c, "", 0, '%', 1);
+    /* The error reply has QEMU's shape and words. */
+    conn_sendf(c, "{\"a\": \"x\x01");
+    expect_error(conn_recv(c), GENERIC,
+                 "JSON parse error, stray '\"x\x01'");
+    conn_sendf(c, "[\x7f");
+    expect_error(conn_recv(c), GENERIC, "JSON parse error, stray '\x7f'");
+    assert_no_kept_events(c);
+    conn_close(c);
+    rig_stop(&r);
+}
+
+/* The reply line to @request, raw. */
+static char *raw_reply(Conn *c, const char *request)
+{
+    conn_send(c, request, strlen(request));
+    return conn_read_line(c);
+}
+
+/* Ids come back as the client wrote them, numbers byte for byte, white
+ * space between tokens dropped. */
+static void test_qemu_ids_exact(void)
+{
+    static const struct {
+        const char *id, *echo;
+    } ids[] = {
+        { "18446744073709551616", NULL }, { "1.50", NULL },
+        { "-9223372036854775809", NULL }, { "1e308", NULL },
+        { "1E+2", NULL }, { "-0", NULL }, { "0.1000", NULL },
+        { "123456789012345678901234567890", NULL },
+        { "[18446744073709551616, 1.50, {\"x\" : 1e-7}]",
+          "[18446744073709551616,1.50,{\"x\":1e-7}]" },
+        { "\"\\u0001\\u001f \\\" \\\\\"", NULL },
+        { "'single'", "\"single\"" },
+    };
+    Rig r;
+    Conn *c;
+
+    rig_start(&r, NULL);
+    c = rig_conn(&r);
+    for (size_t i = 0; i < G_N_ELEMENTS(ids); i++) {
+        const char *echo = ids[i].echo ? ids[i].echo : ids[i].id;
+        g_autofree char *ok = g_strdup_printf(
+            "{\"execute\": \"query-status\", \"id\": %s}", ids[i].id);
+        g_autofree char *bad = g_strdup_printf(
+            "{\"id\": %s, \"execute\": \"nope\"}", ids[i].id);
+        g_autofree char *tail = g_strdup_printf("\"id\": %s}", echo);
+        g_autofree char *line = raw_reply(c, ok);
+        g_autofree char *err = raw_reply(c, bad);
+
+        g_assert_true(g_str_has_suffix(line, tail));
+        g_assert_true(g_str_has_prefix(line, "{\"return\": "));
+        g_assert_true(g_str_has_suffix(err, tail));
+        g_assert_true(g_str_has_prefix(err, "{\"error\": "));
+        json_object_unref(parse_object(line));
+    }
+    /* A number no double holds is refused where it is read. */
+    check_error(c, "{\"execute\": \"query-status\", \"id\": 1e400}", GENERIC,
+                "JSON parse error, number '1e400' is beyond the range of "
+                "a double");
+    check_error(c, "{\"execute\": \"query-status\", \"arguments\": "
+                   "{\"a\": [-1e999]}}", GENERIC,
+                "JSON parse error, number '-1e999' is beyond the range of "
+                "a double");
+    /* As is an escape JSON does not have, which json-glib would take. */
+    check_error(c, "{\"execute\": \"query-stat\\us\"}", GENERIC,
+                "JSON parse error, invalid escape sequence in string");
+    check_error(c, "{\"execute\": \"query-status\", \"id\": \"\\u12x\"}",
+                GENERIC, "JSON parse error, invalid escape sequence in "
+                "string");
+    check_error(c, "{\"execute\": \"query-statu\\s\"}", GENERIC,
+                "JSON parse error, invalid escape sequence in string");
+    /* An integer argument beyond 64 bits is refused, not clamped. */
+    check_error(c, "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": "
+                   "18446744073709551616, \"size\": 1, \"filename\": "
+                   "\"/dev/null\"}}", GENERIC,
+                "Invalid parameter type for 'val', expected: int");
+    check_error(c, "{\"execute\": \"pmemsave\", \"arguments\": {\"val\": 0, "
+                   "\"size\": -9223372036854775809, \"filename\": "
+                   "\"/dev/null\"}}", GENERIC,
+                "Invalid parameter type for 'size', expected: int");
+    conn_close(c);
+    rig_stop(&r);
+}
+
+/* Every line the monitor sends is strict JSON (conn_read_line() refuses
+ * raw control bytes), whatever strings the client got into its state. */
+static void test_qemu_output_valid(void)
+{
+    Rig r;
+    Conn *c;
+    JsonObject *st, *nd;
+
+    rig_start(&r, NULL);
+    c = rig_conn(&r);
+    /* A netdev id with 0x1F, which netdev_add takes. */
+    expect_return(conn_cmd(c, "{\"execute\": \"netdev_add\", \"arguments\": "
+                              "{\"type\": \"dgram\", \"id\": \"a\\u001fb\", "
+                              "\"local\": {\"type\": \"unix\", "
+                              "\"path\": \"%s\"}, "
+                              "\"remote\": {\"type\": \"unix\", "
+                              "\"path\": \"%s\"}}}",
+                           r.n1_path, r.n1_peer), "{}");
+    for (int i = 0; i < 3; i++) {
+        st = net_stats(c);
+        nd = find_named(get_arr(st, "netdevs"), "a\x1f" "b");
+        g_assert_nonnull(nd);
+        json_object_unref(st);
+    }
+    /* Errors that quote what the client sent. */
+    check_error(c, "{\"execute\": \"a\\u0001\\u007f\\b\\u00e9\"}", NOT_FOUND,
+                "The command a\x01\x7f\b\xc3\xa9 has not been found");
+    check_error(c, "{\"execute\": \"qom-get\", \"arguments\": {\"path\": "
+                   "\"\\n\\r\\t\", \"property\": \"x\"}}", DEV_NOT_FOUND,
+                "Device '\n\r\t' not found");
+    expect_return(conn_cmd(c, "{\"execute\": \"netdev_del\", "
+                              "\"arguments\": {\"id\": \"a\\u001fb\"}}"),
+                  "{}");
+    conn_close(c);
+    rig_stop(&r);
+}
+
+/* The oob capability, as QEMU negotiates it on a socket monitor. */
+static void test_qemu_oob(void)
+{
+    Rig r;
+    Conn *c, *plain;
+
+    rig_start(&r, NULL);
+    c = conn_open(r.qmp_path);
+    g_autoptr(JsonObject) v = check_greeting(c);
+
+    /* Not before it is enabled. */
+    check_error(c, "{\"exec-oob\": \"query-status\"}", GENERIC,
+                "QMP input member 'exec-oob' is unexpected");
+    check_error(c, "{\"execute\": \"qmp_capabilities\", \"arguments\": "
+                   "{\"enable\": [\"cap-does-not-exist\"]}}", GENERIC,
+                "Parameter 'enable[0]' does not accept value "
+                "'cap-does-not-exist'");
+    expect_return(conn_cmd(c, "{\"execute\": \"qmp_capabilities\", "
+                              "\"arguments\": {\"enable\": [\"oob\"]}}"),
+                  "{}");
+    /* Enabled: exec-oob is a command key, and no command allows it. */
+    expect_error_full(conn_cmd(c, "{\"exec-oob\": \"query-status\", "
+                                  "\"id\": \"o1\"}"), GENERIC,
+                      "The command query-status does not support OOB",
+                      false, "\"o1\"");
+    check_error(c, "{\"exec-oob\": \"no-such-command\"}", NOT_FOUND,
+                "The command no-such-command has not been found");
+    check_error(c, "{\"exec-oob\": 1}", GENERIC,
+                "QMP input member 'exec-oob' must be a string");
+    check_error(c, "{\"execute\": \"stop\", \"exec-oob\": \"stop\"}", GENERIC,
+                "QMP input member 'exec-oob' clashes with 'execute'");
+    check_error(c, "{\"exec-oob\": \"stop\", \"execute\": \"stop\"}", GENERIC,
+                "QMP input member 'execute' clashes with 'exec-oob'");
+    expect_return(conn_cmd(c, "{\"execute\": \"query-status\"}"),
+                  "{\"running\": true, \"status\": \"running\"}");
+    /* Another client that did not enable it still may not. */
+    plain = rig_conn(&r);
+    check_error(plain, "{\"exec-oob\": \"query-status\"}", GENERIC,
+                "QMP input member 'exec-oob' is unexpected");
+    conn_close(plain);
+    conn_close(c);
+    rig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2103,5 +2336,9 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/errors/limits", test_limits);
     g_test_add_func("/qmp/errors/bad-strings", test_bad_strings);
     g_test_add_func("/qmp/errors/flood", test_flood);
+    g_test_add_func("/qmp/qemu/resync", test_qemu_resync);
+    g_test_add_func("/qmp/qemu/ids-exact", test_qemu_ids_exact);
+    g_test_add_func("/qmp/qemu/output-valid", test_qemu_output_valid);
+    g_test_add_func("/qmp/qemu/oob", test_qemu_oob);
     return g_test_run();
 }

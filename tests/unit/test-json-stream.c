@@ -98,8 +98,10 @@ static GPtrArray *split(const char *data, size_t len, const size_t *chunks)
     for (guint i = 0; i < s.got->len; i++) {
         Got *g = &g_array_index(s.got, Got, i);
 
-        g_ptr_array_add(out, g->error ? g_strdup_printf("E%d", g->error)
-                                      : g_strdup(g->text));
+        g_ptr_array_add(out, !g->error ? g_strdup(g->text)
+                             : *g->text ? g_strdup_printf("E%d:%s", g->error,
+                                                          g->text)
+                             : g_strdup_printf("E%d", g->error));
     }
     sink_fini(&s);
     return out;
@@ -477,6 +479,96 @@ static void test_size_limit(void)
     sink_fini(&s);
 }
 
+/* ---- lexical errors and resync ---- */
+
+/* Each input splits into the texts and errors of @want, "|"-separated
+ * ("E3:TOKEN" for a lexical error, "E4:NUMBER" for one out of range). */
+static void test_lexical_errors(void)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        { "{\xff{}", "E3:\xff|{}" },
+        { "{\x01{}", "E3:\x01|{}" },
+        { "{'bad \xff{}", "E3:\"bad \xff|{}" },
+        { "{'id':'\n{}", "E3:\"\n|{}" },
+        { "%p{}", "E3:%|{}" },
+        { "{\"a\":[1, 2 \x1f [3]", "E3:\x1f|[3]" },
+        { "{\"a\":\"x\\\x01[]", "E3:\"x\\\x01|[]" },
+        { "[tr\x01[]", "E3:\x01|[]" },
+        { "[-\x02[]", "E3:-\x02|[]" },
+        { "[1.\x03[]", "E3:1.\x03|[]" },
+        { "[1e+\x04[]", "E3:1e+\x04|[]" },
+        /* The rest of a spoilt token is skipped up to a structural
+         * character, a control character or 0xFE/0xFF. */
+        { "-x 1 true [1]", "E3:-x|[1]" },
+        { "01 [1]", "E3:01|[1]" },
+        { "1.e5,", "E3:1.e|," },
+        { "tRue [1]", "t|E3:R|[1]" },
+        { "{\"a\": +1}", "E3:+|}" },
+        { " \r\n\t\x0c{}", "E3:\x0c|{}" },
+        /* 0xFF ends the skipping and is an error in turn. */
+        { "{}\xff\xff{}", "{}|E3:\xff|E3:\xff|{}" },
+        { "[\xfe\xfe]", "E3:\xfe|E3:\xfe|]" },
+        /* Strings may hold anything else, bytes past 0x7F included. */
+        { "[\"\x7f\x80\xfd\"]", "[\"\x7f\x80\xfd\"]" },
+        /* Escapes JSON lacks spoil the text, which still ends where it
+         * would have. */
+        { "[\"a\\x\", \"]\"] [1]", "E5|[1]" },
+        { "['\\q'] {\"a\": \"\\/\\b\\f\\n\\r\\t\\u0041\\'\\\"\"}",
+          "E5|{\"a\": \"\\/\\b\\f\\n\\r\\t\\u0041'\\\"\"}" },
+        { "[\"\\u12\"] [\"\\u00e9\\uD83D\\ude00\"]",
+          "E5|[\"\\u00e9\\uD83D\\ude00\"]" },
+        /* Numbers a double cannot hold. */
+        { "[1e400]", "E4:1e400" },
+        { "{\"a\": -1e400, \"b\": \x01{}", "E3:\x01|{}" },
+        { "[1e308, 18446744073709551616]",
+          "[1e308, 18446744073709551616]" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GPtrArray) got = split(cases[i].in, strlen(cases[i].in),
+                                         NULL);
+        g_autofree char *joined = NULL;
+
+        g_ptr_array_add(got, NULL);
+        joined = g_strjoinv("|", (char **)got->pdata);
+        g_assert_cmpstr(joined, ==, cases[i].want);
+    }
+}
+
+/* ---- a member's text ---- */
+
+static void test_member_text(void)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        { "{\"execute\":\"x\", \"id\" : 18446744073709551616 }",
+          "18446744073709551616" },
+        { "{\"id\":1.50}", "1.50" },
+        { "{\"id\": [1, 2.50, {\"a\" : \"b c\"}],\"x\":1}",
+          "[1,2.50,{\"a\":\"b c\"}]" },
+        { "{\"a\": {\"id\": 1}}", NULL },
+        { "{\"\\u0069d\": 7}", "7" },
+        { "{\"id\": 1, \"id\": 2}", "2" },
+        { "{\"x\": \"\\\"id\\\": 5\", \"id\": \"s\\\"\"}",
+          "\"s\\\"\"" },
+        { "{}", NULL },
+        { "[{\"id\": 1}]", NULL },
+        /* Texts cut short are not overrun. */
+        { "{\"id\": [1, \"x", "[1,\"x" },
+        { "{\"id\": \"\\", "\"\\" },
+        { "{\"id", NULL },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *got = json_stream_member_text(cases[i].text, "id");
+
+        g_assert_cmpstr(got, ==, cases[i].want);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -489,5 +581,7 @@ int main(int argc, char **argv)
     g_test_add_func("/json-stream/every-split", test_every_split);
     g_test_add_func("/json-stream/depth-limit", test_depth_limit);
     g_test_add_func("/json-stream/size-limit", test_size_limit);
+    g_test_add_func("/json-stream/lexical-errors", test_lexical_errors);
+    g_test_add_func("/json-stream/member-text", test_member_text);
     return g_test_run();
 }
