@@ -179,6 +179,11 @@ static bool add_global(const char *arg, GError **errp)
     g_autoptr(QemuOpts) opts = NULL;
     const char *driver, *prop, *value;
 
+    if (!eq) {
+        return cmdline_opt_error(errp, "global", arg, "%s", "expected "
+                                 "DRIVER.PROPERTY=VALUE or driver=DRIVER,"
+                                 "property=PROPERTY,value=VALUE");
+    }
     if (dot) {
         /* The value is the rest of the text, commas and all. */
         g_autofree char *d = g_strndup(arg, dot - arg);

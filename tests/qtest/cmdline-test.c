@@ -254,6 +254,8 @@ static void test_errors(void)
           "Property 'spapr-vlan.bootindex' doesn't take value 'x'" },
         { "-global driver=spapr-vlan,property=reg",
           "expected DRIVER.PROPERTY=VALUE or driver=DRIVER" },
+        { "-global spapr-vlan.bootindex", "illan: -global "
+          "spapr-vlan.bootindex: expected DRIVER.PROPERTY=VALUE" },
         { "-global driver=spapr-vlan,prop=reg,value=1",
           "Invalid parameter 'prop'" },
         { "-vga std", "illan: -vga std: only 'none' is supported" },
