@@ -85,6 +85,14 @@ void vmstate_register_type(const char *type_name,
 
 /* The configuration section: the machine type, compared on load. */
 
+static bool (*same_machine)(const char *a, const char *b);
+
+void qemu_loadvm_set_machine_matcher(bool (*same)(const char *a,
+                                                  const char *b))
+{
+    same_machine = same;
+}
+
 typedef struct ConfigImage {
     uint32_t len;
     char *name;
@@ -100,9 +108,13 @@ static bool config_len_ok(void *opaque, int version_id)
 static bool config_post_load(void *opaque, int version_id, GError **errp)
 {
     ConfigImage *c = opaque;
+    g_autofree char *theirs = g_strndup(c->name, c->len);
 
     (void)version_id;
-    if (strlen(c->local) != c->len || memcmp(c->name, c->local, c->len)) {
+    /* An old name that is now an alias (pseries-1.0) is the same type. */
+    if (strlen(theirs) != c->len ||
+        (strcmp(theirs, c->local) &&
+         !(same_machine && same_machine(theirs, c->local)))) {
         g_set_error(errp, ILLAN_ERROR, 0, "machine type mismatch: the stream "
                     "is from '%s' and this machine is '%s'; start the "
                     "destination with -M %s", c->name, c->local, c->name);

@@ -584,6 +584,31 @@ bool qmp_connect(const char *path, GError **errp)
     return true;
 }
 
+bool qmp_attach_fd(int fd, GError **errp)
+{
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    QmpListener *l;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "descriptor %d is not a socket: %s",
+                    fd, g_strerror(errno));
+        return false;
+    }
+    if (!listening) {
+        client_add(fd);
+        return true;
+    }
+    l = g_new0(QmpListener, 1);         /* no path: nothing to unlink */
+    l->fd = fd;
+    if (!listeners) {
+        listeners = g_ptr_array_new();
+    }
+    g_ptr_array_add(listeners, l);
+    l->watch = g_unix_fd_add(fd, G_IO_IN, listener_readable, l);
+    return true;
+}
+
 void qmp_cleanup(void)
 {
     for (guint i = 0; clients && i < clients->len; i++) {
@@ -595,7 +620,9 @@ void qmp_cleanup(void)
 
         g_source_remove(l->watch);
         close(l->fd);
-        unix_socket_unlink(l->path);
+        if (l->path) {
+            unix_socket_unlink(l->path);
+        }
         g_free(l->path);
         g_free(l);
     }

@@ -15,8 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_RAM_SIZE (256ULL << 20)
-
 static void machine_print_options(const MachineClass *mc)
 {
     printf("%s options:\n"
@@ -65,18 +63,24 @@ static const MachineClass *select_machine(const MachineInitConfig *cfg,
                           "no vCPU; use accel=qtest", accel);
         return NULL;
     }
+    if (mc->empty && qemu_opt_get(opts, "dumpdtb")) {
+        cmdline_opt_error(errp, "machine", cfg->machine, "machine '%s' has "
+                          "no device tree to dump (use -M pseries)",
+                          mc->name);
+        return NULL;
+    }
     mopts->dumpdtb = g_strdup(qemu_opt_get(opts, "dumpdtb"));
     return mc;
 }
 
-static bool parse_mem(const MachineInitConfig *cfg, MachineOptions *mopts,
-                      GError **errp)
+static bool parse_mem(const MachineInitConfig *cfg, const MachineClass *mc,
+                      MachineOptions *mopts, GError **errp)
 {
     static const char *const known[] = { "size", NULL };
     g_autoptr(QemuOpts) opts = NULL;
     const char *size;
 
-    mopts->ram_size = DEFAULT_RAM_SIZE;
+    mopts->ram_size = mc->default_ram_size;
     if (!cfg->mem) {
         return true;
     }
@@ -159,6 +163,61 @@ static bool print_help_requests(const MachineInitConfig *cfg, bool *printed,
 
         if (!guest_print_help(arg, printed, errp)) {
             g_prefix_error(errp, "-guest %s: ", arg);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* -global DRIVER.PROP=VALUE, or driver=D,property=P,value=V. */
+static bool add_global(const char *arg, GError **errp)
+{
+    static const char *const known[] = { "driver", "property", "value",
+                                         NULL };
+    const char *eq = strchr(arg, '=');
+    const char *dot = memchr(arg, '.', eq ? (size_t)(eq - arg) : 0);
+    g_autoptr(QemuOpts) opts = NULL;
+    const char *driver, *prop, *value;
+
+    if (!eq) {
+        return cmdline_opt_error(errp, "global", arg, "%s", "expected "
+                                 "DRIVER.PROPERTY=VALUE or driver=DRIVER,"
+                                 "property=PROPERTY,value=VALUE");
+    }
+    if (dot) {
+        /* The value is the rest of the text, commas and all. */
+        g_autofree char *d = g_strndup(arg, dot - arg);
+        g_autofree char *p = g_strndup(dot + 1, eq - dot - 1);
+
+        return qdev_add_global(d, p, eq + 1, errp);
+    }
+    opts = cmdline_parse_opt("global", arg, NULL, known, errp);
+    if (!opts) {
+        return false;
+    }
+    driver = qemu_opt_get(opts, "driver");
+    prop = qemu_opt_get(opts, "property");
+    value = qemu_opt_get(opts, "value");
+    if (!driver || !prop || !value) {
+        return cmdline_opt_error(errp, "global", arg, "%s", "expected "
+                                 "DRIVER.PROPERTY=VALUE or driver=DRIVER,"
+                                 "property=PROPERTY,value=VALUE");
+    }
+    return qdev_add_global(driver, prop, value, errp);
+}
+
+static bool add_globals(const MachineInitConfig *cfg, GError **errp)
+{
+    for (guint i = 0; i < cfg->globals->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->globals, i);
+        g_autoptr(GError) err = NULL;
+
+        if (!add_global(arg, &err)) {
+            /* cmdline_parse_opt's errors already name the option. */
+            if (!g_str_has_prefix(err->message, "-global ")) {
+                g_prefix_error(&err, "-global %s: ", arg);
+            }
+            g_propagate_error(errp, g_steal_pointer(&err));
             return false;
         }
     }
@@ -256,6 +315,9 @@ bool machine_init(const MachineInitConfig *cfg, SpaprMachineState **spapr,
         return false;
     }
     qdev_set_globals(mc->compat_props);
+    if (!add_globals(cfg, errp)) {
+        return false;
+    }
     if (cfg->dump_vmstate) {
         *exit_now = true;
         ok = qemu_dump_vmstate(cfg->dump_vmstate, mc->name, errp);
@@ -268,7 +330,7 @@ bool machine_init(const MachineInitConfig *cfg, SpaprMachineState **spapr,
         ok = !*errp;
         goto out;
     }
-    if (!parse_mem(cfg, &mopts, errp) ||
+    if (!parse_mem(cfg, mc, &mopts, errp) ||
         !cfg->check_other_options(cfg->opaque, errp) ||
         !create_netdevs(cfg, errp)) {
         goto out;
@@ -278,16 +340,24 @@ bool machine_init(const MachineInitConfig *cfg, SpaprMachineState **spapr,
         g_prefix_error(errp, "-m %s: ", cfg->mem ? cfg->mem : "256M");
         goto out;
     }
-    if (!create_devices(cfg, *spapr, errp)) {
-        goto out;
-    }
-    ok = spapr_machine_done(*spapr, exit_now, errp);
-    if (!ok) {
-        g_prefix_error(errp, "-machine %s: ", cfg->machine);
-    }
+    ok = true;
 out:
     g_free((char *)mopts.dumpdtb);
     return ok;
+}
+
+bool machine_init_devices(const MachineInitConfig *cfg,
+                          SpaprMachineState *spapr, bool *exit_now,
+                          GError **errp)
+{
+    if (!create_devices(cfg, spapr, errp)) {
+        return false;
+    }
+    if (!spapr_machine_done(spapr, exit_now, errp)) {
+        g_prefix_error(errp, "-machine %s: ", cfg->machine);
+        return false;
+    }
+    return true;
 }
 
 bool machine_init_guests(const MachineInitConfig *cfg,
@@ -301,6 +371,12 @@ bool machine_init_guests(const MachineInitConfig *cfg,
     for (guint i = 0; i < cfg->guests->len; i++) {
         const char *arg = g_ptr_array_index(cfg->guests, i);
 
+        if (spapr_machine_class(spapr)->empty) {
+            return cmdline_opt_error(errp, "guest", arg, "a built-in guest "
+                                     "needs a device, and machine '%s' has "
+                                     "none (use -M pseries)",
+                                     spapr_machine_type(spapr));
+        }
         if (!guest_add(spapr, arg, errp)) {
             g_prefix_error(errp, "-guest %s: ", arg);
             return false;

@@ -5,8 +5,10 @@
  * SIGTERM and SIGINT end the process cleanly with status 0.
  */
 #include "guest/guest.h"
+#include "hw/boards.h"
 #include "hw/ppc/spapr.h"
 #include "migration/migration.h"
+#include "migration/savevm.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
 #include "qemu/main-loop.h"
@@ -14,9 +16,13 @@
 #include "qemu/runstate.h"
 #include "system/cmdline.h"
 #include "system/machine-init.h"
+#include "system/preconfig.h"
+#include "system/process.h"
 #include "system/qtest.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <glib-unix.h>
 #include <signal.h>
 #include <stddef.h>
@@ -32,7 +38,11 @@ typedef struct Config {
     const char *name;
     const char *incoming;
     const char *dump_vmstate;
+    const char *pidfile;
     bool start_paused;
+    bool daemonize;
+    bool preconfig;
+    bool exit_with_parent;      /* from -run-with */
     GPtrArray *devices;
     GPtrArray *netdevs;
     GPtrArray *chardevs;
@@ -42,6 +52,9 @@ typedef struct Config {
     GPtrArray *displays;
     GPtrArray *audios;
     GPtrArray *guests;
+    GPtrArray *globals;
+    GPtrArray *run_withs;
+    GPtrArray *vgas;
 } Config;
 
 /* What an option does with its argument. */
@@ -72,15 +85,23 @@ static const CmdOption cmd_options[] = {
     { "netdev", "TYPE,id=ID[,...]", "add a network backend (-netdev help)", OPT_APPEND, CFG(netdevs) },
     { "qtest", "unix:PATH|stdio", "serve the qtest protocol on PATH (connecting to it) or stdio", OPT_SET, CFG(qtest) },
     { "qtest-log", "FILE|none", "log qtest traffic to FILE (default stderr)", OPT_SET, CFG(qtest_log) },
-    { "chardev", "socket,id=ID,path=PATH", "define a socket character device", OPT_APPEND, CFG(chardevs) },
+    { "chardev", "socket,id=ID,path=PATH|fd=N", "define a socket character device: connect to PATH (server=on: listen), or use inherited descriptor N", OPT_APPEND, CFG(chardevs) },
     { "mon", "chardev=ID,mode=control", "attach a QMP monitor to a character device", OPT_APPEND, CFG(mons) },
     { "qmp", "unix:PATH[,server=on][,wait=off]", "QMP monitor on a unix socket (server=on: listen)", OPT_APPEND, CFG(qmps) },
     { "display", "none", "no display (the only kind)", OPT_APPEND, CFG(displays) },
+    { "vga", "none", "no video card (the only kind)", OPT_APPEND, CFG(vgas) },
+    { "nographic", NULL, "accepted; does nothing: illan has no display and no serial console", OPT_IGNORE, 0 },
     { "audio", "none", "no audio (the only kind)", OPT_APPEND, CFG(audios) },
     { "guest", "ibmveth,dev=ID[,fwd=rxonly|txonly|macswap|tap,...]", "run a built-in guest model on a vCPU thread (-guest help, -guest ibmveth,help)", OPT_APPEND, CFG(guests) },
     { "accel", "qtest", "accelerator; repeat for a fallback list (only qtest exists)", OPT_APPEND, CFG(accels) },
+    { "global", "DRIVER.PROP=VALUE", "default for a device property, applied after the machine type's (also driver=D,property=P,value=V)", OPT_APPEND, CFG(globals) },
     /* illan creates no default devices in any case. */
-    { "nodefaults", NULL, "create no default devices", OPT_IGNORE, 0 },
+    { "nodefaults", NULL, "accepted; does nothing: illan creates no default devices", OPT_IGNORE, 0 },
+    { "no-user-config", NULL, "accepted; does nothing: illan reads no configuration file", OPT_IGNORE, 0 },
+    { "preconfig", NULL, "serve QMP before the devices are created, until QMP x-exit-preconfig", OPT_FLAG, CFG(preconfig) },
+    { "run-with", "exit-with-parent=on|off", "exit-with-parent=on: end (as on SIGTERM) when the parent process ends", OPT_APPEND, CFG(run_withs) },
+    { "daemonize", NULL, "run in the background once the monitors and qtest are up", OPT_FLAG, CFG(daemonize) },
+    { "pidfile", "FILE", "write the process id to FILE, locked, removed at exit", OPT_SET, CFG(pidfile) },
     { "incoming", "URI|defer", "wait for a migration stream (file:PATH, unix:PATH, fd:N, exec:CMD), or for QMP migrate-incoming", OPT_SET, CFG(incoming) },
     { "dump-vmstate", "FILE", "write the device state descriptions (QEMU's JSON) to FILE and exit", OPT_SET, CFG(dump_vmstate) },
     { "S", NULL, "do not start the machine (run state prelaunch)", OPT_FLAG, CFG(start_paused) },
@@ -92,7 +113,10 @@ static const CmdOption cmd_options[] = {
 
 typedef struct Machine {
     const Config *cfg;
+    const MachineInitConfig *mcfg;
     SpaprMachineState *spapr;
+    GError *late_error;     /* finishing the machine at x-exit-preconfig */
+    bool exit_now;          /* dumpdtb wrote the tree: nothing to run */
     QTestServer *qtest;
     GMainLoop *loop;
     GPtrArray *monitors;    /* MonitorSpec *, from -qmp and -mon */
@@ -107,7 +131,7 @@ static void usage(void)
         g_autofree char *lhs = g_strdup_printf("-%s%s%s", o->name,
                                                o->arg ? " " : "",
                                                o->arg ? o->arg : "");
-        printf("  %-36s %s\n", lhs, o->help);
+        printf("  %-40s %s\n", lhs, o->help);
     }
     printf("\nExample:\n  illan -M pseries -device spapr-vlan,netdev=n0,"
            "use-rx-buffer-pools=on \\\n        -netdev TYPE,id=n0,...\n");
@@ -130,7 +154,8 @@ static void config_free(Config *cfg)
     GPtrArray *lists[] = { cfg->devices, cfg->netdevs, cfg->chardevs,
                            cfg->qmps,
                            cfg->mons, cfg->accels, cfg->displays,
-                           cfg->audios, cfg->guests };
+                           cfg->audios, cfg->guests, cfg->globals,
+                           cfg->run_withs, cfg->vgas };
 
     for (size_t i = 0; i < G_N_ELEMENTS(lists); i++) {
         g_ptr_array_free(lists[i], TRUE);
@@ -236,6 +261,7 @@ static bool check_accels(GPtrArray *accels, GError **errp)
 typedef struct MonitorSpec {
     char *option;           /* for errors: "-qmp ARG" or "-mon ARG" */
     char *path;
+    int fd;                 /* -chardev socket,fd=N; -1 for a path */
     bool server;
     bool wait;
 } MonitorSpec;
@@ -271,6 +297,28 @@ static bool socket_spec(const char *opt, const char *arg, const QemuOpts *o,
     }
     spec->wait = spec->server && wait_on;
     spec->path = g_strdup(qemu_opt_get(o, "path"));
+    spec->fd = -1;
+    return true;
+}
+
+/* fd=N: a descriptor the parent left open for us (QEMU's Python
+ * QEMUMachine passes one end of a socketpair). */
+static bool parse_fd(const char *arg, const QemuOpts *o, MonitorSpec *spec,
+                     GError **errp)
+{
+    uint64_t fd;
+
+    if (!qemu_parse_uint64("fd", qemu_opt_get(o, "fd"), &fd, errp) ||
+        fd > INT_MAX) {
+        g_clear_error(errp);
+        return cmdline_opt_error(errp, "chardev", arg, "%s", "fd= expects a "
+                                 "descriptor number");
+    }
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+        return cmdline_opt_error(errp, "chardev", arg, "descriptor is not "
+                                 "open: %s", g_strerror(errno));
+    }
+    spec->fd = fd;
     return true;
 }
 
@@ -278,8 +326,8 @@ static bool socket_spec(const char *opt, const char *arg, const QemuOpts *o,
 static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
                             GError **errp)
 {
-    static const char *const ck[] = { "backend", "id", "path", "server",
-                                      "wait", NULL };
+    static const char *const ck[] = { "backend", "id", "path", "fd",
+                                      "server", "wait", NULL };
     static const char *const mk[] = { "chardev", "mode", "pretty", NULL };
     g_autoptr(GHashTable) ids = g_hash_table_new_full(
         g_str_hash, g_str_equal, g_free, monitor_spec_free);
@@ -300,9 +348,10 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
                                      "socket", qemu_opt_get(o, "backend"));
         }
         id = qemu_opt_get(o, "id");
-        if (!id || !qemu_opt_get(o, "path")) {
+        if (!id || !qemu_opt_get(o, "path") == !qemu_opt_get(o, "fd")) {
             return cmdline_opt_error(errp, "chardev", arg, "%s",
-                                     "socket needs id=ID and path=PATH");
+                                     "socket needs id=ID and one of path=PATH "
+                                     "and fd=N");
         }
         if (g_hash_table_contains(ids, id)) {
             return cmdline_opt_error(errp, "chardev", arg,
@@ -311,6 +360,9 @@ static bool parse_mon_pairs(const Config *cfg, GPtrArray *specs,
         spec = g_new0(MonitorSpec, 1);
         g_hash_table_insert(ids, g_strdup(id), spec);
         if (!socket_spec("chardev", arg, o, spec, errp)) {
+            return false;
+        }
+        if (qemu_opt_get(o, "fd") && !parse_fd(arg, o, spec, errp)) {
             return false;
         }
     }
@@ -401,8 +453,11 @@ static bool start_monitors(const GPtrArray *specs, GError **errp)
     for (guint i = 0; i < specs->len; i++) {
         const MonitorSpec *spec = g_ptr_array_index(specs, i);
 
-        if (spec->server ? !qmp_listen(spec->path, spec->wait, errp)
-                         : !qmp_connect(spec->path, errp)) {
+        bool ok = spec->fd >= 0 ? qmp_attach_fd(spec->fd, errp) :
+                  spec->server ? qmp_listen(spec->path, spec->wait, errp) :
+                  qmp_connect(spec->path, errp);
+
+        if (!ok) {
             g_prefix_error(errp, "%s: ", spec->option);
             return false;
         }
@@ -463,6 +518,7 @@ static bool check_other_options(void *opaque, GError **errp)
     const Config *cfg = m->cfg;
 
     return check_none_only(cfg->displays, "display", errp) &&
+           check_none_only(cfg->vgas, "vga", errp) &&
            check_none_only(cfg->audios, "audio", errp) &&
            check_accels(cfg->accels, errp) &&
            parse_mon_pairs(cfg, m->monitors, errp) &&
@@ -486,34 +542,88 @@ static bool open_qtest_log(const char *arg, FILE **log, GError **errp)
     return true;
 }
 
+/* The devices, the first reset, the guests and the run state: at once,
+ * or when QMP x-exit-preconfig ends --preconfig. */
+static bool finish_machine(Machine *m, GError **errp)
+{
+    const Config *cfg = m->cfg;
+
+    if (!machine_init_devices(m->mcfg, m->spapr, &m->exit_now, errp)) {
+        return false;
+    }
+    if (m->exit_now) {
+        return true;
+    }
+    spapr_machine_reset(m->spapr);
+    if (!machine_init_guests(m->mcfg, m->spapr, errp) ||
+        !guest_start_all(errp)) {
+        return false;
+    }
+    /* From prelaunch; RESUME reaches clients that are already talking
+     * (--preconfig), as in QEMU. */
+    if (!cfg->start_paused && !cfg->incoming) {
+        vm_start();
+    }
+    if (cfg->incoming &&
+        !migration_incoming_start(cfg->incoming, !cfg->start_paused, errp)) {
+        g_prefix_error(errp, "-incoming %s: ", cfg->incoming);
+        return false;
+    }
+    return true;
+}
+
+/* x-exit-preconfig: an error ends the run, as it would have on the
+ * command line; the client gets it too. */
+static bool exit_preconfig(void *opaque, GError **errp)
+{
+    Machine *m = opaque;
+
+    if (!finish_machine(m, errp)) {
+        m->late_error = g_error_copy(*errp);
+        g_main_loop_quit(m->loop);
+        return false;
+    }
+    if (m->exit_now) {
+        g_main_loop_quit(m->loop);
+    }
+    return true;
+}
+
 static bool run(const Config *cfg, Machine *m, GError **errp)
 {
     const MachineInitConfig mcfg = {
         .machine = cfg->machine, .mem = cfg->mem, .incoming = cfg->incoming,
         .dump_vmstate = cfg->dump_vmstate, .devices = cfg->devices,
         .netdevs = cfg->netdevs, .guests = cfg->guests,
+        .globals = cfg->globals,
         .check_other_options = check_other_options, .opaque = m,
     };
     bool exit_now = false;
     FILE *log;
 
     m->cfg = cfg;
+    m->mcfg = &mcfg;
+    /* Before anything can take long or a client can see us, so that a
+     * signal (the parent's death among them) always ends us cleanly. */
+    g_unix_signal_add(SIGTERM, on_quit_signal, m);
+    g_unix_signal_add(SIGINT, on_quit_signal, m);
     if (!machine_init(&mcfg, &m->spapr, &exit_now, errp)) {
         return false;
     }
     if (exit_now) {
         return true;
     }
+    if (cfg->exit_with_parent && !process_exit_with_parent(errp)) {
+        g_prefix_error(errp, "-run-with exit-with-parent=on: ");
+        return false;
+    }
     m->loop = g_main_loop_new(NULL, FALSE);
     runstate_set_handlers(&(RunstateHandlers){ reset_machine, quit_main_loop,
                                                m });
-    /* Before any client can see us, so a signal never finds us without
-     * a handler. */
-    g_unix_signal_add(SIGTERM, on_quit_signal, m);
-    g_unix_signal_add(SIGINT, on_quit_signal, m);
     spapr_machine_set_current(m->spapr);
     qmp_events_subscribe();
     migration_set_machine(spapr_ram(m->spapr), spapr_machine_type(m->spapr));
+    qemu_loadvm_set_machine_matcher(machine_class_same);
     if (!start_monitors(m->monitors, errp)) {
         return false;
     }
@@ -528,18 +638,66 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
             return false;
         }
     }
-    spapr_machine_reset(m->spapr);
-    if (!machine_init_guests(&mcfg, m->spapr, errp) ||
-        !guest_start_all(errp)) {
-        return false;
+    if (cfg->preconfig) {
+        preconfig_enter(exit_preconfig, m);
+    } else if (!finish_machine(m, errp) || m->exit_now) {
+        return !*errp;
     }
-    runstate_set(cfg->start_paused ? RUN_STATE_PRELAUNCH : RUN_STATE_RUNNING);
-    if (cfg->incoming &&
-        !migration_incoming_start(cfg->incoming, !cfg->start_paused, errp)) {
-        g_prefix_error(errp, "-incoming %s: ", cfg->incoming);
-        return false;
-    }
+    process_daemon_ready();
     g_main_loop_run(m->loop);
+    return true;
+}
+
+/* -run-with: of QEMU's keys, only exit-with-parent means anything here. */
+static bool parse_run_with(Config *cfg, GError **errp)
+{
+    for (guint i = 0; i < cfg->run_withs->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->run_withs, i);
+        g_autoptr(QemuOpts) o = cmdline_parse_opt("run-with", arg, NULL, NULL,
+                                                  errp);
+
+        if (!o) {
+            return false;
+        }
+        for (guint k = 0; k < qemu_opts_count(o); k++) {
+            const char *key = qemu_opts_key(o, k);
+
+            if (strcmp(key, "exit-with-parent")) {
+                return cmdline_opt_error(errp, "run-with", arg, "'%s' is not "
+                                         "supported: illan has only "
+                                         "exit-with-parent=on|off", key);
+            }
+            if (!qemu_parse_bool(key, qemu_opts_value(o, k),
+                                 &cfg->exit_with_parent, errp)) {
+                g_prefix_error(errp, "-run-with %s: ", arg);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* -daemonize and -pidfile, before anything is opened, so that the daemon
+ * owns it all and the pid file names the daemon. */
+static bool setup_process(Config *cfg, GError **errp)
+{
+    if (!parse_run_with(cfg, errp)) {
+        return false;
+    }
+    if (cfg->daemonize && cfg->exit_with_parent) {
+        g_set_error(errp, ILLAN_ERROR, 0, "-daemonize: cannot be combined "
+                    "with -run-with exit-with-parent=on: the daemon outlives "
+                    "its parent by design");
+        return false;
+    }
+    if (cfg->daemonize && !process_daemonize(errp)) {
+        g_prefix_error(errp, "-daemonize: ");
+        return false;
+    }
+    if (cfg->pidfile && !process_pidfile_create(cfg->pidfile, errp)) {
+        g_prefix_error(errp, "-pidfile %s: ", cfg->pidfile);
+        return false;
+    }
     return true;
 }
 
@@ -551,15 +709,22 @@ int main(int argc, char **argv)
         .qmps = g_ptr_array_new(),
         .accels = g_ptr_array_new(), .displays = g_ptr_array_new(),
         .audios = g_ptr_array_new(), .guests = g_ptr_array_new(),
+        .globals = g_ptr_array_new(), .run_withs = g_ptr_array_new(),
+        .vgas = g_ptr_array_new(),
     };
     Machine m = { .monitors = g_ptr_array_new_with_free_func(
                       monitor_spec_free) };
     g_autoptr(GError) err = NULL;
+
+    process_note_parent();
     /* A client that hangs up must not kill us mid-reply. */
     signal(SIGPIPE, SIG_IGN);
     main_loop_init();
-    if (parse_argv(&cfg, argc, argv, &err)) {
+    if (parse_argv(&cfg, argc, argv, &err) && setup_process(&cfg, &err)) {
         run(&cfg, &m, &err);
+    }
+    if (!err) {
+        err = g_steal_pointer(&m.late_error);
     }
     if (!err) {
         err = migration_take_fatal_error();
@@ -589,9 +754,12 @@ int main(int argc, char **argv)
         g_main_loop_unref(m.loop);
     }
     config_free(&cfg);
+    g_clear_error(&m.late_error);
+    process_pidfile_remove();
     if (err) {
         fprintf(stderr, "illan: %s\n", err->message);
-        return 1;
     }
-    return 0;
+    /* A daemon that never got ready: its parent exits with this status. */
+    process_daemon_exit(err ? 1 : 0);
+    return err ? 1 : 0;
 }

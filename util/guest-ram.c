@@ -23,6 +23,10 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp)
     GuestRam *ram;
     void *base;
 
+    if (size == 0) {
+        /* A machine without RAM (-M none): every access is out of range. */
+        return g_new0(GuestRam, 1);
+    }
     base = mmap(NULL, size, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
@@ -43,7 +47,9 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp)
 void guest_ram_free(GuestRam *ram)
 {
     if (ram) {
-        munmap(ram->base, ram->size);
+        if (ram->size) {
+            munmap(ram->base, ram->size);
+        }
         g_free(ram);
     }
 }
@@ -55,7 +61,8 @@ uint64_t guest_ram_size(const GuestRam *ram)
 
 bool guest_ram_range_ok(const GuestRam *ram, uint64_t gpa, uint64_t len)
 {
-    return gpa <= ram->size && len <= ram->size - gpa;
+    /* Nothing is in range of no RAM, not even an empty access. */
+    return ram->size && gpa <= ram->size && len <= ram->size - gpa;
 }
 
 void *guest_ram_ptr(GuestRam *ram, uint64_t gpa, uint64_t len)

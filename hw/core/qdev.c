@@ -12,7 +12,8 @@
 #include <string.h>
 
 static GPtrArray *device_classes;
-static const char *const *qdev_globals;
+static const char *const *qdev_globals;      /* the machine type's */
+static GPtrArray *qdev_user_globals;            /* -global, after them */
 
 void device_class_register(const DeviceClass *dc)
 {
@@ -98,13 +99,21 @@ static const char *prop_effective_default(const DeviceClass *dc,
     size_t dlen = strlen(dc->name), plen = strlen(prop->name);
     const char *value = prop->defval;
 
+    const char *const *lists[] = {
+        qdev_globals,
+        qdev_user_globals ? (const char *const *)qdev_user_globals->pdata
+                          : NULL,
+    };
+
     /* Applied in order, so a later global overrides an earlier one. */
-    for (const char *const *g = qdev_globals; g && *g; g++) {
-        const char *s = *g;
-        if (!strncmp(s, dc->name, dlen) && s[dlen] == '.' &&
-            !strncmp(s + dlen + 1, prop->name, plen) &&
-            s[dlen + 1 + plen] == '=') {
-            value = s + dlen + 1 + plen + 1;
+    for (size_t i = 0; i < G_N_ELEMENTS(lists); i++) {
+        for (const char *const *g = lists[i]; g && *g; g++) {
+            const char *s = *g;
+            if (!strncmp(s, dc->name, dlen) && s[dlen] == '.' &&
+                !strncmp(s + dlen + 1, prop->name, plen) &&
+                s[dlen + 1 + plen] == '=') {
+                value = s + dlen + 1 + plen + 1;
+            }
         }
     }
     return value;
@@ -126,6 +135,57 @@ void device_class_print_props(const DeviceClass *dc)
 void qdev_set_globals(const char *const *globals)
 {
     qdev_globals = globals;
+    g_clear_pointer(&qdev_user_globals, g_ptr_array_unref);
+}
+
+static bool prop_set(DeviceState *dev, const Property *prop, const char *value,
+                     GError **errp);
+
+/* Whether @value parses as @prop, without a device to put it in. */
+static bool prop_check_value(const DeviceClass *dc, const Property *prop,
+                             const char *value, GError **errp)
+{
+    DeviceState *scratch = g_malloc0(dc->instance_size);
+    bool ok;
+
+    scratch->klass = dc;
+    ok = prop_set(scratch, prop, value, errp);
+    if (prop->type == PROP_STRING || prop->type == PROP_NETDEV) {
+        g_free(*(char **)((char *)scratch + prop->offset));
+    }
+    g_free(scratch);
+    return ok;
+}
+
+bool qdev_add_global(const char *driver, const char *property,
+                     const char *value, GError **errp)
+{
+    const DeviceClass *dc = device_class_find(driver);
+    const Property *prop = dc ? device_class_find_prop(dc, property) : NULL;
+
+    if (!dc) {
+        g_set_error(errp, ILLAN_ERROR, 0, "'%s' is not a valid device model "
+                    "name (-device help lists them)", driver);
+        return false;
+    }
+    if (!prop) {
+        g_set_error(errp, ILLAN_ERROR, 0, "Property '%s.%s' not found (see "
+                    "-device %s,help)", driver, property, driver);
+        return false;
+    }
+    /* A netdev is looked up when a device takes the default. */
+    if (prop->type != PROP_NETDEV &&
+        !prop_check_value(dc, prop, value, errp)) {
+        return false;
+    }
+    if (!qdev_user_globals) {
+        qdev_user_globals = g_ptr_array_new_with_free_func(g_free);
+        g_ptr_array_add(qdev_user_globals, NULL);
+    }
+    /* Kept NULL-terminated, like the machine's list. */
+    g_ptr_array_insert(qdev_user_globals, qdev_user_globals->len - 1,
+                       g_strdup_printf("%s.%s=%s", driver, property, value));
+    return true;
 }
 
 bool mac_parse(const char *str, MACAddr *mac)

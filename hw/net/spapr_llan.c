@@ -58,6 +58,7 @@ struct SpaprVlanState {
     MACAddr perm_mac;       /* the command-line MAC, restored on reset */
     char *netdev;
     bool use_rx_buffer_pools;
+    int32_t bootindex;      /* kept for QEMU's command lines: no firmware */
 
     NetClientState *nic;
     QemuMutex lock;            /* the rx state below: one take per batch */
@@ -1325,7 +1326,9 @@ static const Property spapr_vlan_props[] = {
     { "use-rx-buffer-pools", PROP_BOOL,
       offsetof(SpaprVlanState, use_rx_buffer_pools), "on",
       "receive into size-sorted buffer pools (off: legacy page mode, "
-      "pinned by pseries-1.0)" },
+      "pinned by pseries-2.5 alias pseries-1.0)" },
+    { "bootindex", PROP_INT32, offsetof(SpaprVlanState, bootindex), "-1",
+      "boot order, as in QEMU; stored only, illan has no firmware" },
     PROP_END
 };
 

@@ -16,6 +16,7 @@
 #define SPAPR_MIN_RAM   (16ULL << 20)
 #define SPAPR_MAX_RAM   (1ULL << 40)
 #define SPAPR_RAM_ALIGN (1ULL << 20)
+#define SPAPR_DEFAULT_RAM (256ULL << 20)
 #define FDT_MAX_SIZE    (1 << 20)
 
 typedef struct SpaprHcall {
@@ -75,6 +76,11 @@ const char *spapr_machine_type(SpaprMachineState *spapr)
     return spapr->mc->name;
 }
 
+const MachineClass *spapr_machine_class(SpaprMachineState *spapr)
+{
+    return spapr->mc;
+}
+
 SpaprVioBus *spapr_vio_bus(SpaprMachineState *spapr)
 {
     return spapr->vio;
@@ -130,8 +136,12 @@ void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,
     spapr->irq_intercept_opaque = opaque;
 }
 
-static bool check_ram_size(uint64_t size, GError **errp)
+static bool check_ram_size(const MachineClass *mc, uint64_t size,
+                           GError **errp)
 {
+    if (size == 0 && mc->empty) {
+        return true;    /* -M none without -m */
+    }
     if (size < SPAPR_MIN_RAM || size > SPAPR_MAX_RAM ||
         size % SPAPR_RAM_ALIGN) {
         g_set_error(errp, ILLAN_ERROR, 0,
@@ -149,7 +159,7 @@ SpaprMachineState *spapr_machine_new(const MachineClass *mc,
     SpaprMachineState *spapr;
     GuestRam *ram;
 
-    if (!check_ram_size(opts->ram_size, errp) ||
+    if (!check_ram_size(mc, opts->ram_size, errp) ||
         !(ram = guest_ram_new(opts->ram_size, errp))) {
         return NULL;
     }
@@ -182,6 +192,14 @@ bool spapr_machine_plug(SpaprMachineState *spapr, void *opaque, GError **errp)
 {
     DeviceState *dev = opaque;
 
+    if (spapr->mc->empty) {
+        /* QEMU's words, which clients match on. */
+        g_set_error(errp, ILLAN_ERROR, 0, "No '%s' bus found for device "
+                    "'%s' (machine '%s' has no buses; use -M pseries)",
+                    dev->klass->bus_type ? dev->klass->bus_type : "",
+                    dev->klass->name, spapr->mc->name);
+        return false;
+    }
     if (!spapr_vio_is_vio_class(dev->klass)) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "Device '%s' can't go on the pseries machine's buses",
@@ -272,27 +290,55 @@ bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
     return !spapr->dumpdtb || write_dtb(spapr, errp);
 }
 
-static const char *const pseries_1_0_compat[] = {
+/*
+ * The machine types, named as QEMU names them.  pseries-2.5 was the last
+ * of QEMU's to keep the legacy receive path; from pseries-2.6 on the
+ * pools are on.  pseries-1.0 and pseries-2.0, the names of illan's first
+ * release, stay as aliases of a type that behaves as they did, so that
+ * their streams load (the stream carries the name; see savevm.c).
+ */
+static const char *const pseries_2_5_compat[] = {
     "spapr-vlan.use-rx-buffer-pools=off",
     NULL,
 };
 
-static const MachineClass pseries_2_0 = {
-    .name = "pseries-2.0",
-    .alias = "pseries",
-    .desc = "pSeries Logical Partition (PAPR compliant), RX buffer pools",
-    .is_default = true,
+#define PSERIES(version, ...) {                                         \
+        .name = "pseries-" version,                                     \
+        .desc = "pSeries Logical Partition (PAPR compliant)",           \
+        .default_ram_size = SPAPR_DEFAULT_RAM,                          \
+        .default_ram_id = "ppc_spapr.ram",                              \
+        __VA_ARGS__                                                     \
+    }
+
+static const MachineClass pseries_machines[] = {
+    PSERIES("10.1", .alias = "pseries", .is_default = true),
+    PSERIES("10.0"), PSERIES("9.2"), PSERIES("9.1"), PSERIES("9.0"),
+    PSERIES("8.2"), PSERIES("8.1"), PSERIES("8.0"),
+    PSERIES("7.2"), PSERIES("7.1"), PSERIES("7.0"),
+    PSERIES("6.2"), PSERIES("6.1"), PSERIES("6.0"),
+    PSERIES("5.2"), PSERIES("5.1"), PSERIES("5.0"),
+    PSERIES("4.2"), PSERIES("4.1"), PSERIES("4.0"),
+    PSERIES("3.1"), PSERIES("3.0"),
+    PSERIES("2.12"), PSERIES("2.11"), PSERIES("2.10"), PSERIES("2.9"),
+    PSERIES("2.8"), PSERIES("2.7"),
+    PSERIES("2.6", .alias = "pseries-2.0"),
+    PSERIES("2.5", .alias = "pseries-1.0",
+            .compat_props = pseries_2_5_compat),
 };
 
-static const MachineClass pseries_1_0 = {
-    .name = "pseries-1.0",
-    .desc = "pSeries Logical Partition (PAPR compliant), legacy page-mode RX",
-    .compat_props = pseries_1_0_compat,
+/* QEMU's -M none: the machine of its QMP and qtest tests. */
+static const MachineClass none_machine = {
+    .name = "none",
+    .desc = "empty machine",
+    .default_ram_id = "ram",
+    .empty = true,
 };
 
 static void spapr_machine_register(void)
 {
-    machine_class_register(&pseries_2_0);
-    machine_class_register(&pseries_1_0);
+    for (size_t i = 0; i < G_N_ELEMENTS(pseries_machines); i++) {
+        machine_class_register(&pseries_machines[i]);
+    }
+    machine_class_register(&none_machine);
 }
 illan_init(spapr_machine_register)

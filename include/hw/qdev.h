@@ -60,8 +60,14 @@ void device_class_print_list(void);
 /* Lists every property with its type and the default @dev would get. */
 void device_class_print_props(const DeviceClass *dc);
 
-/* Compat properties "driver.prop=value" applied to every new device. */
+/* Compat properties "driver.prop=value" applied to every new device;
+ * setting them drops the -global ones. */
 void qdev_set_globals(const char *const *globals);
+/* -global DRIVER.PROP=VALUE: applied after the machine's, the last one
+ * winning; fails for an unknown driver or property, or a value the
+ * property does not take. */
+bool qdev_add_global(const char *driver, const char *property,
+                     const char *value, GError **errp);
 
 /* A new device with defaults and globals applied, not yet realized. */
 DeviceState *device_new(const DeviceClass *dc, GError **errp);

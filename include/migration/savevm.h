@@ -62,6 +62,11 @@ bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
  * Errors name the section (and subsection and field) and say why. */
 bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
                        GError **errp);
+/* Whether a stream's machine type names this machine under another
+ * name (an alias such as pseries-1.0); set by main().  Without it the
+ * names must be equal. */
+void qemu_loadvm_set_machine_matcher(bool (*same)(const char *a,
+                                                  const char *b));
 /* -dump-vmstate: QEMU's JSON for every registered device type. */
 bool qemu_dump_vmstate(const char *path, const char *machine_type,
                        GError **errp);

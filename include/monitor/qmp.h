@@ -21,6 +21,10 @@
 bool qmp_listen(const char *path, bool wait, GError **errp);
 /* -chardev socket,path=PATH (no server=on) + -mon: connects to PATH. */
 bool qmp_connect(const char *path, GError **errp);
+/* -chardev socket,fd=N + -mon: an inherited socket, served as a
+ * listener if it listens (SO_ACCEPTCONN), else as a connected client.
+ * The monitor owns @fd from then on. */
+bool qmp_attach_fd(int fd, GError **errp);
 void qmp_cleanup(void);
 
 /* Sends @name (with @data, taken; may be NULL) to every client past

@@ -20,6 +20,7 @@ typedef struct MachineInitConfig {
     GPtrArray *devices;         /* each -device argument, in order */
     GPtrArray *netdevs;
     GPtrArray *guests;
+    GPtrArray *globals;         /* each -global, applied in order */
     /* The command line's other options, checked once every help request
      * is answered and before anything is built. */
     bool (*check_other_options)(void *opaque, GError **errp);
@@ -27,15 +28,20 @@ typedef struct MachineInitConfig {
 } MachineInitConfig;
 
 /*
- * In this order: -M and its compat globals, -M help, -dump-vmstate, the
- * -device, -netdev and -guest help requests, -m, the other options, then
- * the netdevs, RAM, devices and dumpdtb.  *spapr is set as soon as the
- * machine exists, for the caller to free even when a later step fails;
- * *exit_now when a help request, -dump-vmstate or dumpdtb has done all
- * there was to do.
+ * In this order: -M and its compat globals, then -global, -M help,
+ * -dump-vmstate, the -device, -netdev and -guest help requests, -m, the
+ * other options, then the netdevs and the machine with its RAM and empty
+ * buses.  *spapr is set as soon as the machine exists, for the caller to
+ * free even when a later step fails; *exit_now when a help request or
+ * -dump-vmstate has done all there was to do.
  */
 bool machine_init(const MachineInitConfig *cfg, SpaprMachineState **spapr,
                   bool *exit_now, GError **errp);
+/* Then the devices and dumpdtb (*exit_now set when it wrote the tree):
+ * at once, or at x-exit-preconfig with --preconfig. */
+bool machine_init_devices(const MachineInitConfig *cfg,
+                          SpaprMachineState *spapr, bool *exit_now,
+                          GError **errp);
 /* -guest: the built-in guests, which open their devices here as a
  * guest's drivers do at boot; after the devices, which they name, and
  * the machine's first reset. */

@@ -1,11 +1,20 @@
 /*
- * The command line: help output, one-line errors with exit status 1, and
- * clean exits on SIGTERM and SIGINT.
+ * The command line: help output, one-line errors with exit status 1,
+ * clean exits on SIGTERM and SIGINT, the machine types, and the options
+ * QEMU's libqtest and management tools pass (-M none, -global,
+ * --preconfig, -run-with, -daemonize, -pidfile, -chardev fd=N).
  */
 #include "libqtest.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void assert_contains(const char *haystack, const char *needle)
 {
@@ -40,10 +49,12 @@ static void test_device_help(void)
     assert_contains(props, "reg=<uint32>");
     assert_contains(props, "(default: 0xffffffff)");
     assert_contains(props, "use-rx-buffer-pools=<bool>");
-    assert_contains(props, "pinned by pseries-1.0) (default: on)");
-    assert_contains(old, "pinned by pseries-1.0) (default: off)");
-    /* Four properties, one line each, after the heading. */
-    g_assert_cmpuint(g_strv_length(lines), ==, 6);
+    assert_contains(props, "alias pseries-1.0) (default: on)");
+    assert_contains(old, "alias pseries-1.0) (default: off)");
+    assert_contains(props, "bootindex=<int32>");
+    assert_contains(props, "no firmware (default: -1)");
+    /* Five properties, one line each, after the heading. */
+    g_assert_cmpuint(g_strv_length(lines), ==, 7);
 }
 
 static void test_machine_help(void)
@@ -51,18 +62,68 @@ static void test_machine_help(void)
     g_autofree char *out = run_ok("-M help");
     g_autofree char *out2 = run_ok("-machine help");
 
-    assert_contains(out, "pseries-1.0 ");
-    assert_contains(out, "pseries-2.0 ");
-    assert_contains(out, "(alias of pseries-2.0)");
-    assert_contains(out, "(default)");
+    /* QEMU's layout: alias lines before their type, newest first. */
+    assert_contains(out, "Supported machines are:\n"
+                    "pseries              pSeries Logical Partition (PAPR "
+                    "compliant) (alias of pseries-10.1)\n"
+                    "pseries-10.1         pSeries Logical Partition (PAPR "
+                    "compliant) (default)\n"
+                    "pseries-10.0 ");
+    assert_contains(out, "\npseries-9.2 ");
+    assert_contains(out, "\npseries-2.0          pSeries Logical Partition "
+                    "(PAPR compliant) (alias of pseries-2.6)\npseries-2.6 ");
+    assert_contains(out, "\npseries-1.0          pSeries Logical Partition "
+                    "(PAPR compliant) (alias of pseries-2.5)\npseries-2.5 ");
+    assert_contains(out, "\nnone                 empty machine\n");
     g_assert_cmpstr(out, ==, out2);
+}
+
+/* The default -device spapr-vlan,help shows under -M @machine. */
+static char *pools_default(const char *machine)
+{
+    g_autofree char *args = g_strdup_printf("-M %s -device spapr-vlan,help",
+                                            machine);
+    g_autofree char *out = run_ok(args);
+    const char *line = strstr(out, "use-rx-buffer-pools=");
+    const char *def = line ? strstr(line, "(default: ") : NULL;
+
+    g_assert_nonnull(def);
+    def += strlen("(default: ");
+    return g_strndup(def, strcspn(def, ")"));
+}
+
+/* Every pseries type, by name and by alias: only pseries-2.5 (and its
+ * alias pseries-1.0) keeps the legacy receive path, as in QEMU. */
+static void test_machine_pools(void)
+{
+    g_autofree char *out = run_ok("-M help");
+    g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+    unsigned checked = 0;
+
+    for (char **l = lines; *l; l++) {
+        g_autofree char *name = g_strndup(*l, strcspn(*l, " "));
+        g_autofree char *def = NULL;
+        bool legacy = !strcmp(name, "pseries-2.5") ||
+                      !strcmp(name, "pseries-1.0");
+
+        if (!g_str_has_prefix(name, "pseries")) {
+            continue;
+        }
+        def = pools_default(name);
+        if (strcmp(def, legacy ? "off" : "on")) {
+            g_error("-M %s: use-rx-buffer-pools defaults to %s", name, def);
+        }
+        checked++;
+    }
+    /* 2.5 to 2.12, 3.0 to 10.1, and the three aliases. */
+    g_assert_cmpuint(checked, ==, 33);
 }
 
 static void test_machine_options_help(void)
 {
     g_autofree char *out = run_ok("-M pseries-1.0,help");
 
-    assert_contains(out, "pseries-1.0 options:");
+    assert_contains(out, "pseries-2.5 options:");
     assert_contains(out, "dumpdtb=<str>");
     assert_contains(out, "pins spapr-vlan.use-rx-buffer-pools=off");
 }
@@ -89,6 +150,11 @@ static void test_misc_ok(void)
     g_free(run_ok("-M pseries,dumpdtb=/dev/null -nodefaults -m 1G "
                   "-name guest=a,,b,process=illan-t -display none "
                   "-audio none -accel kvm -accel qtest -S"));
+    g_free(run_ok("-M pseries-2.5,dumpdtb=/dev/null -no-user-config "
+                  "-nographic -vga none --nodefaults -run-with "
+                  "exit-with-parent=off"));
+    assert_contains(help, "-nographic");
+    assert_contains(help, "accepted; does nothing: illan has no display");
 }
 
 /* Each error is one line naming the option, and exit status 1. */
@@ -142,7 +208,7 @@ static void test_errors(void)
           "addr.path=/nonexistent/illan.sock",
           "Failed to connect to /nonexistent/illan.sock" },
         { "-chardev file,id=c,path=/tmp/x", "backend 'file' is not supported" },
-        { "-chardev socket,id=c", "socket needs id=ID and path=PATH" },
+        { "-chardev socket,id=c", "socket needs id=ID and one of path=PATH" },
         { "-mon chardev=nope,mode=control", "chardev 'nope' is not defined" },
         { "-chardev socket,id=c,path=/tmp/x -mon chardev=c",
           "mode 'readline' is not supported" },
@@ -173,6 +239,37 @@ static void test_errors(void)
           "listen on '/nonexistent/q.sock'" },
         { "-qmp unix:/tmp/illan-q.sock,server=maybe",
           "Parameter 'server' expects 'on' or 'off'" },
+        { "-M none -device spapr-vlan",
+          "illan: -device spapr-vlan: No 'spapr-vio-bus' bus found for "
+          "device 'spapr-vlan'" },
+        { "-M none,dumpdtb=/tmp/x.dtb", "machine 'none' has no device tree" },
+        { "-M none -guest ibmveth,dev=x",
+          "illan: -guest ibmveth,dev=x: a built-in guest needs a device" },
+        { "-global nosuch.x=1", "illan: -global nosuch.x=1: 'nosuch' is not "
+          "a valid device model name" },
+        { "-global spapr-vlan.foo=1", "illan: -global spapr-vlan.foo=1: "
+          "Property 'spapr-vlan.foo' not found" },
+        { "-global spapr-vlan.bootindex=x",
+          "Property 'spapr-vlan.bootindex' doesn't take value 'x'" },
+        { "-global driver=spapr-vlan,property=reg",
+          "expected DRIVER.PROPERTY=VALUE or driver=DRIVER" },
+        { "-global spapr-vlan.bootindex", "illan: -global "
+          "spapr-vlan.bootindex: expected DRIVER.PROPERTY=VALUE" },
+        { "-global driver=spapr-vlan,prop=reg,value=1",
+          "Invalid parameter 'prop'" },
+        { "-vga std", "illan: -vga std: only 'none' is supported" },
+        { "-run-with chroot=/tmp", "illan: -run-with chroot=/tmp: 'chroot' is "
+          "not supported" },
+        { "-run-with exit-with-parent=maybe", "expects 'on' or 'off'" },
+        { "-daemonize -run-with exit-with-parent=on",
+          "cannot be combined with -run-with exit-with-parent=on" },
+        { "-pidfile /nonexistent/x.pid", "illan: -pidfile /nonexistent/x.pid: "
+          "cannot open the pid file" },
+        { "-M none -chardev socket,id=m,fd=0 -mon chardev=m,mode=control",
+          "descriptor 0 is not a socket" },
+        { "-chardev socket,id=m,fd=999", "descriptor is not open" },
+        { "-chardev socket,id=m,fd=x", "fd= expects a descriptor number" },
+        { "-chardev socket,id=m,fd=3,path=/tmp/x", "one of path=PATH and fd=N" },
         { "-M pseries,dumpdtb=/nonexistent/x.dtb",
           "cannot write /nonexistent/x.dtb: No such file or directory" },
     };
@@ -192,6 +289,338 @@ static void test_errors(void)
     }
 }
 
+/* A QMP client of our own, for illan processes libqtest did not start. */
+
+static char *read_line(int fd)
+{
+    GString *line = g_string_new(NULL);
+    char c;
+
+    while (read(fd, &c, 1) == 1 && c != '\n') {
+        g_string_append_c(line, c);
+    }
+    return g_string_free(line, FALSE);
+}
+
+/* The reply to @cmd, skipping events. */
+static char *qmp_raw(int fd, const char *cmd)
+{
+    g_assert_cmpint(write(fd, cmd, strlen(cmd)), ==, (ssize_t)strlen(cmd));
+    for (;;) {
+        char *line = read_line(fd);
+
+        g_assert_cmpstr(line, !=, "");
+        if (!strstr(line, "\"event\"")) {
+            return line;
+        }
+        g_free(line);
+    }
+}
+
+/* Reads the greeting on @fd and negotiates. */
+static void qmp_handshake_raw(int fd)
+{
+    g_autofree char *greeting = read_line(fd);
+    g_autofree char *ok = NULL;
+
+    assert_contains(greeting, "{\"QMP\":");
+    ok = qmp_raw(fd, "{\"execute\": \"qmp_capabilities\"}\n");
+    assert_contains(ok, "\"return\"");
+}
+
+typedef struct Dial {
+    const char *path;
+    int fd;
+} Dial;
+
+static bool dial_once(void *opaque)
+{
+    Dial *d = opaque;
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    g_strlcpy(addr.sun_path, d->path, sizeof(addr.sun_path));
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0) {
+        d->fd = fd;
+        return true;
+    }
+    close(fd);
+    return false;
+}
+
+/* Connects to a -qmp unix:PATH,server=on monitor once it listens. */
+static int qmp_dial(const char *path)
+{
+    Dial d = { path, -1 };
+
+    qtest_wait_until(dial_once, &d, QTEST_WAIT_S, "QMP at %s", path);
+    qmp_handshake_raw(d.fd);
+    return d.fd;
+}
+
+static pid_t spawn_illan(const char *args)
+{
+    g_autofree char *cmd = g_strdup_printf("%s %s", illan_binary(), args);
+    g_auto(GStrv) argv = NULL;
+    GPid pid;
+
+    g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+    g_assert_true(g_spawn_async(NULL, argv, NULL,
+                                G_SPAWN_DO_NOT_REAP_CHILD |
+                                G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL,
+                                &pid, NULL));
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int status;
+
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static char *tmp_path(const char *what)
+{
+    static int counter;
+
+    return g_strdup_printf("%s/illan-cmdline-%d-%d.%s", g_get_tmp_dir(),
+                           getpid(), counter++, what);
+}
+
+/* -global, in both forms, after the machine type's globals. */
+static void test_global(void)
+{
+    g_autofree char *off = run_ok("-global spapr-vlan.use-rx-buffer-pools=off "
+                                  "-device spapr-vlan,help");
+    g_autofree char *on = run_ok("-M pseries-2.5 -global driver=spapr-vlan,"
+                                 "property=use-rx-buffer-pools,value=on "
+                                 "-device spapr-vlan,help");
+    QTestState *s;
+    JsonObject *rsp;
+
+    assert_contains(off, "alias pseries-1.0) (default: off)");
+    assert_contains(on, "alias pseries-1.0) (default: on)");
+    /* The last one wins; the device takes it, and QMP shows it. */
+    s = qtest_init("-global spapr-vlan.bootindex=2 "
+                   "-global spapr-vlan.bootindex=3 "
+                   "-device spapr-vlan,id=nic0 "
+                   "-device spapr-vlan,id=nic1,bootindex=7");
+    rsp = qtest_qmp(s, "{'execute': 'qom-get', 'arguments': {'path': "
+                       "'/machine/peripheral/nic0', 'property': "
+                       "'bootindex'}}");
+    g_assert_cmpint(json_object_get_int_member(rsp, "return"), ==, 3);
+    json_object_unref(rsp);
+    rsp = qtest_qmp(s, "{'execute': 'qom-get', 'arguments': {'path': "
+                       "'/machine/peripheral/nic1', 'property': "
+                       "'bootindex'}}");
+    g_assert_cmpint(json_object_get_int_member(rsp, "return"), ==, 7);
+    json_object_unref(rsp);
+    qtest_quit(s);
+}
+
+static JsonObject *qmp_ok(QTestState *s, const char *cmd)
+{
+    JsonObject *rsp = qtest_qmp(s, "%s", cmd);
+
+    if (!json_object_has_member(rsp, "return")) {
+        g_error("%s: no return", cmd);
+    }
+    return rsp;
+}
+
+static void assert_qmp_error(QTestState *s, const char *cmd,
+                             const char *desc)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(s, "%s", cmd);
+    JsonObject *err = json_object_get_object_member(rsp, "error");
+
+    g_assert_nonnull(err);
+    assert_contains(json_object_get_string_member(err, "desc"), desc);
+}
+
+/* -M none, as QEMU's QMP tests use it: netdevs, QMP and qtest, no RAM
+ * unless -m asks, no devices. */
+static void test_machine_none(void)
+{
+    g_autofree char *sock = g_strdup_printf("%s/illan-none-%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    QTestState *s = qtest_initf("-nodefaults -machine none -netdev stream,"
+                                "id=n0,server=on,addr.type=unix,"
+                                "addr.path=%s", sock);
+    JsonObject *rsp = qmp_ok(s, "{'execute': 'query-status'}");
+
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_object_get_object_member(rsp, "return"),
+                        "status"), ==, "running");
+    json_object_unref(rsp);
+    json_object_unref(qmp_ok(s, "{'execute': 'x-query-net-stats'}"));
+    g_free(qtest_cmd(s, "clock_step 10"));
+    /* No RAM: nothing to write or read, and nothing breaks. */
+    qtest_send_raw(s, "writeb 0x0 0x1\n", strlen("writeb 0x0 0x1\n"));
+    g_free(qtest_recv_line(s));
+    qtest_quit(s);
+    unlink(sock);
+    s = qtest_init("-M none -m 64M");
+    qtest_writel(s, 0x100, 0x12345678);
+    g_assert_cmphex(qtest_readl(s, 0x100), ==, 0x12345678);
+    qtest_quit(s);
+}
+
+/* --preconfig: only commands that allow it, until x-exit-preconfig. */
+static void test_preconfig(void)
+{
+    QTestState *s = qtest_init("--preconfig -device spapr-vlan,id=nic0");
+    JsonObject *rsp = qmp_ok(s, "{'execute': 'query-status'}");
+
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_object_get_object_member(rsp, "return"),
+                        "status"), ==, "prelaunch");
+    json_object_unref(rsp);
+    assert_qmp_error(s, "{'execute': 'x-query-net-stats'}",
+                     "permitted only after machine initialization");
+    json_object_unref(qmp_ok(s, "{'execute': 'x-exit-preconfig'}"));
+    json_object_unref(qtest_qmp_eventwait(s, "RESUME"));
+    json_object_unref(qmp_ok(s, "{'execute': 'x-query-net-stats'}"));
+    rsp = qmp_ok(s, "{'execute': 'qom-get', 'arguments': {'path': "
+                    "'/machine/peripheral/nic0', 'property': 'reg'}}");
+    g_assert_cmpint(json_object_get_int_member(rsp, "return"), ==,
+                    0x71000000);
+    json_object_unref(rsp);
+    assert_qmp_error(s, "{'execute': 'x-exit-preconfig'}",
+                     "only before machine initialization");
+    qtest_quit(s);
+}
+
+/* An error in x-exit-preconfig ends the run, as on the command line. */
+static void test_preconfig_error(void)
+{
+    g_autofree char *qmp = tmp_path("qmp");
+    g_autofree char *args = g_strdup_printf("-preconfig -M none -device "
+                                            "spapr-vlan -qmp unix:%s,"
+                                            "server=on,wait=off", qmp);
+    pid_t pid = spawn_illan(args);
+    int fd = qmp_dial(qmp);
+    g_autofree char *rsp = qmp_raw(fd, "{\"execute\": \"x-exit-preconfig\"}\n");
+
+    assert_contains(rsp, "No 'spapr-vio-bus' bus found for device "
+                    "'spapr-vlan'");
+    g_assert_cmpint(wait_status(pid), ==, 1);
+    close(fd);
+}
+
+/* -run-with exit-with-parent=on: a parent killed takes illan with it.  We
+ * are a subreaper (main()), so illan, orphaned, becomes our child. */
+static void test_exit_with_parent(void)
+{
+    g_autofree char *qmp = tmp_path("qmp");
+    g_autofree char *args = g_strdup_printf("-run-with exit-with-parent=on "
+                                            "-M none -qmp unix:%s,server=on,"
+                                            "wait=off", qmp);
+    int pids[2];
+    pid_t parent, illan;
+    int fd;
+
+    g_assert_cmpint(pipe(pids), ==, 0);
+    parent = fork();
+    g_assert_cmpint(parent, >=, 0);
+    if (parent == 0) {
+        pid_t child = spawn_illan(args);
+
+        if (write(pids[1], &child, sizeof(child)) != sizeof(child)) {
+            _exit(1);
+        }
+        for (;;) {
+            pause();
+        }
+    }
+    close(pids[1]);
+    g_assert_cmpint(read(pids[0], &illan, sizeof(illan)), ==, sizeof(illan));
+    close(pids[0]);
+    /* Serving QMP: the death signal was armed before the monitors. */
+    fd = qmp_dial(qmp);
+    kill(parent, SIGKILL);
+    g_assert_cmpint(waitpid(parent, NULL, 0), ==, parent);
+    g_assert_cmpint(wait_status(illan), ==, 0);
+    close(fd);
+}
+
+/* -daemonize -pidfile: the parent returns once the daemon serves; the
+ * file names it; it is gone when the daemon ends. */
+static void test_daemonize(void)
+{
+    g_autofree char *qmp = tmp_path("qmp");
+    g_autofree char *pidfile = tmp_path("pid");
+    g_autofree char *args = g_strdup_printf("-daemonize -pidfile %s -M none "
+                                            "-qmp unix:%s,server=on,wait=off",
+                                            pidfile, qmp);
+    g_autofree char *out = run_ok(args);
+    g_autofree char *text = NULL;
+    g_autofree char *second = NULL, *err = NULL, *out2 = NULL;
+    g_autofree char *out3 = NULL, *err3 = NULL;
+    g_autofree char *rsp = NULL;
+    pid_t pid;
+    int fd;
+
+    /* Ready means ready: no retry needed for either. */
+    g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+    pid = atoi(text);
+    g_assert_cmpint(pid, >, 0);
+    g_assert_cmpint(kill(pid, 0), ==, 0);
+    /* The file stays locked while the daemon lives. */
+    second = g_strdup_printf("-M none -pidfile %s", pidfile);
+    g_assert_cmpint(illan_run(second, &out2, &err), ==, 1);
+    assert_contains(err, "cannot lock the pid file");
+    fd = qmp_dial(qmp);
+    g_assert_true(fd >= 0);
+    rsp = qmp_raw(fd, "{\"execute\": \"quit\"}\n");
+    assert_contains(rsp, "\"return\"");
+    /* Orphaned by its parent, the daemon is our child now (subreaper). */
+    g_assert_cmpint(wait_status(pid), ==, 0);
+    g_assert_false(g_file_test(pidfile, G_FILE_TEST_EXISTS));
+    close(fd);
+    /* An error in the daemon is the parent's exit status. */
+    g_assert_cmpint(illan_run("-daemonize -M none -device spapr-vlan", &out3,
+                              &err3), ==, 1);
+    assert_contains(err3, "illan: -device spapr-vlan: No 'spapr-vio-bus' "
+                    "bus found");
+}
+
+/* -chardev socket,fd=N: one end of a socketpair (QEMU's Python
+ * QEMUMachine), or a listening socket. */
+static void test_chardev_fd(void)
+{
+    g_autofree char *path = tmp_path("sock");
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    int sv[2], lfd, cfd;
+    g_autofree char *rsp = NULL;
+    QTestState *s;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                    ==, 0);
+    lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    g_strlcpy(addr.sun_path, path, sizeof(addr.sun_path));
+    g_assert_cmpint(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
+    g_assert_cmpint(listen(lfd, 1), ==, 0);
+    /* Only illan's end is inherited. */
+    fcntl(sv[1], F_SETFD, 0);
+    s = qtest_initf("-M none -chardev socket,id=mon,fd=%d "
+                    "-mon chardev=mon,mode=control "
+                    "-chardev socket,id=lis,fd=%d "
+                    "-mon chardev=lis,mode=control", sv[1], lfd);
+    close(sv[1]);
+    close(lfd);
+    qmp_handshake_raw(sv[0]);
+    rsp = qmp_raw(sv[0], "{\"execute\": \"query-status\"}\n");
+    assert_contains(rsp, "\"status\":\"running\"");
+    cfd = qmp_dial(path);
+    qtest_quit(s);
+    close(cfd);
+    close(sv[0]);
+    unlink(path);
+}
+
 static void test_signals_exit_cleanly(void)
 {
     QTestState *s = qtest_init("-nodefaults -device spapr-vlan");
@@ -203,6 +632,9 @@ static void test_signals_exit_cleanly(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    /* Orphaned illan processes (a daemon, one whose parent we killed)
+     * become our children, for waitpid(). */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     g_test_add_func("/cmdline/device-help", test_device_help);
     g_test_add_func("/cmdline/machine-help", test_machine_help);
     g_test_add_func("/cmdline/machine-options-help",
@@ -210,5 +642,13 @@ int main(int argc, char **argv)
     g_test_add_func("/cmdline/misc-ok", test_misc_ok);
     g_test_add_func("/cmdline/errors", test_errors);
     g_test_add_func("/cmdline/signals", test_signals_exit_cleanly);
+    g_test_add_func("/cmdline/machine-pools", test_machine_pools);
+    g_test_add_func("/cmdline/global", test_global);
+    g_test_add_func("/cmdline/machine-none", test_machine_none);
+    g_test_add_func("/cmdline/preconfig", test_preconfig);
+    g_test_add_func("/cmdline/preconfig-error", test_preconfig_error);
+    g_test_add_func("/cmdline/exit-with-parent", test_exit_with_parent);
+    g_test_add_func("/cmdline/daemonize", test_daemonize);
+    g_test_add_func("/cmdline/chardev-fd", test_chardev_fd);
     return g_test_run();
 }

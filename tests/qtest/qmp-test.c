@@ -761,7 +761,7 @@ static void test_query_version_commands(void)
         "query-rx-filter", "qom-list", "qom-get", "netdev_add",
         "netdev_del", "x-query-net-stats", "x-query-guest-stats",
         "migrate", "migrate-incoming",
-        "query-migrate", "pmemsave",
+        "query-migrate", "pmemsave", "x-exit-preconfig",
     };
     Rig r;
     Conn *c;
@@ -1097,13 +1097,14 @@ static void test_qom_list(void)
                 " {\"name\": \"mac\", \"type\": \"macaddr\"},"
                 " {\"name\": \"netdev\", \"type\": \"netdev\"},"
                 " {\"name\": \"reg\", \"type\": \"uint32\"},"
-                " {\"name\": \"use-rx-buffer-pools\", \"type\": \"bool\"}]");
+                " {\"name\": \"use-rx-buffer-pools\", \"type\": \"bool\"},"
+                " {\"name\": \"bootindex\", \"type\": \"int32\"}]");
     json_object_unref(rsp);
     /* A bare id names the same device. */
     rsp = conn_cmd(c, "{\"execute\": \"qom-list\", \"arguments\": "
                       "{\"path\": \"nic1\"}}");
     g_assert_cmpuint(json_array_get_length(json_node_get_array(
-                         assert_return(rsp, NULL))), ==, 5);
+                         assert_return(rsp, NULL))), ==, 6);
     json_object_unref(rsp);
     check_error(c, "{\"execute\": \"qom-list\", \"arguments\": "
                    "{\"path\": \"/machine/peripheral/nope\"}}",

@@ -61,6 +61,7 @@ SpaprMachineState *spapr_machine_current(void);
 GuestRam *spapr_ram(SpaprMachineState *spapr);
 /* The machine type's name (never an alias), as migration streams carry. */
 const char *spapr_machine_type(SpaprMachineState *spapr);
+const MachineClass *spapr_machine_class(SpaprMachineState *spapr);
 SpaprVioBus *spapr_vio_bus(SpaprMachineState *spapr);
 SpaprTceRegistry *spapr_tce_registry(SpaprMachineState *spapr);
 /* The interrupt controller's input for source @irq, or NULL. */
