@@ -613,7 +613,7 @@ static void test_chardev_fd(void)
     close(lfd);
     qmp_handshake_raw(sv[0]);
     rsp = qmp_raw(sv[0], "{\"execute\": \"query-status\"}\n");
-    assert_contains(rsp, "\"status\":\"running\"");
+    assert_contains(rsp, "\"status\": \"running\"");
     cfd = qmp_dial(path);
     qtest_quit(s);
     close(cfd);
