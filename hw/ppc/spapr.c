@@ -16,6 +16,7 @@
 #define SPAPR_MIN_RAM   (16ULL << 20)
 #define SPAPR_MAX_RAM   (1ULL << 40)
 #define SPAPR_RAM_ALIGN (1ULL << 20)
+#define SPAPR_PAGE_SIZE (4ULL << 10)   /* the unit of -M none's RAM */
 #define SPAPR_DEFAULT_RAM (256ULL << 20)
 #define FDT_MAX_SIZE    (1 << 20)
 
@@ -139,8 +140,15 @@ void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,
 static bool check_ram_size(const MachineClass *mc, uint64_t size,
                            GError **errp)
 {
-    if (size == 0 && mc->empty) {
-        return true;    /* -M none without -m */
+    /* An empty machine runs no firmware or guest that needs a minimum. */
+    if (mc->empty && size <= SPAPR_MAX_RAM && size % SPAPR_PAGE_SIZE == 0) {
+        return true;
+    }
+    if (mc->empty) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "RAM size %" G_GUINT64_FORMAT " is not supported: use a "
+                    "multiple of 4K up to 1T", size);
+        return false;
     }
     if (size < SPAPR_MIN_RAM || size > SPAPR_MAX_RAM ||
         size % SPAPR_RAM_ALIGN) {
