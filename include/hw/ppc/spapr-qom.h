@@ -1,0 +1,28 @@
+/*
+ * The machine as QEMU's QOM composition tree shows it, for qom-list,
+ * qom-get, qom-set, qom-list-get and HMP's info qom-tree:
+ *
+ *   /                            container
+ *   /machine                     TYPE-machine ("pseries-2.0-machine")
+ *   /machine/peripheral          container: one child per device, by id
+ *   /machine/peripheral-anon     container (empty: the VIO bus names
+ *                                every device it is given without an id)
+ *   /machine/unattached          container (empty)
+ *   /objects                     container (-object has nothing to add)
+ *
+ * Netdevs are not QOM objects, in QEMU as here; they are reached by id
+ * (netdev_del, set_link, x-query-net-stats).  Paths are absolute.
+ */
+#ifndef HW_PPC_SPAPR_QOM_H
+#define HW_PPC_SPAPR_QOM_H
+
+#include <glib.h>
+
+/* The machine type's QOM name, "pseries-2.0-machine" or "none-machine". */
+const char *spapr_qom_machine_type(void);
+
+/* HMP info qom-tree: the tree under @path (NULL: /machine), one
+ * "/name (type)" line per object, children indented by two spaces. */
+void spapr_qom_print_tree(const char *path, GString *out);
+
+#endif
