@@ -66,7 +66,7 @@ static const SchemaCommand commands[] = {
       "[ObjectTypeInfo]" },
     { "qom-list-properties", "typename:str", "[ObjectPropertyInfo]" },
     { "device-list-properties", "typename:str", "[ObjectPropertyInfo]" },
-    { "object-add", "qom-type:str id:str size:int", NULL },
+    { "object-add", "qom-type:str id:str *size:int", NULL },
     { "object-del", "id:str", NULL },
     { "human-monitor-command", "command-line:str *cpu-index:int", "str" },
     { "pmemsave", "val:int size:int filename:str", NULL },

@@ -9,6 +9,7 @@
 #include "hw/ppc/spapr-qom.h"
 #include "hw/ppc/spapr.h"
 #include "hw/ppc/spapr_vio.h"
+#include "hw/user-object.h"
 #include "qemu/hmp-registry.h"
 #include "qemu/module.h"
 #include "qemu/qmp-registry.h"
@@ -33,6 +34,8 @@ static const QomType fixed_types[] = {
     { TYPE_SPAPR_VIO_BUS, "bus", false, NULL },
     { "machine", "object", true, NULL },
     { "spapr-machine", "machine", true, NULL },
+    { "memory-backend", "object", true, NULL },
+    { "memory-backend-ram", "memory-backend", false, NULL },
 };
 
 static void add_device_type(const DeviceClass *dc, void *opaque)
@@ -116,12 +119,14 @@ typedef enum QomKind {
     QOM_MACHINE,
     QOM_CONTAINER,
     QOM_DEVICE,
+    QOM_OBJECT,
 } QomKind;
 
 typedef struct QomNode {
     QomKind kind;
     const char *container;      /* QOM_CONTAINER: its name */
     SpaprVioDevice *dev;        /* QOM_DEVICE */
+    UserObject *obj;            /* QOM_OBJECT */
 } QomNode;
 
 const char *spapr_qom_machine_type(void)
@@ -138,6 +143,8 @@ static const char *node_type(const QomNode *n)
         return spapr_qom_machine_type();
     case QOM_DEVICE:
         return n->dev->qdev.klass->name;
+    case QOM_OBJECT:
+        return n->obj->type;
     default:
         return "container";
     }
@@ -157,6 +164,14 @@ static void device_child(SpaprVioDevice *dev, void *opaque)
     QomNode child = { .kind = QOM_DEVICE, .dev = dev };
 
     w->fn(dev->qdev.id, &child, w->opaque);
+}
+
+static void object_child(UserObject *obj, void *opaque)
+{
+    ChildWalk *w = opaque;
+    QomNode child = { .kind = QOM_OBJECT, .obj = obj };
+
+    w->fn(obj->id, &child, w->opaque);
 }
 
 static void foreach_child(const QomNode *n, ChildFn fn, void *opaque)
@@ -183,9 +198,12 @@ static void foreach_child(const QomNode *n, ChildFn fn, void *opaque)
     case QOM_CONTAINER:
         if (spapr && !strcmp(n->container, "peripheral")) {
             spapr_vio_bus_foreach(spapr_vio_bus(spapr), device_child, &walk);
+        } else if (!strcmp(n->container, "objects")) {
+            user_object_foreach(object_child, &walk);
         }
         break;
     case QOM_DEVICE:
+    case QOM_OBJECT:
         break;
     }
 }
@@ -319,6 +337,15 @@ static void foreach_prop(const QomNode *n, const char *path, bool values,
             fn(p->name, qom_prop_type(p->type),
                values ? prop_value(dev, p) : NULL, opaque);
         }
+    }
+    if (n->kind == QOM_OBJECT) {
+        JsonNode *size = NULL;
+
+        if (values) {
+            size = json_node_new(JSON_NODE_VALUE);
+            json_node_set_int(size, n->obj->size);
+        }
+        fn("size", "uint64", size, opaque);
     }
     foreach_child(n, child_prop, &walk);
 }
@@ -466,7 +493,10 @@ static JsonNode *qom_set(JsonObject *args, QmpError *err)
         return NULL;
     }
     json_node_unref(l.value);
-    if (n.kind == QOM_DEVICE && strcmp(prop, "type") &&
+    if (n.kind == QOM_OBJECT && !strcmp(prop, "size")) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "cannot change property "
+                      "'size' of %s.", node_type(&n));
+    } else if (n.kind == QOM_DEVICE && strcmp(prop, "type") &&
         strcmp(prop, "realized") && !g_str_has_prefix(l.type, "child<")) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "Attempt to set property '%s' "
                       "on device '%s' (type '%s') after it was realized",
@@ -577,6 +607,10 @@ static JsonNode *qom_list_properties(JsonObject *args, QmpError *err)
     json_array_add_object_element(list, prop_info("type", "string", NULL));
     if (type_is_a(types, t, "device")) {
         json_array_add_object_element(list, prop_info("realized", "bool",
+                                                      NULL));
+    }
+    if (type_is_a(types, t, "memory-backend")) {
+        json_array_add_object_element(list, prop_info("size", "uint64",
                                                       NULL));
     }
     return qmp_return_array(list);

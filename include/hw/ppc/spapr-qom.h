@@ -8,7 +8,7 @@
  *   /machine/peripheral-anon     container (empty: the VIO bus names
  *                                every device it is given without an id)
  *   /machine/unattached          container (empty)
- *   /objects                     container (-object has nothing to add)
+ *   /objects                     container: -object and object-add, by id
  *
  * Netdevs are not QOM objects, in QEMU as here; they are reached by id
  * (netdev_del, set_link, x-query-net-stats).  Paths are absolute.
