@@ -225,15 +225,11 @@ static void match_child(const char *name, const QomNode *child, void *opaque)
 }
 
 /* An absolute path; empty components are skipped, as QEMU does. */
-static bool resolve(const char *path, QomNode *node)
+static bool resolve_abs(const char *path, QomNode *node, GString *canon)
 {
-    g_auto(GStrv) parts = NULL;
+    g_auto(GStrv) parts = g_strsplit(path, "/", -1);
 
-    if (path[0] != '/') {
-        return false;
-    }
     *node = (QomNode){ .kind = QOM_ROOT };
-    parts = g_strsplit(path, "/", -1);
     for (char **p = parts; *p; p++) {
         ChildLookup l = { .name = *p };
 
@@ -245,18 +241,97 @@ static bool resolve(const char *path, QomNode *node)
             return false;
         }
         *node = l.found;
+        g_string_append_printf(canon, "/%s", *p);
     }
     return true;
 }
 
-static bool resolve_or_error(const char *path, QomNode *node, QmpError *err)
+/* A partial path ("nic0", "peripheral/nic0") names the one object whose
+ * path ends with it, as in QEMU. */
+typedef struct PartialSearch {
+    const char *suffix;         /* "/nic0" */
+    GString *path;
+    QomNode found;
+    char *found_path;
+    unsigned matches;
+} PartialSearch;
+
+static void search_node(const char *name, const QomNode *n, void *opaque)
 {
-    if (!resolve(path, node)) {
+    PartialSearch *ps = opaque;
+    size_t len = ps->path->len;
+
+    g_string_append_printf(ps->path, "/%s", name);
+    if (g_str_has_suffix(ps->path->str, ps->suffix)) {
+        ps->found = *n;
+        g_free(ps->found_path);
+        ps->found_path = g_strdup(ps->path->str);
+        ps->matches++;
+    }
+    foreach_child(n, search_node, ps);
+    g_string_truncate(ps->path, len);
+}
+
+typedef enum Resolved {
+    RESOLVED,
+    NOT_FOUND,
+    AMBIGUOUS,
+} Resolved;
+
+/* Resolves @path to *@node and, when @canon is not NULL, its canonical
+ * path (caller frees). */
+static Resolved resolve_path(const char *path, QomNode *node, char **canon)
+{
+    g_autofree char *suffix = NULL;
+    PartialSearch ps;
+    GString *abs;
+
+    if (path[0] == '/') {
+        abs = g_string_new(NULL);
+        if (!resolve_abs(path, node, abs)) {
+            g_string_free(abs, true);
+            return NOT_FOUND;
+        }
+        if (!abs->len) {
+            g_string_append_c(abs, '/');
+        }
+        if (canon) {
+            *canon = g_strdup(abs->str);
+        }
+        g_string_free(abs, true);
+        return RESOLVED;
+    }
+    suffix = g_strdup_printf("/%s", path);
+    ps = (PartialSearch){ .suffix = suffix, .path = g_string_new(NULL) };
+    foreach_child(&(QomNode){ .kind = QOM_ROOT }, search_node, &ps);
+    g_string_free(ps.path, true);
+    *node = ps.found;
+    if (ps.matches != 1) {
+        g_free(ps.found_path);
+        return ps.matches ? AMBIGUOUS : NOT_FOUND;
+    }
+    if (canon) {
+        *canon = ps.found_path;
+    } else {
+        g_free(ps.found_path);
+    }
+    return RESOLVED;
+}
+
+static bool resolve_or_error(const char *path, QomNode *node, char **canon,
+                             QmpError *err)
+{
+    switch (resolve_path(path, node, canon)) {
+    case RESOLVED:
+        return true;
+    case AMBIGUOUS:
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Path '%s' is ambiguous", path);
+        return false;
+    default:
         qmp_error_set(err, QMP_ERROR_DEVICE_NOT_FOUND,
                       "Device '%s' not found", path);
         return false;
     }
-    return true;
 }
 
 /* Properties: "type", then a device's "realized" and its table, then
@@ -350,23 +425,6 @@ static void foreach_prop(const QomNode *n, const char *path, bool values,
     foreach_child(n, child_prop, &walk);
 }
 
-/* The canonical form of a path that resolved: no empty components. */
-static char *canonical(const char *path)
-{
-    g_auto(GStrv) parts = g_strsplit(path, "/", -1);
-    GString *out = g_string_new(NULL);
-
-    for (char **p = parts; *p; p++) {
-        if (**p) {
-            g_string_append_printf(out, "/%s", *p);
-        }
-    }
-    if (!out->len) {
-        g_string_append_c(out, '/');
-    }
-    return g_string_free(out, false);
-}
-
 /* qom-list and qom-list-get. */
 
 static void add_info(const char *name, const char *type, JsonNode *value,
@@ -388,7 +446,7 @@ static JsonNode *qom_list(JsonObject *args, QmpError *err)
     JsonArray *list;
     QomNode n;
 
-    if (!resolve_or_error(path, &n, err)) {
+    if (!resolve_or_error(path, &n, NULL, err)) {
         return NULL;
     }
     list = json_array_new();
@@ -416,11 +474,10 @@ static JsonNode *qom_list_get(JsonObject *args, QmpError *err)
             json_array_unref(list);
             return NULL;
         }
-        if (!resolve_or_error(path, &n, err)) {
+        if (!resolve_or_error(path, &n, &canon, err)) {
             json_array_unref(list);
             return NULL;
         }
-        canon = canonical(path);
         o = json_object_new();
         json_object_set_array_member(o, "properties", json_array_new());
         foreach_prop(&n, canon, true, add_info,
@@ -460,10 +517,9 @@ static JsonNode *qom_get(JsonObject *args, QmpError *err)
     g_autofree char *canon = NULL;
     QomNode n;
 
-    if (!resolve_or_error(path, &n, err)) {
+    if (!resolve_or_error(path, &n, &canon, err)) {
         return NULL;
     }
-    canon = canonical(path);
     foreach_prop(&n, canon, true, match_prop, &l);
     if (!l.value) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "Property '%s.%s' not found",
@@ -479,14 +535,24 @@ static JsonNode *qom_set(JsonObject *args, QmpError *err)
     PropLookup l = { .name = prop };
     QomNode n;
 
+    g_autoptr(GList) names = json_object_get_members(args);
+
+    for (GList *a = names; a; a = a->next) {
+        if (strcmp(a->data, "path") && strcmp(a->data, "property") &&
+            strcmp(a->data, "value")) {
+            qmp_error_set(err, QMP_ERROR_GENERIC,
+                          "Parameter '%s' is unexpected", (char *)a->data);
+            return NULL;
+        }
+    }
     if (!json_object_has_member(args, "value")) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'value' is missing");
         return NULL;
     }
-    if (!resolve_or_error(path, &n, err)) {
+    if (!resolve_or_error(path, &n, NULL, err)) {
         return NULL;
     }
-    foreach_prop(&n, path, true, match_prop, &l);
+    foreach_prop(&n, "/", true, match_prop, &l);
     if (!l.value) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "Property '%s.%s' not found",
                       node_type(&n), prop);
@@ -643,12 +709,11 @@ void spapr_qom_print_tree(const char *path, GString *out)
     if (!path || !*path) {
         path = "/machine";
     }
-    if (!resolve(path, &n)) {
+    if (resolve_path(path, &n, &canon) != RESOLVED) {
         g_string_append_printf(out, "Path '%s' could not be resolved.\n",
                                path);
         return;
     }
-    canon = canonical(path);
     base = strrchr(canon, '/') + 1;
     print_node(*base ? base : "", &n, &tp);
 }
