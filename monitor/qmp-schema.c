@@ -51,7 +51,6 @@ static const SchemaCommand commands[] = {
     { "cont", NULL, NULL },
     { "system_reset", NULL, NULL },
     { "quit", NULL, NULL },
-    { "x-exit-preconfig", NULL, NULL },
     { "query-rx-filter", "*name:str", "[RxFilterInfo]" },
     { "set_link", "name:str up:bool", NULL },
     { "netdev_add", "type:str id:str", NULL },
