@@ -67,6 +67,27 @@ static char *hmp(QTestState *qts, const char *line)
     return text;
 }
 
+/* The default machine's QOM type, "NAME-machine" (caller frees). */
+static char *default_machine_type(QTestState *qts)
+{
+    JsonObject *rsp = qtest_qmp(qts, "{'execute': 'query-machines'}");
+    JsonArray *list = json_node_get_array(ret_of(rsp));
+    char *type = NULL;
+
+    for (guint i = 0; i < json_array_get_length(list); i++) {
+        JsonObject *m = json_array_get_object_element(list, i);
+
+        if (json_object_has_member(m, "is-default")) {
+            g_assert_null(type);
+            type = g_strdup_printf("%s-machine",
+                                   json_object_get_string_member(m, "name"));
+        }
+    }
+    g_assert_nonnull(type);
+    json_object_unref(rsp);
+    return type;
+}
+
 /* ---- the QOM walk ---- */
 
 typedef struct Walk {
@@ -131,9 +152,10 @@ static void test_qom_walk(void)
     QRig r;
     Walk w = { .types = g_hash_table_new_full(g_str_hash, g_str_equal,
                                               g_free, g_free) };
-    static const char *const expected[][2] = {
+    g_autofree char *machine = NULL;
+    const char *expected[][2] = {
         { "/", "container" },
-        { "/machine", "pseries-2.0-machine" },
+        { "/machine", NULL },
         { "/machine/peripheral", "container" },
         { "/machine/peripheral-anon", "container" },
         { "/machine/unattached", "container" },
@@ -144,6 +166,8 @@ static void test_qom_walk(void)
 
     rig_up(&r, NULL);
     add_ram_object(r.qts);
+    machine = default_machine_type(r.qts);
+    expected[1][1] = machine;
     w.qts = r.qts;
     walk(&w, "/", "container");
     g_assert_cmpuint(g_hash_table_size(w.types), ==, G_N_ELEMENTS(expected));
@@ -173,9 +197,12 @@ static void test_qom_values(void)
     QRig r;
     JsonObject *rsp;
     JsonArray *list, *props;
+    g_autofree char *machine = NULL, *nope = NULL;
 
     rig_up(&r, NULL);
     add_ram_object(r.qts);
+    machine = default_machine_type(r.qts);
+    nope = g_strdup_printf("Property '%s.nope' not found", machine);
     check_prop(r.qts, "/machine/peripheral/nic0", "mac",
                "\"52:54:00:12:34:56\"");
     check_prop(r.qts, "/machine/peripheral/nic0", "netdev", "\"n0\"");
@@ -191,8 +218,7 @@ static void test_qom_values(void)
                  "DeviceNotFound", "Device 'machine/nope' not found");
     assert_error(qtest_qmp(r.qts, "{'execute': 'qom-get', 'arguments': "
                            "{'path': '/machine', 'property': 'nope'}}"),
-                 "GenericError",
-                 "Property 'pseries-2.0-machine.nope' not found");
+                 "GenericError", nope);
     rsp = qtest_qmp(r.qts, "{'execute': 'qom-list-get', 'arguments': "
                     "{'paths': ['/objects/ram0', '/machine']}}");
     list = json_node_get_array(ret_of(rsp));
@@ -210,8 +236,11 @@ static void test_qom_values(void)
 static void test_qom_set(void)
 {
     QRig r;
+    g_autofree char *machine = NULL, *initrd = NULL;
 
     rig_up(&r, NULL);
+    machine = default_machine_type(r.qts);
+    initrd = g_strdup_printf("Property '%s.initrd' not found", machine);
     assert_error(qtest_qmp(r.qts, "{'execute': 'qom-set', 'arguments': "
                            "{'path': '/machine/peripheral/nic0', "
                            "'property': 'mac', "
@@ -226,8 +255,7 @@ static void test_qom_set(void)
     assert_error(qtest_qmp(r.qts, "{'execute': 'qom-set', 'arguments': "
                            "{'path': '/machine', 'property': 'initrd', "
                            "'value': 'x'}}"),
-                 "GenericError",
-                 "Property 'pseries-2.0-machine.initrd' not found");
+                 "GenericError", initrd);
     assert_error(qtest_qmp(r.qts, "{'execute': 'qom-set', 'arguments': "
                            "{'path': '/nope', 'property': 'type', "
                            "'value': 'x'}}"),
@@ -376,11 +404,11 @@ static void test_qom_list_types(void)
                                  "'arguments': {'implements': 'device'}}");
     JsonArray *types = json_node_get_array(ret_of(all));
     JsonArray *dl = json_node_get_array(ret_of(devs));
+    g_autofree char *machine = default_machine_type(qts);
 
     g_assert_cmpstr(type_parent(types, "spapr-vlan"), ==, "vio-spapr-device");
     g_assert_cmpstr(type_parent(types, "vio-spapr-device"), ==, "device");
-    g_assert_cmpstr(type_parent(types, "pseries-1.0-machine"), ==,
-                    "spapr-machine");
+    g_assert_cmpstr(type_parent(types, machine), ==, "spapr-machine");
     g_assert_cmpstr(type_parent(types, "object"), ==, "");
     /* Concrete devices only, without "abstract". */
     g_assert_cmpuint(json_array_get_length(dl), ==, 1);
@@ -465,6 +493,7 @@ static void test_hmp_info(void)
     QRig r;
     g_autofree char *status = NULL, *version = NULL, *qtree = NULL;
     g_autofree char *qom = NULL, *mtree = NULL, *help = NULL;
+    g_autofree char *machine = NULL, *qom_want = NULL;
     g_auto(GStrv) lines = NULL;
 
     qrig_init(&r);
@@ -483,11 +512,13 @@ static void test_hmp_info(void)
     g_assert_nonnull(strstr(qtree, "  dev: spapr-vlan, id \"nic0\"\r\n"
                             "    mac = \"52:54:00:12:34:56\"\r\n"));
     qom = hmp(r.qts, "info qom-tree");
-    g_assert_cmpstr(qom, ==, "/machine (pseries-2.0-machine)\r\n"
+    machine = default_machine_type(r.qts);
+    qom_want = g_strdup_printf("/machine (%s)\r\n"
                     "  /peripheral (container)\r\n"
                     "    /nic0 (spapr-vlan)\r\n"
                     "  /peripheral-anon (container)\r\n"
-                    "  /unattached (container)\r\n");
+                    "  /unattached (container)\r\n", machine);
+    g_assert_cmpstr(qom, ==, qom_want);
     mtree = hmp(r.qts, "info mtree");
     g_assert_nonnull(strstr(mtree, "0000000000000000-000000000fffffff "
                             "(prio 0, ram): ppc_spapr.ram\r\n"));
