@@ -7,6 +7,7 @@
  * QEMU's errors.
  */
 #include "hw/ppc/spapr-qom.h"
+#include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr.h"
 #include "hw/ppc/spapr_vio.h"
 #include "hw/user-object.h"
@@ -356,10 +357,21 @@ static JsonNode *bool_node(bool b)
     return node;
 }
 
+char *spapr_qom_prop_text(DeviceState *dev, const Property *p)
+{
+    if (p->type == PROP_MACADDR && !strcmp(dev->klass->name,
+                                           TYPE_SPAPR_VLAN)) {
+        MACAddr mac = spapr_vlan_get_mac((SpaprVlanState *)dev);
+
+        return mac_format(&mac);
+    }
+    return device_get_prop(dev, p->name, NULL);
+}
+
 /* A property's value as JSON: booleans and integers keep their type. */
 static JsonNode *prop_value(DeviceState *dev, const Property *p)
 {
-    g_autofree char *text = device_get_prop(dev, p->name, NULL);
+    g_autofree char *text = spapr_qom_prop_text(dev, p);
     JsonNode *node = json_node_new(JSON_NODE_VALUE);
 
     switch (p->type) {

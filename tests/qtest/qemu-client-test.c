@@ -6,6 +6,7 @@
  * device-list-properties, the query commands a client runs blind, and
  * HMP through human-monitor-command.
  */
+#include "hw/ppc/hcall.h"
 #include "libqtest.h"
 #include "libqos/eth-frames.h"
 #include "libqos/rig.h"
@@ -213,6 +214,10 @@ static void test_qom_values(void)
     check_prop(r.qts, "peripheral/nic0", "type", "\"spapr-vlan\"");
     check_prop(r.qts, "//machine//peripheral/", "type", "\"container\"");
     check_prop(r.qts, "/objects/ram0", "size", "65536");
+    /* "mac" is the MAC in use, as the guest sets it. */
+    g_assert_cmpint(qtest_hcallv(r.qts, H_CHANGE_LOGICAL_LAN_MAC, QRIG_UNIT,
+                                 0x525400aabbccULL), ==, H_SUCCESS);
+    check_prop(r.qts, "nic0", "mac", "\"52:54:00:aa:bb:cc\"");
     assert_error(qtest_qmp(r.qts, "{'execute': 'qom-get', 'arguments': "
                            "{'path': 'machine/nope', 'property': 'type'}}"),
                  "DeviceNotFound", "Device 'machine/nope' not found");
