@@ -2,7 +2,8 @@
  * query-qmp-schema: what every QMP command takes and returns and what
  * every event carries, in QEMU's introspection format (SchemaInfo) with
  * plain type names.  The description is a table apart from the handlers,
- * as QEMU's is; tests/unit/test-qmp-schema.c holds the two together.
+ * as QEMU's is; tests/unit/test-qmp-schema.c and qemu-client-test hold
+ * the two together.
  */
 #ifndef MONITOR_QMP_SCHEMA_H
 #define MONITOR_QMP_SCHEMA_H

@@ -345,6 +345,18 @@ static void test_set_link(void)
 
 /* ---- types and the queries a client runs blind ---- */
 
+static JsonObject *find_named(JsonArray *list, const char *name)
+{
+    for (guint i = 0; i < json_array_get_length(list); i++) {
+        JsonObject *o = json_array_get_object_element(list, i);
+
+        if (!strcmp(json_object_get_string_member(o, "name"), name)) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
 static void test_device_list_properties(void)
 {
     static const char *const want[][3] = {
@@ -358,15 +370,18 @@ static void test_device_list_properties(void)
                                 " 'arguments': {'typename': 'spapr-vlan'}}");
     JsonArray *list = json_node_get_array(ret_of(rsp));
 
-    g_assert_cmpuint(json_array_get_length(list), ==, G_N_ELEMENTS(want));
-    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    for (guint i = 0; i < json_array_get_length(list); i++) {
         JsonObject *p = json_array_get_object_element(list, i);
 
-        g_assert_cmpstr(json_object_get_string_member(p, "name"), ==,
-                        want[i][0]);
+        g_assert_true(json_object_has_member(p, "type"));
+        g_assert_true(json_object_has_member(p, "description"));
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        JsonObject *p = find_named(list, want[i][0]);
+
+        g_assert_nonnull(p);
         g_assert_cmpstr(json_object_get_string_member(p, "type"), ==,
                         want[i][1]);
-        g_assert_true(json_object_has_member(p, "description"));
         if (want[i][2]) {
             g_autofree char *def = json_to_string(
                 json_object_get_member(p, "default-value"), false);
@@ -384,6 +399,42 @@ static void test_device_list_properties(void)
                            "'arguments': {'typename': 'device'}}"),
                  "GenericError",
                  "Parameter 'typename' expects a non-abstract device type");
+    qtest_quit(qts);
+}
+
+/* The schema's commands are exactly those query-commands lists. */
+static void test_schema_complete(void)
+{
+    QTestState *qts = qtest_init("");
+    JsonObject *schema_rsp = qtest_qmp(qts, "{'execute': 'query-qmp-schema'}");
+    JsonObject *cmds_rsp = qtest_qmp(qts, "{'execute': 'query-commands'}");
+    JsonArray *schema = json_node_get_array(ret_of(schema_rsp));
+    JsonArray *cmds = json_node_get_array(ret_of(cmds_rsp));
+    g_autoptr(GHashTable) described = g_hash_table_new(g_str_hash,
+                                                       g_str_equal);
+
+    for (guint i = 0; i < json_array_get_length(schema); i++) {
+        JsonObject *e = json_array_get_object_element(schema, i);
+
+        if (!strcmp(json_object_get_string_member(e, "meta-type"),
+                    "command")) {
+            g_hash_table_add(described,
+                             (char *)json_object_get_string_member(e,
+                                                                   "name"));
+        }
+    }
+    g_assert_cmpuint(g_hash_table_size(described), ==,
+                     json_array_get_length(cmds));
+    for (guint i = 0; i < json_array_get_length(cmds); i++) {
+        const char *name = json_object_get_string_member(
+            json_array_get_object_element(cmds, i), "name");
+
+        if (!g_hash_table_contains(described, name)) {
+            g_error("query-qmp-schema does not describe %s", name);
+        }
+    }
+    json_object_unref(schema_rsp);
+    json_object_unref(cmds_rsp);
     qtest_quit(qts);
 }
 
@@ -582,6 +633,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qemu-client/qom/list-types", test_qom_list_types);
     g_test_add_func("/qemu-client/device-list-properties",
                    test_device_list_properties);
+    g_test_add_func("/qemu-client/schema-complete", test_schema_complete);
     g_test_add_func("/qemu-client/set-link", test_set_link);
     g_test_add_func("/qemu-client/queries", test_blind_queries);
     g_test_add_func("/qemu-client/query-machines", test_query_machines);
