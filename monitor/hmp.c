@@ -429,7 +429,7 @@ static const QmpArg hmp_args[] = {
 
 static const QmpCommand hmp_qmp_commands[] = {
     { "human-monitor-command", hmp_args, false, human_monitor_command,
-      true },
+      false },
 };
 
 static void hmp_commands_register(void)

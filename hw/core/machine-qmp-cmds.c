@@ -82,8 +82,8 @@ static const QmpArg query_machines_args[] = {
 };
 
 static const QmpCommand machine_commands[] = {
-    { "query-machines", query_machines_args, false, query_machines, true },
-    { "query-cpus-fast", NULL, false, query_cpus_fast, true },
+    { "query-machines", query_machines_args, false, query_machines, false },
+    { "query-cpus-fast", NULL, false, query_cpus_fast, false },
 };
 
 static void machine_commands_register(void)

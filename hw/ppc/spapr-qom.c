@@ -763,7 +763,7 @@ static const QmpCommand qom_commands[] = {
     { "qom-list-properties", typename_args, false, qom_list_properties,
       true },
     { "device-list-properties", typename_args, false, device_list_properties,
-      true },
+      false },
 };
 
 static const HmpCommand qom_hmp_commands[] = {
