@@ -1,6 +1,6 @@
 /*
- * The net core's QMP commands: netdev_add and netdev_del, query-rx-filter
- * for the NICs, and x-query-net-stats for every client.  What only a NIC
+ * The net core's QMP commands: netdev_add and netdev_del, set_link,
+ * query-rx-filter for the NICs, and x-query-net-stats for every client.  What only a NIC
  * or a backend knows (its receive filter, its own counters) comes from
  * its query operations, as GVariant dictionaries.
  */
@@ -182,6 +182,47 @@ static NetClientState *find_nic(const char *name)
     return lookup.nic;
 }
 
+/* set_link: as QEMU's, every client of that name (a netdev and a NIC
+ * may share one); a netdev's NIC follows it, while a NIC's own link
+ * leaves its netdev as it was.  No event. */
+
+typedef struct LinkChange {
+    const char *name;
+    bool up;
+    unsigned found;
+} LinkChange;
+
+static void change_link(NetClientState *nc, bool is_nic, void *opaque)
+{
+    LinkChange *change = opaque;
+    NetClientState *peer = net_client_peer(nc);
+
+    if (strcmp(net_client_name(nc), change->name)) {
+        return;
+    }
+    change->found++;
+    net_client_set_link(nc, change->up);
+    if (!is_nic && peer) {
+        net_client_set_link(peer, change->up);
+    }
+}
+
+static JsonNode *set_link(JsonObject *args, QmpError *err)
+{
+    LinkChange change = {
+        .name = json_object_get_string_member(args, "name"),
+        .up = json_object_get_boolean_member(args, "up"),
+    };
+
+    net_foreach_client(change_link, &change);
+    if (!change.found) {
+        qmp_error_set(err, QMP_ERROR_DEVICE_NOT_FOUND,
+                      "Device '%s' not found", change.name);
+        return NULL;
+    }
+    return qmp_return_empty();
+}
+
 static JsonNode *query_rx_filter(JsonObject *args, QmpError *err)
 {
     const char *name = json_object_has_member(args, "name") ?
@@ -315,6 +356,10 @@ static const QmpArg netdev_add_args[] = {
 static const QmpArg netdev_del_args[] = {
     { "id", QMP_ARG_STR, false }, { NULL, 0, false }
 };
+static const QmpArg set_link_args[] = {
+    { "name", QMP_ARG_STR, false }, { "up", QMP_ARG_BOOL, false },
+    { NULL, 0, false }
+};
 static const QmpArg rx_filter_args[] = {
     { "name", QMP_ARG_STR, true }, { NULL, 0, false }
 };
@@ -323,6 +368,7 @@ static const QmpCommand net_commands[] = {
     { "query-rx-filter", rx_filter_args, false, query_rx_filter, false },
     { "netdev_add", netdev_add_args, true, netdev_add, true },
     { "netdev_del", netdev_del_args, false, netdev_del, true },
+    { "set_link", set_link_args, false, set_link, false },
     { "x-query-net-stats", NULL, false, query_net_stats, false },
 };
 

@@ -14,6 +14,8 @@
 #include "qemu/main-loop.h"
 #include "qemu/option.h"
 #include "qemu/runstate.h"
+#include "qemu/vm-name.h"
+#include "hw/user-object.h"
 #include "system/cmdline.h"
 #include "system/machine-init.h"
 #include "system/preconfig.h"
@@ -55,6 +57,7 @@ typedef struct Config {
     GPtrArray *globals;
     GPtrArray *run_withs;
     GPtrArray *vgas;
+    GPtrArray *objects;
 } Config;
 
 /* What an option does with its argument. */
@@ -105,6 +108,7 @@ static const CmdOption cmd_options[] = {
     { "incoming", "URI|defer", "wait for a migration stream (file:PATH, unix:PATH, fd:N, exec:CMD), or for QMP migrate-incoming", OPT_SET, CFG(incoming) },
     { "dump-vmstate", "FILE", "write the device state descriptions (QEMU's JSON) to FILE and exit", OPT_SET, CFG(dump_vmstate) },
     { "S", NULL, "do not start the machine (run state prelaunch)", OPT_FLAG, CFG(start_paused) },
+    { "object", "memory-backend-ram,id=ID,size=SIZE", "create an object, listed under /objects (nothing uses it)", OPT_APPEND, CFG(objects) },
     { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process", OPT_SET, CFG(name) },
     { "version", NULL, "print the version and exit", OPT_VERSION, 0 },
     { "h", NULL, "print this help and exit", OPT_HELP, 0 },
@@ -155,7 +159,8 @@ static void config_free(Config *cfg)
                            cfg->qmps,
                            cfg->mons, cfg->accels, cfg->displays,
                            cfg->audios, cfg->guests, cfg->globals,
-                           cfg->run_withs, cfg->vgas };
+                           cfg->run_withs, cfg->vgas,
+                           cfg->objects };
 
     for (size_t i = 0; i < G_N_ELEMENTS(lists); i++) {
         g_ptr_array_free(lists[i], TRUE);
@@ -476,6 +481,7 @@ static bool apply_name(const char *arg, GError **errp)
     if (!opts) {
         return false;
     }
+    qemu_set_vm_name(qemu_opt_get(opts, "guest"));
     process = qemu_opt_get(opts, "process");
     if (process) {
         prctl(PR_SET_NAME, process);
@@ -510,6 +516,19 @@ static void quit_main_loop(void *opaque)
     g_main_loop_quit(((Machine *)opaque)->loop);
 }
 
+static bool apply_objects(GPtrArray *objects, GError **errp)
+{
+    for (guint i = 0; objects && i < objects->len; i++) {
+        const char *arg = g_ptr_array_index(objects, i);
+
+        if (!user_object_add_opts(arg, errp)) {
+            g_prefix_error(errp, "-object %s: ", arg);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Every option that is not the machine's, checked before anything is
  * built (machine_init() calls this at that point). */
 static bool check_other_options(void *opaque, GError **errp)
@@ -523,7 +542,8 @@ static bool check_other_options(void *opaque, GError **errp)
            check_accels(cfg->accels, errp) &&
            parse_mon_pairs(cfg, m->monitors, errp) &&
            parse_qmp_options(cfg, m->monitors, errp) &&
-           (!cfg->name || apply_name(cfg->name, errp));
+           (!cfg->name || apply_name(cfg->name, errp)) &&
+           apply_objects(cfg->objects, errp);
 }
 
 /* -qtest-log FILE|none; the default is stderr. */
@@ -710,7 +730,7 @@ int main(int argc, char **argv)
         .accels = g_ptr_array_new(), .displays = g_ptr_array_new(),
         .audios = g_ptr_array_new(), .guests = g_ptr_array_new(),
         .globals = g_ptr_array_new(), .run_withs = g_ptr_array_new(),
-        .vgas = g_ptr_array_new(),
+        .vgas = g_ptr_array_new(), .objects = g_ptr_array_new(),
     };
     Machine m = { .monitors = g_ptr_array_new_with_free_func(
                       monitor_spec_free) };

@@ -1,10 +1,12 @@
 /*
  * The run state's QMP commands: query-status, stop, cont, system_reset
- * and quit.  The events they cause come from the run state's notifiers.
+ * and quit, and query-name for the guest's name.  The events they cause
+ * come from the run state's notifiers.
  */
 #include "qemu/module.h"
 #include "qemu/qmp-registry.h"
 #include "qemu/runstate.h"
+#include "qemu/vm-name.h"
 
 static JsonNode *query_status(JsonObject *args, QmpError *err)
 {
@@ -14,6 +16,18 @@ static JsonNode *query_status(JsonObject *args, QmpError *err)
     json_object_set_boolean_member(st, "running", runstate_is_running());
     json_object_set_string_member(st, "status", runstate_name(runstate_get()));
     return qmp_return_object(st);
+}
+
+/* NameInfo: "name" only when -name gave one. */
+static JsonNode *query_name(JsonObject *args, QmpError *err)
+{
+    JsonObject *info = json_object_new();
+
+    (void)args, (void)err;
+    if (qemu_get_vm_name()) {
+        json_object_set_string_member(info, "name", qemu_get_vm_name());
+    }
+    return qmp_return_object(info);
 }
 
 static JsonNode *qmp_stop(JsonObject *args, QmpError *err)
@@ -58,6 +72,7 @@ static JsonNode *qmp_quit(JsonObject *args, QmpError *err)
 
 static const QmpCommand runstate_commands[] = {
     { "query-status", NULL, false, query_status, true },
+    { "query-name", NULL, false, query_name, true },
     { "stop", NULL, false, qmp_stop, false },
     { "cont", NULL, false, qmp_cont, false },
     { "system_reset", NULL, false, system_reset, false },

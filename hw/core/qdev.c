@@ -34,6 +34,14 @@ const DeviceClass *device_class_find(const char *name)
     return NULL;
 }
 
+void device_class_foreach(void (*fn)(const DeviceClass *dc, void *opaque),
+                          void *opaque)
+{
+    for (guint i = 0; device_classes && i < device_classes->len; i++) {
+        fn(g_ptr_array_index(device_classes, i), opaque);
+    }
+}
+
 static gint compare_class_names(gconstpointer a, gconstpointer b)
 {
     const DeviceClass *x = *(const DeviceClass *const *)a;

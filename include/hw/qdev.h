@@ -56,6 +56,9 @@ struct DeviceState {
 
 void device_class_register(const DeviceClass *dc);
 const DeviceClass *device_class_find(const char *name);
+/* Every device type, in registration order. */
+void device_class_foreach(void (*fn)(const DeviceClass *dc, void *opaque),
+                          void *opaque);
 void device_class_print_list(void);
 /* Lists every property with its type and the default @dev would get. */
 void device_class_print_props(const DeviceClass *dc);

@@ -1,0 +1,36 @@
+/*
+ * The machine as QEMU's QOM composition tree shows it, for qom-list,
+ * qom-get, qom-set, qom-list-get and HMP's info qom-tree:
+ *
+ *   /                            container
+ *   /machine                     TYPE-machine ("pseries-2.0-machine")
+ *   /machine/peripheral          container: one child per device, by id
+ *   /machine/peripheral-anon     container (empty: the VIO bus names
+ *                                every device it is given without an id)
+ *   /machine/unattached          container (empty)
+ *   /objects                     container: -object and object-add, by id
+ *
+ * Netdevs are not QOM objects, in QEMU as here; they are reached by id
+ * (netdev_del, set_link, x-query-net-stats).  Paths are absolute.
+ */
+#ifndef HW_PPC_SPAPR_QOM_H
+#define HW_PPC_SPAPR_QOM_H
+
+#include "hw/qdev.h"
+
+#include <glib.h>
+
+/* The machine type's QOM name, "pseries-2.0-machine" or "none-machine". */
+const char *spapr_qom_machine_type(void);
+
+/* A device property's current value in option syntax (caller frees).
+ * spapr-vlan's "mac" is the one the guest set with
+ * H_CHANGE_LOGICAL_LAN_MAC, read under the device's lock, since a
+ * built-in guest changes it from its vCPU thread. */
+char *spapr_qom_prop_text(DeviceState *dev, const Property *p);
+
+/* HMP info qom-tree: the tree under @path (NULL: /machine), one
+ * "/name (type)" line per object, children indented by two spaces. */
+void spapr_qom_print_tree(const char *path, GString *out);
+
+#endif
