@@ -170,8 +170,10 @@ static JsonNode *human_monitor_command(JsonObject *args, QmpError *err)
     g_autofree char *text = NULL;
     JsonNode *ret;
 
-    /* There is no CPU to select. */
-    if (json_object_has_member(args, "cpu-index")) {
+    /* No HMP command illan has depends on a CPU, and QEMU's qmp-shell -H
+     * passes 0 with every line; any other index names nothing. */
+    if (json_object_has_member(args, "cpu-index") &&
+        json_object_get_int_member(args, "cpu-index") != 0) {
         qmp_error_set(err, QMP_ERROR_GENERIC,
                       "Parameter 'cpu-index' expects a CPU number");
         return NULL;

@@ -622,6 +622,7 @@ static void test_hmp_errors(void)
     g_autofree char *dev_bad = hmp(qts, "device_add usb-mouse,id=m");
     g_autofree char *link = hmp(qts, "set_link nope off");
     g_autofree char *empty = hmp(qts, "");
+    JsonObject *rsp;
 
     g_assert_cmpstr(unknown, ==, "unknown command: 'foo'\r\n");
     g_assert_cmpstr(info, ==, "unknown command: 'info foo'\r\n");
@@ -637,8 +638,14 @@ static void test_hmp_errors(void)
     g_assert_cmpstr(empty, ==, "");
     assert_error(qtest_qmp(qts, "{'execute': 'human-monitor-command', "
                            "'arguments': {'command-line': 'info status', "
-                           "'cpu-index': 0}}"),
+                           "'cpu-index': 1}}"),
                  "GenericError", "Parameter 'cpu-index' expects a CPU number");
+    /* qmp-shell -H sends cpu-index 0 with every line. */
+    rsp = qtest_qmp(qts, "{'execute': 'human-monitor-command', 'arguments': "
+                    "{'command-line': 'info status', 'cpu-index': 0}}");
+    g_assert_cmpstr(json_node_get_string(ret_of(rsp)), ==,
+                    "VM status: running\r\n");
+    json_object_unref(rsp);
     qtest_quit(qts);
 }
 
