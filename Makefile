@@ -52,10 +52,13 @@ check-asan: deps $(ASAN_BUILD)/build.ninja
 # off address randomisation for the suites and every process they start:
 # gcc 12's TSan expects the layout of vm.mmap_rnd_bits=28 and dies with
 # "unexpected memory mapping" on most starts above that (checked at 30 and
-# 32); this needs neither root nor a global sysctl.
+# 32); this needs neither root nor a global sysctl.  atexit_sleep_ms=0:
+# TSan otherwise waits 1 s at every exit while another thread lives (GLib's
+# signal thread does from the start), and cmdline-test runs ~100 illans
+# that exit on an error.
 check-tsan: deps $(TSAN_BUILD)/build.ninja
 	ninja -C $(TSAN_BUILD)
-	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1 \
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:atexit_sleep_ms=0 \
 	    setarch $$(uname -m) -R $(MESON_TEST)
 
 # Frame rates over af-xdp against the raw AF_XDP limit, in private network

@@ -197,7 +197,7 @@ static void mem_read(QTestServer *qs, uint64_t addr, void *buf, uint64_t len)
 
     memset(buf, 0, len);
     if (inside) {
-        guest_ram_read(qtest_ram(qs), addr, buf, inside);
+        guest_ram_cpu_read(qtest_ram(qs), addr, buf, inside);
     }
 }
 

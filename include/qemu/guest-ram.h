@@ -25,6 +25,12 @@ bool guest_ram_read(GuestRam *ram, uint64_t gpa, void *buf, uint64_t len);
 bool guest_ram_write(GuestRam *ram, uint64_t gpa, const void *buf,
                      uint64_t len);
 bool guest_ram_fill(GuestRam *ram, uint64_t gpa, uint8_t byte, uint64_t len);
+/*
+ * A read as the guest's CPU makes it (qtest's memory verbs): it may race
+ * with a device writing the same bytes, which is the guest's own business,
+ * as on real hardware.  ThreadSanitizer is not asked to watch it.
+ */
+bool guest_ram_cpu_read(GuestRam *ram, uint64_t gpa, void *buf, uint64_t len);
 
 bool guest_ram_ld_be(GuestRam *ram, uint64_t gpa, unsigned size,
                      uint64_t *val);
