@@ -839,9 +839,11 @@ static bool mac_default_if_unset(MACAddr *mac, GError **errp)
  * Migration.  The section is QEMU's spapr_llan, field for field, with the
  * pools in subsection spapr_llan/rx_pools whenever they are on; page mode
  * keeps its buffers in guest memory and needs nothing more, so a pools-off
- * stream has the legacy layout.  Not migrated, as in QEMU: counters, the
- * MAC filters and a MAC changed by the guest (the destination starts with
- * filtering off, which delivers everything).
+ * stream has the legacy layout.  The MAC and filters a guest set travel in
+ * subsection spapr_llan/guest_mac_filters, only when they differ from what
+ * registering leaves (the device's own MAC, filtering off, the table
+ * empty), so a guest that set neither still gives QEMU's layout.  The
+ * counters do not migrate.
  */
 typedef struct SpaprVlanImage {
     SpaprVioImage sdev;
@@ -853,6 +855,13 @@ typedef struct SpaprVlanImage {
     LlanRxPool pools[LLAN_RX_MAX_POOLS];        /* what rx_pool points at */
     bool use_rx_buffer_pools;                   /* this device's property */
     bool pools_received;
+    /* spapr_llan/guest_mac_filters */
+    uint8_t mac[6];
+    bool filtering, rx_multicast;
+    uint32_t nmcast;
+    uint8_t mcast[LLAN_MCAST_FILTERS * 6];      /* nmcast in use, then 0 */
+    uint8_t perm_mac[6];                        /* this device's mac= */
+    bool filters_received;
 } SpaprVlanImage;
 
 static const VMStateDescription vmstate_rx_buffer_pool = {
@@ -953,16 +962,170 @@ static const VMStateDescription vmstate_rx_pools = {
     },
 };
 
-/* A stream without the subsection leaves the pools empty. */
+/* The filter part of the image, to and from the device's form. */
+static void filter_to_image(SpaprVlanImage *img, const MACAddr *mac,
+                            const SpaprVlanFilter *f)
+{
+    memcpy(img->mac, mac->a, 6);
+    img->filtering = f->filtering;
+    img->rx_multicast = f->rx_multicast;
+    img->nmcast = f->nmcast;
+    memset(img->mcast, 0, sizeof(img->mcast));
+    for (unsigned i = 0; i < f->nmcast; i++) {
+        memcpy(img->mcast + i * 6, f->mcast[i].a, 6);
+    }
+}
+
+static void filter_from_image(const SpaprVlanImage *img, MACAddr *mac,
+                              SpaprVlanFilter *f)
+{
+    memcpy(mac->a, img->mac, 6);
+    filter_reset(f);
+    f->filtering = img->filtering;
+    f->rx_multicast = img->rx_multicast;
+    f->nmcast = img->nmcast;
+    for (unsigned i = 0; i < img->nmcast; i++) {
+        memcpy(f->mcast[i].a, img->mcast + i * 6, 6);
+    }
+}
+
+/* Sent only when the guest changed something registering had set: the
+ * MAC (H_CHANGE_LOGICAL_LAN_MAC) or the filter (H_MULTICAST_CTRL). */
+static bool mac_filters_needed(void *opaque)
+{
+    SpaprVlanImage *img = opaque;
+
+    return memcmp(img->mac, img->perm_mac, 6) || img->filtering ||
+           !img->rx_multicast || img->nmcast;
+}
+
+static bool mcast_entry_ok(const SpaprVlanImage *img, unsigned i,
+                           GError **errp)
+{
+    const uint8_t *e = img->mcast + i * 6;
+
+    if (!(e[0] & 1)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "multicast filter %u is "
+                    "%02x:%02x:%02x:%02x:%02x:%02x, not a multicast address",
+                    i, e[0], e[1], e[2], e[3], e[4], e[5]);
+        return false;
+    }
+    for (unsigned j = 0; j < i; j++) {
+        if (!memcmp(e, img->mcast + j * 6, 6)) {
+            g_set_error(errp, ILLAN_ERROR, 0, "multicast filters %u and %u "
+                        "are the same address", j, i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* What H_CHANGE_LOGICAL_LAN_MAC and H_MULTICAST_CTRL would have refused. */
+static bool mac_filters_post_load(void *opaque, int version_id,
+                                  GError **errp)
+{
+    static const uint8_t zero[6];
+    SpaprVlanImage *img = opaque;
+
+    (void)version_id;
+    if ((img->mac[0] & 1) || !memcmp(img->mac, zero, 6)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "mac %02x:%02x:%02x:%02x:%02x:%02x "
+                    "is not a unicast address", img->mac[0], img->mac[1],
+                    img->mac[2], img->mac[3], img->mac[4], img->mac[5]);
+        return false;
+    }
+    if (img->nmcast > LLAN_MCAST_FILTERS) {
+        g_set_error(errp, ILLAN_ERROR, 0, "nmcast %u is more than the %u "
+                    "multicast filters the device has", img->nmcast,
+                    LLAN_MCAST_FILTERS);
+        return false;
+    }
+    for (unsigned i = 0; i < img->nmcast; i++) {
+        if (!mcast_entry_ok(img, i, errp)) {
+            return false;
+        }
+    }
+    for (unsigned i = img->nmcast * 6; i < sizeof(img->mcast); i++) {
+        if (img->mcast[i]) {
+            g_set_error(errp, ILLAN_ERROR, 0, "multicast filter %u is set "
+                        "beyond the %u in use", i / 6, img->nmcast);
+            return false;
+        }
+    }
+    img->filters_received = true;
+    return true;
+}
+
+static const VMStateDescription vmstate_mac_filters = {
+    .name = "spapr_llan/guest_mac_filters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = mac_filters_needed,
+    .post_load = mac_filters_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BUFFER(mac, SpaprVlanImage),
+        VMSTATE_BOOL(filtering, SpaprVlanImage),
+        VMSTATE_BOOL(rx_multicast, SpaprVlanImage),
+        VMSTATE_UINT32(nmcast, SpaprVlanImage),
+        VMSTATE_BUFFER(mcast, SpaprVlanImage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A stream without a subsection means its state is as registering left
+ * it: the pools empty, this device's own MAC, filtering off. */
 static bool vlan_pre_load(void *opaque, GError **errp)
 {
     SpaprVlanImage *img = opaque;
+    SpaprVlanFilter fresh;
+    MACAddr perm;
     LlanRxPools empty;
 
     (void)errp;
     llan_rx_pools_reset(&empty);
     memcpy(img->pools, empty.storage, sizeof(img->pools));
     img->pools_received = false;
+    filter_reset(&fresh);
+    memcpy(perm.a, img->perm_mac, 6);
+    filter_to_image(img, &perm, &fresh);
+    img->filters_received = false;
+    return true;
+}
+
+/* The state must agree with itself: what the running device could never
+ * reach is refused, since the device would trust it. */
+static bool vlan_consistent(const SpaprVlanImage *img, GError **errp)
+{
+    uint32_t pooled = 0;
+
+    if (!img->isopen && img->rx_bufs) {
+        g_set_error(errp, ILLAN_ERROR, 0, "rx_bufs %u but the device is not "
+                    "registered (isopen 0), so it holds no buffers",
+                    img->rx_bufs);
+        return false;
+    }
+    if (!img->isopen && img->filters_received) {
+        g_set_error(errp, ILLAN_ERROR, 0, "subsection '%s' is for a "
+                    "registered device, and isopen is 0",
+                    vmstate_mac_filters.name);
+        return false;
+    }
+    if (!img->pools_received) {
+        return true;
+    }
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        pooled += img->rx_pool[i]->count;
+    }
+    if (!img->isopen && pooled) {
+        g_set_error(errp, ILLAN_ERROR, 0, "the pools hold %u buffers but "
+                    "the device is not registered (isopen 0)", pooled);
+        return false;
+    }
+    if (pooled != img->rx_bufs) {
+        g_set_error(errp, ILLAN_ERROR, 0, "rx_bufs %u but the pools hold %u "
+                    "buffers", img->rx_bufs, pooled);
+        return false;
+    }
     return true;
 }
 
@@ -1006,7 +1169,7 @@ static bool vlan_post_load(void *opaque, int version_id, GError **errp)
                     img->rx_bufs);
         return false;
     }
-    return true;
+    return vlan_consistent(img, errp);
 }
 
 static const VMStateDescription vmstate_spapr_llan = {
@@ -1028,6 +1191,7 @@ static const VMStateDescription vmstate_spapr_llan = {
     },
     .subsections = (const VMStateDescription *const[]) {
         &vmstate_rx_pools,
+        &vmstate_mac_filters,
         NULL
     },
 };
@@ -1051,6 +1215,8 @@ static void vlan_capture(void *obj, void *image)
         img->rx_pool[i] = &img->pools[i];
     }
     img->use_rx_buffer_pools = s->use_rx_buffer_pools;
+    filter_to_image(img, &s->mac, &s->filter);
+    memcpy(img->perm_mac, s->perm_mac.a, 6);
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -1074,6 +1240,7 @@ static void vlan_commit(void *obj, const void *image)
         s->pools.sorted[i] = &s->pools.storage[i];
     }
     llan_rx_pools_sort(&s->pools);
+    filter_from_image(img, &s->mac, &s->filter);
     release = rx_release_locked(s);
     qemu_mutex_unlock(&s->lock);
     if (release) {
