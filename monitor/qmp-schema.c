@@ -54,6 +54,8 @@ static const SchemaCommand commands[] = {
     { "x-exit-preconfig", NULL, NULL },
     { "query-rx-filter", "*name:str", "[RxFilterInfo]" },
     { "set_link", "name:str up:bool", NULL },
+    { "announce-self", "initial:int max:int rounds:int step:int "
+      "*interfaces:[str] *id:str", NULL },
     { "netdev_add", "type:str id:str", NULL },
     { "netdev_del", "id:str", NULL },
     { "x-query-net-stats", NULL, "NetStats" },

@@ -1,9 +1,11 @@
 /*
  * The net core's QMP commands: netdev_add and netdev_del, set_link,
- * query-rx-filter for the NICs, and x-query-net-stats for every client.  What only a NIC
+ * announce-self, query-rx-filter for the NICs, and x-query-net-stats for
+ * every client.  What only a NIC
  * or a backend knows (its receive filter, its own counters) comes from
  * its query operations, as GVariant dictionaries.
  */
+#include "net/announce.h"
 #include "net/net.h"
 #include "qemu/module.h"
 #include "qemu/qmp-registry.h"
@@ -349,6 +351,62 @@ static JsonNode *query_net_stats(JsonObject *args, QmpError *err)
     return qmp_return_object(o);
 }
 
+/* announce-self: QEMU's AnnounceParameters, boxed. */
+
+static char **string_list(JsonArray *arr, const char *name, QmpError *err)
+{
+    guint n = json_array_get_length(arr);
+    g_auto(GStrv) list = g_new0(char *, n + 1);
+
+    for (guint i = 0; i < n; i++) {
+        JsonNode *v = json_array_get_element(arr, i);
+
+        if (!JSON_NODE_HOLDS_VALUE(v) ||
+            json_node_get_value_type(v) != G_TYPE_STRING) {
+            qmp_error_set(err, QMP_ERROR_GENERIC, "Invalid parameter type "
+                          "for '%s[%u]', expected: string", name, i);
+            return NULL;
+        }
+        list[i] = g_strdup(json_node_get_string(v));
+    }
+    return g_steal_pointer(&list);
+}
+
+static JsonNode *announce_self_cmd(JsonObject *args, QmpError *err)
+{
+    AnnounceParameters p = {
+        .initial = json_object_get_int_member(args, "initial"),
+        .max = json_object_get_int_member(args, "max"),
+        .rounds = json_object_get_int_member(args, "rounds"),
+        .step = json_object_get_int_member(args, "step"),
+        .id = (char *)json_object_get_string_member_with_default(args, "id",
+                                                                 NULL),
+    };
+    g_auto(GStrv) interfaces = NULL;
+    g_autoptr(GError) gerr = NULL;
+
+    if (json_object_has_member(args, "interfaces")) {
+        interfaces = string_list(json_object_get_array_member(args,
+                                                              "interfaces"),
+                                 "interfaces", err);
+        if (!interfaces) {
+            return NULL;
+        }
+    }
+    p.interfaces = interfaces;
+    if (!announce_self(&p, &gerr)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "%s", gerr->message);
+        return NULL;
+    }
+    return qmp_return_empty();
+}
+
+static const QmpArg announce_self_args[] = {
+    { "initial", QMP_ARG_INT, false }, { "max", QMP_ARG_INT, false },
+    { "rounds", QMP_ARG_INT, false }, { "step", QMP_ARG_INT, false },
+    { "interfaces", QMP_ARG_ARRAY, true }, { "id", QMP_ARG_STR, true },
+    { NULL, 0, false }
+};
 static const QmpArg netdev_add_args[] = {
     { "type", QMP_ARG_STR, false }, { "id", QMP_ARG_STR, false },
     { NULL, 0, false }
@@ -369,6 +427,7 @@ static const QmpCommand net_commands[] = {
     { "netdev_add", netdev_add_args, true, netdev_add, true },
     { "netdev_del", netdev_del_args, false, netdev_del, true },
     { "set_link", set_link_args, false, set_link, false },
+    { "announce-self", announce_self_args, false, announce_self_cmd, false },
     { "x-query-net-stats", NULL, false, query_net_stats, false },
 };
 

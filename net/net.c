@@ -616,6 +616,16 @@ GVariant *net_nic_query_rx_filter(NetClientState *nic)
     return g_variant_ref_sink(nic->nic_ops->query_rx_filter(nic->opaque));
 }
 
+bool net_nic_get_mac(NetClientState *nic, uint8_t mac[6])
+{
+    g_assert(nic->is_nic);
+    if (!nic->nic_ops->get_mac) {
+        return false;
+    }
+    nic->nic_ops->get_mac(nic->opaque, mac);
+    return true;
+}
+
 static void rx_filter_changed_on_main(void *opaque)
 {
     NetClientState *nic = opaque;

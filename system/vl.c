@@ -10,6 +10,7 @@
 #include "migration/migration.h"
 #include "migration/savevm.h"
 #include "monitor/qmp.h"
+#include "net/announce.h"
 #include "net/net.h"
 #include "qemu/main-loop.h"
 #include "qemu/option.h"
@@ -609,6 +610,18 @@ static bool exit_preconfig(void *opaque, GError **errp)
     return true;
 }
 
+/* As QEMU does once a stream has loaded: every NIC announces its MAC,
+ * so that switches send the guest's frames here.  Only the destination
+ * completes while still in inmigrate. */
+static void announce_after_incoming(MigrationStatus status, void *opaque)
+{
+    (void)opaque;
+    if (status == MIGRATION_STATUS_COMPLETED &&
+        runstate_get() == RUN_STATE_INMIGRATE) {
+        main_loop_run_or_post(announce_after_migration, NULL);
+    }
+}
+
 static bool run(const Config *cfg, Machine *m, GError **errp)
 {
     const MachineInitConfig mcfg = {
@@ -644,6 +657,7 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     qmp_events_subscribe();
     migration_set_machine(spapr_ram(m->spapr), spapr_machine_type(m->spapr));
     qemu_loadvm_set_machine_matcher(machine_class_same);
+    migration_add_notifier(announce_after_incoming, NULL);
     if (!start_monitors(m->monitors, errp)) {
         return false;
     }
@@ -760,6 +774,7 @@ int main(int argc, char **argv)
     }
     guest_stop_all();
     main_loop_cleanup();
+    announce_cleanup();
     net_cleanup();
     guest_cleanup();
     qmp_cleanup();

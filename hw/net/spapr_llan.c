@@ -1352,11 +1352,19 @@ static GVariant *spapr_vlan_query_rx_filter(void *opaque)
     return g_variant_builder_end(&b);
 }
 
+static void spapr_vlan_mac_bytes(void *opaque, uint8_t mac[6])
+{
+    MACAddr current = spapr_vlan_get_mac(opaque);
+
+    memcpy(mac, current.a, 6);
+}
+
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
     .model = TYPE_SPAPR_VLAN,
     .query = spapr_vlan_query,
     .query_rx_filter = spapr_vlan_query_rx_filter,
+    .get_mac = spapr_vlan_mac_bytes,
 };
 
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)

@@ -84,6 +84,9 @@ typedef struct NetNicOps {
      * dictionary, as a floating reference. */
     GVariant *(*query)(void *opaque);
     GVariant *(*query_rx_filter)(void *opaque);
+    /* Optional: the MAC in force (the guest may have changed it), for
+     * self-announce.  Main thread. */
+    void (*get_mac)(void *opaque, uint8_t mac[6]);
 } NetNicOps;
 
 /* The backend's side. */
@@ -179,6 +182,8 @@ void net_nic_rx_ready(NetClientState *nic);
 const char *net_nic_model(const NetClientState *nic);
 GVariant *net_nic_query(NetClientState *nic);
 GVariant *net_nic_query_rx_filter(NetClientState *nic);
+/* The NIC's MAC in force into @mac; false when it has none to tell. */
+bool net_nic_get_mac(NetClientState *nic, uint8_t mac[6]);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
 
