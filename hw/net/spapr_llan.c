@@ -1092,8 +1092,14 @@ static bool vlan_pre_load(void *opaque, GError **errp)
     return true;
 }
 
-/* The state must agree with itself: what the running device could never
- * reach is refused, since the device would trust it. */
+/*
+ * The state must agree with itself: what the running device could never
+ * reach is refused, since the device would trust it.  Page mode's
+ * rx_bufs is not compared with the buffer-list page: the page is guest
+ * memory, which the guest may rewrite at any time (the device copes with
+ * slots planted or cleared), so a mismatch there is the guest's doing and
+ * must not veto its migration.
+ */
 static bool vlan_consistent(const SpaprVlanImage *img, GError **errp)
 {
     uint32_t pooled = 0;
@@ -1104,16 +1110,7 @@ static bool vlan_consistent(const SpaprVlanImage *img, GError **errp)
                     img->rx_bufs);
         return false;
     }
-    if (!img->isopen && img->filters_received) {
-        g_set_error(errp, ILLAN_ERROR, 0, "subsection '%s' is for a "
-                    "registered device, and isopen is 0",
-                    vmstate_mac_filters.name);
-        return false;
-    }
-    if (!img->pools_received) {
-        return true;
-    }
-    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+    for (int i = 0; img->pools_received && i < LLAN_RX_MAX_POOLS; i++) {
         pooled += img->rx_pool[i]->count;
     }
     if (!img->isopen && pooled) {
@@ -1121,9 +1118,15 @@ static bool vlan_consistent(const SpaprVlanImage *img, GError **errp)
                     "the device is not registered (isopen 0)", pooled);
         return false;
     }
-    if (pooled != img->rx_bufs) {
+    if (img->pools_received && pooled != img->rx_bufs) {
         g_set_error(errp, ILLAN_ERROR, 0, "rx_bufs %u but the pools hold %u "
                     "buffers", img->rx_bufs, pooled);
+        return false;
+    }
+    if (!img->isopen && img->filters_received) {
+        g_set_error(errp, ILLAN_ERROR, 0, "subsection '%s' is for a "
+                    "registered device, and isopen is 0",
+                    vmstate_mac_filters.name);
         return false;
     }
     return true;

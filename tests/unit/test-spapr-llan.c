@@ -2,14 +2,20 @@
  * spapr-vlan in-process, with a real dgram backend on a unix socket: the
  * device's counters by drop reason, their balance with the net core's,
  * one interrupt per batch, reset, and H_PARAMETER for a unit address that
- * names another kind of VIO device.
+ * names another kind of VIO device.  Also the device's migration state
+ * through a real stream (the guest's MAC and filters, and the state the
+ * loader refuses) and self-announce's frames on the wire.
  */
 #include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr.h"
+#include "migration/qemu-file.h"
+#include "migration/savevm.h"
+#include "net/announce.h"
 #include "net/net.h"
 #include "qemu/option.h"
 #include "qemu/runstate.h"
 
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -87,7 +93,7 @@ static DeviceState *plug(Fixture *f, const char *type, ...)
     return dev;
 }
 
-static void fixture_init(Fixture *f, bool pools)
+static void fixture_init_mac(Fixture *f, bool pools, const char *mac)
 {
     MachineOptions mo = { .ram_size = 64ULL << 20 };
     g_autoptr(GError) err = NULL;
@@ -105,7 +111,7 @@ static void fixture_init(Fixture *f, bool pools)
     g_assert_no_error(err);
     add_netdev(f);
     vdev = (SpaprVioDevice *)plug(f, "spapr-vlan", "netdev", "n0",
-                                  "use-rx-buffer-pools",
+                                  "mac", mac, "use-rx-buffer-pools",
                                   pools ? "on" : "off", NULL);
     f->lan = spapr_vlan_from_vio(vdev);
     f->unit = vdev->reg;
@@ -117,6 +123,11 @@ static void fixture_init(Fixture *f, bool pools)
     for (uint64_t a = 0; a < (4 << 20); a += 4096) {
         g_assert_true(spapr_tce_put(tcet, a, a | 3));
     }
+}
+
+static void fixture_init(Fixture *f, bool pools)
+{
+    fixture_init_mac(f, pools, "52:54:00:12:34:56");
 }
 
 static void fixture_free(Fixture *f)
@@ -461,6 +472,372 @@ static void test_stopped_machine(void)
     fixture_free(&f);
 }
 
+/* Migration state: the stream as bytes, saved and loaded in-process. */
+
+#define MAC_SUB     "spapr_llan/guest_mac_filters"
+/* H_MULTICAST_CTRL: filtering on, and with it add @mac to the table. */
+#define MCAST_FILTER_ON_ADD 0x50001ULL
+
+static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
+static const uint8_t mcast_in[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+static const uint8_t mcast_out[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x02 };
+static const uint8_t dst_perm[6] = { 0x52, 0x54, 0x00, 0x99, 0x00, 0x01 };
+
+static GBytes *save_stream(Fixture *f)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = NULL, *data = NULL;
+    int fd = g_file_open_tmp("llan-stream-XXXXXX", &path, &err);
+    QEMUFile *qf;
+    RamStats stats;
+    gsize len;
+
+    g_assert_no_error(err);
+    qf = qemu_file_new_output(fd);
+    g_assert_true(qemu_savevm_state(qf, spapr_machine_type(f->spapr),
+                                    spapr_ram(f->spapr), &stats, &err));
+    g_assert_true(qemu_file_close(qf, &err));
+    close(fd);
+    g_assert_true(g_file_get_contents(path, &data, &len, &err));
+    unlink(path);
+    return g_bytes_new_take(g_steal_pointer(&data), len);
+}
+
+/* Loads @data; false with *errp as the destination would report it. */
+static bool load_stream(Fixture *f, const void *data, size_t len,
+                        GError **errp)
+{
+    g_autofree char *path = NULL;
+    int fd = g_file_open_tmp("llan-stream-XXXXXX", &path, NULL);
+    QEMUFile *qf;
+    bool ok;
+
+    g_assert_cmpint(fd, >=, 0);
+    unlink(path);
+    g_assert_cmpint(write(fd, data, len), ==, (ssize_t)len);
+    g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+    qf = qemu_file_new_input(fd);
+    ok = qemu_loadvm_state(qf, spapr_machine_type(f->spapr),
+                           spapr_ram(f->spapr), errp);
+    qemu_file_close(qf, NULL);
+    close(fd);
+    return ok;
+}
+
+static bool has_mac_subsection(GBytes *stream)
+{
+    gsize len;
+    const char *data = g_bytes_get_data(stream, &len);
+
+    return memmem(data, len, MAC_SUB, strlen(MAC_SUB)) != NULL;
+}
+
+/* The guest of these tests: registered, 4 x 512 bytes posted, its MAC
+ * changed and one multicast address in a filter that is on. */
+static void guest_changes_mac_and_filters(Fixture *f)
+{
+    open_lan(f);
+    add_buffers(f, 4, 512);
+    g_assert_cmpint(hcall(f, H_CHANGE_LOGICAL_LAN_MAC, 0x525400abcdefULL,
+                          0, 0, 0), ==, H_SUCCESS);
+    g_assert_cmpint(hcall(f, H_MULTICAST_CTRL, MCAST_FILTER_ON_ADD,
+                          0x01005e000001ULL, 0, 0), ==, H_SUCCESS);
+}
+
+/* A guest that changed neither writes QEMU's layout: no subsection, and
+ * one that changed them back writes the same bytes again. */
+static void test_unchanged_guest_no_subsection(void)
+{
+    Fixture f;
+    g_autoptr(GBytes) closed = NULL, plain = NULL, again = NULL;
+    g_autoptr(GBytes) changed = NULL;
+
+    fixture_init(&f, true);
+    closed = save_stream(&f);
+    open_lan(&f);
+    add_buffers(&f, 4, 512);
+    plain = save_stream(&f);
+    g_assert_false(has_mac_subsection(closed));
+    g_assert_false(has_mac_subsection(plain));
+    g_assert_cmpint(hcall(&f, H_CHANGE_LOGICAL_LAN_MAC, 0x525400abcdefULL,
+                          0, 0, 0), ==, H_SUCCESS);
+    changed = save_stream(&f);
+    g_assert_true(has_mac_subsection(changed));
+    g_assert_cmpuint(g_bytes_get_size(changed), >, g_bytes_get_size(plain));
+    /* Back to the device's own MAC; filtering on, then off and cleared. */
+    g_assert_cmpint(hcall(&f, H_CHANGE_LOGICAL_LAN_MAC, OUR_MAC, 0, 0, 0),
+                    ==, H_SUCCESS);
+    g_assert_cmpint(hcall(&f, H_MULTICAST_CTRL, MCAST_FILTER_ON_ADD,
+                          0x01005e000001ULL, 0, 0), ==, H_SUCCESS);
+    g_assert_cmpint(hcall(&f, H_MULTICAST_CTRL, 0x40003, 0, 0, 0), ==,
+                    H_SUCCESS);
+    again = save_stream(&f);
+    g_assert_true(g_bytes_equal(again, plain));
+    fixture_free(&f);
+}
+
+static void assert_filters(Fixture *f, const uint8_t *mac)
+{
+    MACAddr now = spapr_vlan_get_mac(f->lan);
+    SpaprVlanFilter filter;
+
+    spapr_vlan_get_filter(f->lan, &filter);
+    g_assert_cmpmem(now.a, 6, mac, 6);
+    g_assert_true(filter.filtering);
+    g_assert_true(filter.rx_multicast);
+    g_assert_cmpuint(filter.nmcast, ==, 1);
+    g_assert_cmpmem(filter.mcast[0].a, 6, mcast_in, 6);
+}
+
+/* The destination has another mac=; the guest's MAC and filters come
+ * with the stream and are in force there. */
+static void test_mac_filters_migrate(void)
+{
+    Fixture f;
+    g_autoptr(GBytes) stream = NULL;
+    g_autoptr(GError) err = NULL;
+    SpaprVlanStats vs;
+    gsize len;
+    const void *data;
+
+    fixture_init(&f, true);
+    guest_changes_mac_and_filters(&f);
+    stream = save_stream(&f);
+    g_assert_true(has_mac_subsection(stream));
+    fixture_free(&f);
+
+    fixture_init_mac(&f, true, "52:54:00:99:00:01");
+    data = g_bytes_get_data(stream, &len);
+    load_stream(&f, data, len, &err);
+    g_assert_no_error(err);
+    assert_filters(&f, guest_mac);
+    inject(&f, 1, 60, guest_mac);               /* delivered */
+    inject(&f, 1, 60, dst_perm);                /* filtered: not its MAC */
+    inject(&f, 1, 60, mcast_in);                /* delivered */
+    inject(&f, 1, 60, mcast_out);               /* filtered */
+    wait_frames(&f, 4);
+    spapr_vlan_get_stats(f.lan, &vs);
+    g_assert_cmpuint(vs.rx_frames, ==, 2);
+    g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_FILTERED], ==, 2);
+    fixture_free(&f);
+}
+
+/* Offsets in the spapr_llan section, from the end of its idstr:
+ * instance and version (8), spapr_vio (32), then QEMU's fields. */
+#define AT_ISOPEN   40
+#define AT_RX_BUFS  57
+#define AT_SUBSECTIONS 69
+/* In the rx_pools subsection, after its name and version: 5 pools of
+ * {bufsize, count, 4096 descriptors}. */
+#define POOL_SIZE   (4 + 4 + 4096 * 8)
+
+typedef struct Stream {
+    guint8 *data;
+    gsize len;
+    gsize fields;           /* the end of the spapr_llan idstr */
+    gsize mac_sub;          /* the end of the MAC subsection's name */
+} Stream;
+
+static gsize find_end(const Stream *s, const char *what)
+{
+    const guint8 *at = memmem(s->data, s->len, what, strlen(what));
+
+    g_assert_nonnull(at);
+    return at - s->data + strlen(what);
+}
+
+static void stream_copy(Stream *s, GBytes *from, uint32_t unit)
+{
+    g_autofree char *idstr = g_strdup_printf("l-lan@%x/spapr_llan", unit);
+
+    s->data = g_bytes_unref_to_data(g_bytes_ref(from), &s->len);
+    s->fields = find_end(s, idstr);
+    s->mac_sub = find_end(s, MAC_SUB);
+}
+
+static void put_be32_at(Stream *s, gsize at, uint32_t v)
+{
+    s->data[at] = v >> 24;
+    s->data[at + 1] = v >> 16;
+    s->data[at + 2] = v >> 8;
+    s->data[at + 3] = v;
+}
+
+/* Loads @s into @f, which must refuse it naming the section and saying
+ * @why; nothing changes. */
+static void assert_refused(Fixture *f, Stream *s, const char *why)
+{
+    g_autoptr(GError) err = NULL;
+    MACAddr mac;
+
+    g_assert_false(load_stream(f, s->data, s->len, &err));
+    g_assert_nonnull(err);
+    g_test_message("refused: %s", err->message);
+    g_assert_nonnull(strstr(err->message, "section 'l-lan@"));
+    if (!strstr(err->message, why)) {
+        g_error("'%s' does not say '%s'", err->message, why);
+    }
+    mac = spapr_vlan_get_mac(f->lan);
+    g_assert_cmpmem(mac.a, 6, dst_perm, 6);
+    g_assert_cmpint(hcall(f, H_FREE_LOGICAL_LAN, 0, 0, 0, 0), ==,
+                    H_RESOURCE);
+    g_free(s->data);
+}
+
+static void test_refuses_contradictions(void)
+{
+    Fixture f;
+    g_autoptr(GBytes) good = NULL;
+    g_autoptr(GError) err = NULL;
+    uint32_t unit;
+    gsize pools, len;
+    const void *data;
+    Stream s;
+
+    fixture_init(&f, true);
+    guest_changes_mac_and_filters(&f);
+    good = save_stream(&f);
+    unit = f.unit;
+    fixture_free(&f);
+    fixture_init_mac(&f, true, "52:54:00:99:00:01");
+
+    stream_copy(&s, good, unit);
+    put_be32_at(&s, s.fields + AT_RX_BUFS, 5);
+    assert_refused(&f, &s, "rx_bufs 5 but the pools hold 4 buffers");
+
+    stream_copy(&s, good, unit);
+    s.data[s.fields + AT_ISOPEN] = 0;
+    assert_refused(&f, &s, "rx_bufs 4 but the device is not registered");
+
+    stream_copy(&s, good, unit);
+    s.data[s.fields + AT_ISOPEN] = 0;
+    put_be32_at(&s, s.fields + AT_RX_BUFS, 0);
+    assert_refused(&f, &s, "the pools hold 4 buffers but the device is not "
+                   "registered");
+
+    /* Not registered and holding nothing, but with a guest MAC. */
+    stream_copy(&s, good, unit);
+    s.data[s.fields + AT_ISOPEN] = 0;
+    put_be32_at(&s, s.fields + AT_RX_BUFS, 0);
+    pools = find_end(&s, "spapr_llan/rx_pools") + 4;
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        put_be32_at(&s, pools + i * POOL_SIZE + 4, 0);
+    }
+    assert_refused(&f, &s, "subsection '" MAC_SUB "' is for a registered "
+                   "device, and isopen is 0");
+
+    stream_copy(&s, good, unit);
+    s.data[s.mac_sub + 4] = 0x01;               /* a multicast MAC */
+    assert_refused(&f, &s, "subsection '" MAC_SUB "': mac 01:54:00:ab:cd:ef "
+                   "is not a unicast address");
+
+    stream_copy(&s, good, unit);
+    put_be32_at(&s, s.mac_sub + 4 + 6 + 2, 17);
+    assert_refused(&f, &s, "nmcast 17 is more than the 16");
+
+    stream_copy(&s, good, unit);
+    s.data[s.mac_sub + 4 + 6 + 2 + 4] = 0x02;   /* a unicast filter */
+    assert_refused(&f, &s, "multicast filter 0 is 02:00:5e:00:00:01");
+
+    /* After all that, the stream as it was loads. */
+    data = g_bytes_get_data(good, &len);
+    load_stream(&f, data, len, &err);
+    g_assert_no_error(err);
+    assert_filters(&f, guest_mac);
+    fixture_free(&f);
+}
+
+/* Self-announce: frames read from the peer while the main loop runs. */
+
+static ssize_t recv_frame(Fixture *f, uint8_t *buf, size_t max,
+                          gint64 *when)
+{
+    gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time() < deadline) {
+        struct pollfd pfd = { .fd = f->peer, .events = POLLIN };
+
+        g_main_context_iteration(NULL, FALSE);
+        if (poll(&pfd, 1, 1) == 1) {
+            *when = g_get_monotonic_time();
+            return recv(f->peer, buf, max, 0);
+        }
+    }
+    return -1;
+}
+
+static void assert_rarp(const uint8_t *frame, ssize_t len, const uint8_t *mac)
+{
+    static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+    static const uint8_t head[10] = { 0x80, 0x35, 0x00, 0x01, 0x08, 0x00,
+                                      6, 4, 0x00, 0x03 };
+    static const uint8_t zeros[18];
+
+    g_assert_cmpint(len, ==, ANNOUNCE_FRAME_LEN);
+    g_assert_cmpmem(frame, 6, bcast, 6);
+    g_assert_cmpmem(frame + 6, 6, mac, 6);
+    g_assert_cmpmem(frame + 12, 10, head, 10);
+    g_assert_cmpmem(frame + 22, 6, mac, 6);
+    g_assert_cmpmem(frame + 28, 4, zeros, 4);
+    g_assert_cmpmem(frame + 32, 6, mac, 6);
+    g_assert_cmpmem(frame + 38, 4, zeros, 4);
+    g_assert_cmpmem(frame + 42, 18, zeros, 18);
+}
+
+static uint64_t nic_tx_frames(Fixture *f)
+{
+    NetClientStats st;
+
+    net_client_get_stats(spapr_vlan_nic(f->lan), &st);
+    return st.tx_frames;
+}
+
+static void test_announce(void)
+{
+    AnnounceParameters p = { .initial = 20, .max = 25, .rounds = 3,
+                             .step = 10 };
+    char *nope[] = { "nope", NULL }, *ours[] = { "l-lan@71000000", NULL };
+    g_autoptr(GError) err = NULL;
+    uint8_t frame[128];
+    gint64 when[3];
+    Fixture f;
+
+    fixture_init(&f, true);
+    open_lan(&f);
+    g_assert_cmpint(hcall(&f, H_CHANGE_LOGICAL_LAN_MAC, 0x525400abcdefULL,
+                          0, 0, 0), ==, H_SUCCESS);
+    g_assert_true(announce_self(&p, &err));
+    for (int i = 0; i < 3; i++) {
+        assert_rarp(frame, recv_frame(&f, frame, sizeof(frame), &when[i]),
+                    guest_mac);
+    }
+    /* The first at once, then 20 ms, then 20 + 10 capped at 25. */
+    g_assert_cmpint(when[1] - when[0], >=, 19000);
+    g_assert_cmpint(when[2] - when[1], >=, 24000);
+    g_test_message("gaps %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT " us",
+                   when[1] - when[0], when[2] - when[1]);
+    g_assert_cmpuint(nic_tx_frames(&f), ==, 3);
+    /* One round is sent before announce_self() returns. */
+    p.rounds = 1;
+    p.interfaces = nope;
+    g_assert_true(announce_self(&p, &err));
+    g_assert_cmpuint(nic_tx_frames(&f), ==, 3);
+    p.interfaces = ours;
+    g_assert_true(announce_self(&p, &err));
+    g_assert_cmpuint(nic_tx_frames(&f), ==, 4);
+    assert_rarp(frame, recv_frame(&f, frame, sizeof(frame), &when[0]),
+                guest_mac);
+    p.rounds = 0;
+    g_assert_true(announce_self(&p, &err));
+    g_assert_cmpuint(nic_tx_frames(&f), ==, 4);
+    p.rounds = -1;
+    g_assert_false(announce_self(&p, &err));
+    g_assert_cmpstr(err->message, ==, "Parameter 'rounds' expects a value "
+                    "between 0 and 1000");
+    announce_cleanup();
+    fixture_free(&f);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -479,5 +856,12 @@ int main(int argc, char **argv)
     g_test_add_func("/spapr-llan/register-resets-filters",
                     test_register_resets_filters);
     g_test_add_func("/spapr-llan/stopped-machine", test_stopped_machine);
+    g_test_add_func("/spapr-llan/migration/unchanged-guest-no-subsection",
+                    test_unchanged_guest_no_subsection);
+    g_test_add_func("/spapr-llan/migration/mac-filters",
+                    test_mac_filters_migrate);
+    g_test_add_func("/spapr-llan/migration/refuses-contradictions",
+                    test_refuses_contradictions);
+    g_test_add_func("/spapr-llan/announce", test_announce);
     return g_test_run();
 }
