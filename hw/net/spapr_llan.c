@@ -861,7 +861,6 @@ typedef struct SpaprVlanImage {
     uint32_t nmcast;
     uint8_t mcast[LLAN_MCAST_FILTERS * 6];      /* nmcast in use, then 0 */
     uint8_t perm_mac[6];                        /* this device's mac= */
-    bool filters_received;
 } SpaprVlanImage;
 
 static const VMStateDescription vmstate_rx_buffer_pool = {
@@ -989,8 +988,10 @@ static void filter_from_image(const SpaprVlanImage *img, MACAddr *mac,
     }
 }
 
-/* Sent only when the guest changed something registering had set: the
- * MAC (H_CHANGE_LOGICAL_LAN_MAC) or the filter (H_MULTICAST_CTRL). */
+/* Sent only when the state differs from a freshly registered device's:
+ * the guest changed its MAC (H_CHANGE_LOGICAL_LAN_MAC) or its filter
+ * (H_MULTICAST_CTRL).  Both calls work on a device not registered too,
+ * so this is not tied to isopen. */
 static bool mac_filters_needed(void *opaque)
 {
     SpaprVlanImage *img = opaque;
@@ -1052,7 +1053,6 @@ static bool mac_filters_post_load(void *opaque, int version_id,
             return false;
         }
     }
-    img->filters_received = true;
     return true;
 }
 
@@ -1088,7 +1088,6 @@ static bool vlan_pre_load(void *opaque, GError **errp)
     filter_reset(&fresh);
     memcpy(perm.a, img->perm_mac, 6);
     filter_to_image(img, &perm, &fresh);
-    img->filters_received = false;
     return true;
 }
 
@@ -1121,12 +1120,6 @@ static bool vlan_consistent(const SpaprVlanImage *img, GError **errp)
     if (img->pools_received && pooled != img->rx_bufs) {
         g_set_error(errp, ILLAN_ERROR, 0, "rx_bufs %u but the pools hold %u "
                     "buffers", img->rx_bufs, pooled);
-        return false;
-    }
-    if (!img->isopen && img->filters_received) {
-        g_set_error(errp, ILLAN_ERROR, 0, "subsection '%s' is for a "
-                    "registered device, and isopen is 0",
-                    vmstate_mac_filters.name);
         return false;
     }
     return true;

@@ -622,6 +622,40 @@ static void test_mac_filters_migrate(void)
     fixture_free(&f);
 }
 
+/* Both calls work before the guest registers; the MAC it set then
+ * stays through registering, and migrates with a device not open. */
+static void test_mac_before_register(void)
+{
+    Fixture f;
+    g_autoptr(GBytes) stream = NULL;
+    g_autoptr(GError) err = NULL;
+    SpaprVlanFilter filter;
+    MACAddr mac;
+    gsize len;
+    const void *data;
+
+    fixture_init(&f, true);
+    g_assert_cmpint(hcall(&f, H_CHANGE_LOGICAL_LAN_MAC, 0x525400abcdefULL,
+                          0, 0, 0), ==, H_SUCCESS);
+    g_assert_cmpint(hcall(&f, H_MULTICAST_CTRL, MCAST_FILTER_ON_ADD,
+                          0x01005e000001ULL, 0, 0), ==, H_SUCCESS);
+    stream = save_stream(&f);
+    g_assert_true(has_mac_subsection(stream));
+    fixture_free(&f);
+
+    fixture_init_mac(&f, true, "52:54:00:99:00:01");
+    data = g_bytes_get_data(stream, &len);
+    load_stream(&f, data, len, &err);
+    g_assert_no_error(err);
+    assert_filters(&f, guest_mac);
+    open_lan(&f);
+    mac = spapr_vlan_get_mac(f.lan);
+    g_assert_cmpmem(mac.a, 6, guest_mac, 6);
+    spapr_vlan_get_filter(f.lan, &filter);
+    g_assert_false(filter.filtering);
+    fixture_free(&f);
+}
+
 /* Offsets in the spapr_llan section, from the end of its idstr:
  * instance and version (8), spapr_vio (32), then QEMU's fields. */
 #define AT_ISOPEN   40
@@ -715,16 +749,14 @@ static void test_refuses_contradictions(void)
     assert_refused(&f, &s, "the pools hold 4 buffers but the device is not "
                    "registered");
 
-    /* Not registered and holding nothing, but with a guest MAC. */
+    /* Registered, with the pools emptied under rx_bufs. */
     stream_copy(&s, good, unit);
-    s.data[s.fields + AT_ISOPEN] = 0;
-    put_be32_at(&s, s.fields + AT_RX_BUFS, 0);
     pools = find_end(&s, "spapr_llan/rx_pools") + 4;
     for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
         put_be32_at(&s, pools + i * POOL_SIZE + 4, 0);
     }
-    assert_refused(&f, &s, "subsection '" MAC_SUB "' is for a registered "
-                   "device, and isopen is 0");
+    put_be32_at(&s, s.fields + AT_RX_BUFS, 4);
+    assert_refused(&f, &s, "rx_bufs 4 but the pools hold 0 buffers");
 
     stream_copy(&s, good, unit);
     s.data[s.mac_sub + 4] = 0x01;               /* a multicast MAC */
@@ -860,6 +892,8 @@ int main(int argc, char **argv)
                     test_unchanged_guest_no_subsection);
     g_test_add_func("/spapr-llan/migration/mac-filters",
                     test_mac_filters_migrate);
+    g_test_add_func("/spapr-llan/migration/mac-before-register",
+                    test_mac_before_register);
     g_test_add_func("/spapr-llan/migration/refuses-contradictions",
                     test_refuses_contradictions);
     g_test_add_func("/spapr-llan/announce", test_announce);
