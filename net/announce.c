@@ -35,7 +35,7 @@ size_t announce_rarp_frame(uint8_t buf[ANNOUNCE_FRAME_LEN],
     memset(buf, 0, ANNOUNCE_FRAME_LEN);
     memset(buf, 0xff, 6);                   /* to everyone */
     memcpy(buf + 6, mac, 6);
-    put_be16(buf + 12, ETH_P_RARP);
+    put_be16(buf + 12, ANNOUNCE_ETHERTYPE);
     put_be16(buf + 14, ARP_HTYPE_ETH);
     put_be16(buf + 16, ARP_PTYPE_IPV4);
     buf[18] = 6;                            /* hardware address length */

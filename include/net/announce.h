@@ -16,7 +16,7 @@
 
 /* An Ethernet frame's shortest length (no FCS): RARP is padded to it. */
 #define ANNOUNCE_FRAME_LEN  60
-#define ETH_P_RARP          0x8035
+#define ANNOUNCE_ETHERTYPE  0x8035      /* RARP */
 
 typedef struct AnnounceParameters {
     int64_t initial, max, rounds, step;     /* ms, ms, count, ms */
