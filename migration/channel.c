@@ -109,14 +109,24 @@ static bool use_fd(MigrationChannel *ch, const char *rest, GError **errp)
                     "'%s'", rest);
     } else {
         ch->fd = passed_fds_claim_inherited(n, errp);
-        if (ch->fd < 0) {
-            g_prefix_error(errp, "fd:%s: ", rest);
-        }
     }
     if (ch->fd >= 0) {
         set_blocking(ch->fd);
     }
     return ch->fd >= 0;
+}
+
+/* getaddrinfo() would take a number past 65535 modulo 65536. */
+static bool port_in_range(const char *port, GError **errp)
+{
+    guint64 n;
+
+    if (g_ascii_isdigit(port[0]) &&
+        !g_ascii_string_to_unsigned(port, 10, 0, 65535, &n, NULL)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "port %s out of range", port);
+        return false;
+    }
+    return true;
 }
 
 /* "HOST:PORT" or "[V6ADDR]:PORT", as QEMU splits them; an empty host
@@ -127,8 +137,8 @@ static bool split_inet(const char *rest, char **host, char **port,
     const char *colon;
 
     if (strchr(rest, ',')) {
-        g_set_error(errp, ILLAN_ERROR, 0, "tcp:%s: illan takes no options "
-                    "after the port", rest);
+        g_set_error(errp, ILLAN_ERROR, 0, "tcp: illan takes no options "
+                    "after the port");
         return false;
     }
     if (rest[0] == '[') {
@@ -140,7 +150,7 @@ static bool split_inet(const char *rest, char **host, char **port,
         }
         *host = g_strndup(rest + 1, colon - rest - 1);
         *port = g_strdup(colon + 2);
-        return true;
+        return port_in_range(*port, errp);
     }
     colon = strchr(rest, ':');
     if (!colon || !colon[1]) {
@@ -149,7 +159,7 @@ static bool split_inet(const char *rest, char **host, char **port,
     }
     *host = g_strndup(rest, colon - rest);
     *port = g_strdup(colon + 1);
-    return true;
+    return port_in_range(*port, errp);
 }
 
 static struct addrinfo *resolve(const char *host, const char *port,
