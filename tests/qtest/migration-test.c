@@ -625,7 +625,8 @@ static void assert_running(QTestState *qts, SideMon *m)
 
 /*
  * fd:N names nothing of illan's: the QMP sockets (the one libqtest
- * connected and the one -chardev fd= took), the netdev's, the standard
+ * connected and the one -chardev fd= took), the netdevs' (one opened by
+ * illan, one inherited and taken by local.type=fd), the standard
  * streams, anything else it opened; each is refused and still works
  * after.  A descriptor inherited for the purpose is accepted.
  */
@@ -633,17 +634,22 @@ static void test_fd_numbers(void)
 {
     Rig r;
     SideMon mon;
-    g_autofree char *stream = NULL, *uri = NULL;
+    g_autofree char *stream = NULL, *uri = NULL, *extra = NULL;
     g_autoptr(GArray) fds = NULL;
     unsigned refused = 0;
-    int out;
+    int out, dgram[2];
 
     rig_init(&r);
     side_mon_init(&mon, "side");
     stream = rig_path(&r, "stream");
     out = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     g_assert_cmpint(out, >=, 0);
-    r.src = rig_start(&r, r.src_dev, "pseries", NULL, mon.args);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_DGRAM, 0, dgram), ==, 0);
+    g_assert_cmpint(fcntl(dgram[0], F_SETFD, FD_CLOEXEC), ==, 0);
+    extra = g_strdup_printf("%s -netdev dgram,id=n1,local.type=fd,"
+                            "local.str=%d", mon.args, dgram[1]);
+    r.src = rig_start(&r, r.src_dev, "pseries", NULL, extra);
+    close(dgram[1]);
     side_mon_start(&mon);
     fds = open_fds(qtest_pid(r.src));
     for (guint i = 0; i < fds->len; i++) {
@@ -660,7 +666,7 @@ static void test_fd_numbers(void)
         g_assert_nonnull(strstr(error_desc(rsp), "was not handed to illan"));
     }
     g_test_message("%u refused", refused);
-    g_assert_cmpuint(refused, >=, 8);
+    g_assert_cmpuint(refused, >=, 9);
     assert_running(r.src, &mon);
     /* The netdev still carries frames to the guest. */
     rig_open_guest(&r, RAM_SIZE);
@@ -668,6 +674,7 @@ static void test_fd_numbers(void)
     rig_expect_next(&r);
     g_assert_cmpint(qibmveth_close(r.veth), ==, H_SUCCESS);
     close(out);
+    close(dgram[0]);
     uri = g_strdup_printf("fd:%d", out);
     migrate(r.src, uri);
     side_mon_free(&mon);
