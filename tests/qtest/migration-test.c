@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -767,11 +768,159 @@ static void test_tcp_refused(void)
     rig_free(&r);
 }
 
+/*
+ * A host that does not answer a connect within the second the source
+ * waits on its main loop: the connect is handed over in progress, and
+ * the stream follows once the host answers.  The test's listener has a
+ * full accept queue, so the kernel drops the source's SYNs until the
+ * queue is freed, which the test does only once the source has handed
+ * its connect over (the socket is blocking again, still in SYN-SENT).
+ */
+typedef struct SlowPeer {
+    int listener, filler;
+    unsigned port;
+    pid_t src;
+    char *path;                 /* where the stream is drained to */
+    guint64 bytes;
+} SlowPeer;
+
+/* The inode of the source's socket connecting to the peer, or 0. */
+static unsigned long syn_sent_inode(SlowPeer *p)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/net/tcp", (int)p->src);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (guint i = 1; lines[i]; i++) {
+        unsigned rport = 0, st = 0;
+        unsigned long inode = 0;
+
+        if (sscanf(lines[i], " %*u: %*x:%*x %*x:%x %x %*x:%*x %*x:%*x %*x "
+                   "%*u %*u %lu", &rport, &st, &inode) == 3 &&
+            rport == p->port && st == 2) {
+            return inode;
+        }
+    }
+    return 0;
+}
+
+static bool handed_over(void *opaque)
+{
+    SlowPeer *p = opaque;
+    unsigned long inode = syn_sent_inode(p);
+    g_autofree char *want = g_strdup_printf("socket:[%lu]", inode);
+    g_autoptr(GArray) fds = NULL;
+
+    if (!inode) {
+        return false;
+    }
+    fds = open_fds(p->src);
+    for (guint i = 0; i < fds->len; i++) {
+        int fd = g_array_index(fds, int, i);
+        g_autofree char *link = g_strdup_printf("/proc/%d/fd/%d",
+                                                (int)p->src, fd);
+        g_autofree char *target = g_file_read_link(link, NULL);
+        g_autofree char *info = NULL, *fdinfo = NULL;
+        unsigned flags = 0;
+
+        if (g_strcmp0(target, want)) {
+            continue;
+        }
+        fdinfo = g_strdup_printf("/proc/%d/fdinfo/%d", (int)p->src, fd);
+        if (!g_file_get_contents(fdinfo, &info, NULL, NULL) ||
+            !strstr(info, "flags:")) {
+            return false;
+        }
+        sscanf(strstr(info, "flags:"), "flags: %o", &flags);
+        return !(flags & O_NONBLOCK);
+    }
+    return false;
+}
+
+static gpointer slow_peer_run(gpointer opaque)
+{
+    SlowPeer *p = opaque;
+    char buf[65536];
+    int conn, out;
+    ssize_t n;
+
+    qtest_wait_until(handed_over, p, QTEST_WAIT_S,
+                     "the source to hand its connect over");
+    /* Room in the queue: the next SYN gets through. */
+    close(accept(p->listener, NULL, NULL));
+    conn = accept(p->listener, NULL, NULL);
+    g_assert_cmpint(conn, >=, 0);
+    out = open(p->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    g_assert_cmpint(out, >=, 0);
+    while ((n = read(conn, buf, sizeof(buf))) > 0) {
+        g_assert_cmpint(write(out, buf, n), ==, n);
+        p->bytes += n;
+    }
+    close(out);
+    close(conn);
+    return NULL;
+}
+
+static void test_tcp_slow_connect(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(sa);
+    SlowPeer p = { 0 };
+    g_autofree char *uri = NULL, *incoming = NULL;
+    g_autoptr(JsonObject) rsp = NULL;
+    GThread *thread;
+    gint64 start;
+    Rig r;
+
+    rig_init(&r);
+    p.path = rig_path(&r, "stream");
+    p.listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(bind(p.listener, (struct sockaddr *)&sa, sizeof(sa)), ==,
+                    0);
+    g_assert_cmpint(listen(p.listener, 0), ==, 0);
+    g_assert_cmpint(getsockname(p.listener, (struct sockaddr *)&sa, &len),
+                    ==, 0);
+    p.port = ntohs(sa.sin_port);
+    /* Fills the queue a backlog of 0 allows. */
+    p.filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(connect(p.filler, (struct sockaddr *)&sa, sizeof(sa)),
+                    ==, 0);
+
+    r.src = rig_start(&r, r.src_dev, "pseries", NULL, NULL);
+    p.src = qtest_pid(r.src);
+    thread = g_thread_new("slow-peer", slow_peer_run, &p);
+    uri = g_strdup_printf("tcp:127.0.0.1:%u", p.port);
+    start = g_get_monotonic_time();
+    migrate(r.src, uri);
+    g_test_message("migrate took %.1f s", (g_get_monotonic_time() - start) /
+                   1e6);
+    g_thread_join(thread);
+    rsp = wait_migration(r.src);
+    g_assert_cmpint(json_object_get_int_member(
+        json_object_get_object_member(rsp, "ram"), "transferred"), ==,
+        p.bytes);
+    json_object_unref(g_steal_pointer(&rsp));
+    qtest_quit(r.src);
+    /* The stream is whole: a destination loads it. */
+    incoming = g_strdup_printf("-incoming file:%s", p.path);
+    r.dst = rig_start(&r, r.dst_dev, "pseries", NULL, incoming);
+    assert_completed(r.dst);
+    qtest_quit(r.dst);
+    close(p.filler);
+    close(p.listener);
+    g_free(p.path);
+    rig_free(&r);
+}
+
 static void add_transport_tests(void)
 {
     g_test_add_func("/migration/tcp/ipv4", test_tcp_ipv4);
     g_test_add_func("/migration/tcp/ipv6-defer", test_tcp_ipv6_defer);
     g_test_add_func("/migration/tcp/refused", test_tcp_refused);
+    g_test_add_func("/migration/tcp/slow-connect", test_tcp_slow_connect);
     g_test_add_func("/migration/fd/named", test_fd_named);
     g_test_add_func("/migration/fd/numbers", test_fd_numbers);
     g_test_add_func("/migration/fd/getfd-closefd", test_getfd_closefd);
