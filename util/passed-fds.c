@@ -123,9 +123,12 @@ static const char *refusal(int fd, Inherited *in)
     if (!in || !same_file(in)) {
         return "it is one of illan's own descriptors";
     }
-    /* af-xdp's sock-fds leave close-on-exec alone. */
-    if (in->taken || (flags & FD_CLOEXEC) || is_af_xdp(fd)) {
+    if (in->taken || (flags & FD_CLOEXEC)) {
         return "another option took it";
+    }
+    /* af-xdp's sock-fds leave close-on-exec alone. */
+    if (is_af_xdp(fd)) {
+        return "it is an AF_XDP socket, for af-xdp's sock-fds";
     }
     return NULL;
 }
