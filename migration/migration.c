@@ -228,6 +228,7 @@ bool migration_outgoing(const char *uri, GError **errp)
 JsonObject *migration_query(void)
 {
     JsonObject *info = json_object_new(), *ram;
+    JsonArray *addrs;
 
     if (mig.status == MIGRATION_STATUS_NONE) {
         return info;
@@ -239,6 +240,9 @@ JsonObject *migration_query(void)
     if (mig.status == MIGRATION_STATUS_COMPLETED ||
         mig.status == MIGRATION_STATUS_FAILED) {
         json_object_set_int_member(info, "total-time", mig.total_ms);
+    }
+    if ((addrs = migration_channel_socket_addresses(mig.incoming))) {
+        json_object_set_array_member(info, "socket-address", addrs);
     }
     ram = json_object_new();
     json_object_set_int_member(ram, "transferred", mig.transferred);

@@ -75,6 +75,8 @@ static const SchemaCommand commands[] = {
     { "migrate", "uri:str *detach:bool", NULL },
     { "migrate-incoming", "uri:str", NULL },
     { "query-migrate", NULL, "MigrationInfo" },
+    { "getfd", "fdname:str", NULL },
+    { "closefd", "fdname:str", NULL },
 };
 
 static const SchemaEvent events[] = {
@@ -137,7 +139,13 @@ static const SchemaObject objects[] = {
       NULL, NULL },
     { "ObjectTypeInfo", "name:str *abstract:bool *parent:str", NULL, NULL },
     { "MigrationInfo", "*status:MigrationStatus *error-desc:str "
-      "*total-time:int *ram:MigrationStats", NULL, NULL },
+      "*total-time:int *ram:MigrationStats "
+      "*socket-address:[SocketAddress]", NULL, NULL },
+    { "SocketAddress", "type:SocketAddressType", "type",
+      "inet:InetSocketAddress unix:UnixSocketAddress" },
+    { "InetSocketAddress", "host:str port:str *ipv4:bool *ipv6:bool",
+      NULL, NULL },
+    { "UnixSocketAddress", "path:str", NULL, NULL },
     { "MigrationStats", "transferred:int total:int normal:int "
       "duplicate:int page-size:int", NULL, NULL },
     { "SchemaInfo", "name:str meta-type:SchemaMetaType *features:[str]",
@@ -169,6 +177,7 @@ static const SchemaEnum enums[] = {
     { "ShutdownCause", "host-error host-qmp-quit host-qmp-system-reset "
       "host-signal host-ui" },
     { "MigrationStatus", "none setup active completed failed" },
+    { "SocketAddressType", "inet unix" },
     { "RxState", "normal none all" },
     { "SysEmuTarget", "ppc64" },
     { "SchemaMetaType", "builtin enum array object alternate command event" },

@@ -7,6 +7,7 @@
  * and the client is only dropped when it hangs up.  Output is written by
  * util/json-writer.c, which always writes strict JSON; a reply's id is
  * copied from the request's text, so it comes back as the client wrote it.
+ * Descriptors a client sends with SCM_RIGHTS wait for its next getfd.
  */
 #include "monitor/qmp.h"
 #include "monitor/json-stream.h"
@@ -14,6 +15,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
+#include "qemu/passed-fds.h"
 #include "qemu/qmp-registry.h"
 #include "qemu/unix-socket.h"
 
@@ -24,6 +26,8 @@
 #include <unistd.h>
 
 #define QMP_READ_CHUNK  4096
+/* Descriptors one message may carry, as QEMU's socket chardev takes. */
+#define QMP_MAX_FDS     16
 /* Output a client may leave unread before it is hung up on: room for a
  * few replies that echo a 1 MiB input back, escaped. */
 #define QMP_MAX_PENDING_OUTPUT  (16u << 20)
@@ -37,6 +41,8 @@ typedef struct QmpClient {
     bool negotiated;
     bool oob;               /* out-of-band execution enabled */
     bool hung_up;           /* we gave up on it; the read side drops it */
+    int msgfds[QMP_MAX_FDS];    /* the last SCM_RIGHTS received, for getfd */
+    unsigned n_msgfds;
 } QmpClient;
 
 typedef struct QmpListener {
@@ -488,6 +494,50 @@ static void on_text(void *opaque, const char *text, JsonStreamError error)
     g_free(err.desc);
 }
 
+static void drop_msgfds(QmpClient *c)
+{
+    for (unsigned i = 0; i < c->n_msgfds; i++) {
+        close(c->msgfds[i]);
+    }
+    c->n_msgfds = 0;
+}
+
+/* As QEMU's socket chardev: descriptors that come with a read replace
+ * those an earlier read left unclaimed. */
+static void keep_msgfds(QmpClient *c, struct msghdr *msg)
+{
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm;
+         cm = CMSG_NXTHDR(msg, cm)) {
+        unsigned n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+            !n) {
+            continue;
+        }
+        drop_msgfds(c);
+        memcpy(c->msgfds, CMSG_DATA(cm), n * sizeof(int));
+        c->n_msgfds = n;
+    }
+}
+
+static ssize_t client_recv(QmpClient *c, char *buf, size_t len)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * QMP_MAX_FDS)];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+                          .msg_control = control.buf,
+                          .msg_controllen = sizeof(control.buf) };
+    ssize_t n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+
+    if (n >= 0) {
+        keep_msgfds(c, &msg);
+    }
+    return n;
+}
+
 static void client_free(QmpClient *c)
 {
     if (c->watch) {
@@ -498,6 +548,7 @@ static void client_free(QmpClient *c)
     }
     g_string_free(c->out, TRUE);
     close(c->fd);
+    drop_msgfds(c);
     json_stream_free(c->stream);
     g_free(c);
 }
@@ -506,9 +557,9 @@ static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque)
 {
     QmpClient *c = opaque;
     char buf[QMP_READ_CHUNK];
-    ssize_t n = read(fd, buf, sizeof(buf));
+    ssize_t n = client_recv(c, buf, sizeof(buf));
 
-    (void)cond;
+    (void)fd, (void)cond;
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
         return G_SOURCE_CONTINUE;
     }
@@ -770,6 +821,48 @@ static JsonNode *query_commands(JsonObject *args, QmpError *err)
     return qmp_return_array(list);
 }
 
+/* The first descriptor of the client's last SCM_RIGHTS; the others
+ * sent with it are closed, as QEMU does. */
+static JsonNode *getfd(JsonObject *args, QmpError *err)
+{
+    g_autoptr(GError) gerr = NULL;
+    QmpClient *c = current_client;
+    int fd;
+
+    if (!c->n_msgfds) {
+        qmp_error_set(err, QMP_ERROR_GENERIC,
+                      "No file descriptor supplied via SCM_RIGHTS");
+        return NULL;
+    }
+    fd = c->msgfds[0];
+    for (unsigned i = 1; i < c->n_msgfds; i++) {
+        close(c->msgfds[i]);
+    }
+    c->n_msgfds = 0;
+    if (!passed_fds_add_named(json_object_get_string_member(args, "fdname"),
+                              fd, &gerr)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "%s", gerr->message);
+        return NULL;
+    }
+    return qmp_return_empty();
+}
+
+static JsonNode *closefd(JsonObject *args, QmpError *err)
+{
+    g_autoptr(GError) gerr = NULL;
+
+    if (!passed_fds_close_named(json_object_get_string_member(args, "fdname"),
+                                &gerr)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "%s", gerr->message);
+        return NULL;
+    }
+    return qmp_return_empty();
+}
+
+static const QmpArg fdname_args[] = {
+    { "fdname", QMP_ARG_STR, false }, { NULL, 0, false }
+};
+
 static const QmpArg capabilities_args[] = {
     { "enable", QMP_ARG_ARRAY, true }, { NULL, 0, false }
 };
@@ -778,6 +871,8 @@ static const QmpCommand monitor_commands[] = {
     { "qmp_capabilities", capabilities_args, false, qmp_capabilities, true },
     { "query-version", NULL, false, query_version, true },
     { "query-commands", NULL, false, query_commands, true },
+    { "getfd", fdname_args, false, getfd, false },
+    { "closefd", fdname_args, false, closefd, false },
 };
 
 static void monitor_commands_register(void)

@@ -14,6 +14,7 @@
 #include "net/net.h"
 #include "qemu/main-loop.h"
 #include "qemu/option.h"
+#include "qemu/passed-fds.h"
 #include "qemu/runstate.h"
 #include "qemu/vm-name.h"
 #include "hw/user-object.h"
@@ -320,7 +321,7 @@ static bool parse_fd(const char *arg, const QemuOpts *o, MonitorSpec *spec,
         return cmdline_opt_error(errp, "chardev", arg, "%s", "fd= expects a "
                                  "descriptor number");
     }
-    if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+    if (!passed_fds_take(fd)) {
         return cmdline_opt_error(errp, "chardev", arg, "descriptor is not "
                                  "open: %s", g_strerror(errno));
     }
@@ -750,6 +751,8 @@ int main(int argc, char **argv)
                       monitor_spec_free) };
     g_autoptr(GError) err = NULL;
 
+    /* Before anything is opened: these are what fd:N may name. */
+    passed_fds_record_inherited();
     process_note_parent();
     /* A client that hangs up must not kill us mid-reply. */
     signal(SIGPIPE, SIG_IGN);
@@ -782,6 +785,7 @@ int main(int argc, char **argv)
     spapr_machine_set_current(NULL);
     migration_cleanup();
     migration_set_machine(NULL, NULL);
+    passed_fds_cleanup();
     qtest_server_free(m.qtest);
     spapr_machine_free(m.spapr);
     g_ptr_array_free(m.monitors, TRUE);

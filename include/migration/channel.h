@@ -1,14 +1,15 @@
 /*
  * Migration URIs as QEMU spells them: file:PATH[,offset=N], unix:PATH,
- * fd:N and exec:COMMAND.  An outgoing channel is a descriptor to write
- * the stream to; an incoming one hands over a descriptor to read from
- * once it is ready (at once for file:, fd: and exec:, when the source
- * connects for unix:).
+ * tcp:HOST:PORT, fd:NAME or fd:N, and exec:COMMAND.  An outgoing channel
+ * is a descriptor to write the stream to; an incoming one hands over a
+ * descriptor to read from once it is ready (at once for file:, fd: and
+ * exec:, when the source connects for unix: and tcp:).
  */
 #ifndef MIGRATION_CHANNEL_H
 #define MIGRATION_CHANNEL_H
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <stdbool.h>
 
 typedef struct MigrationChannel MigrationChannel;
@@ -26,6 +27,11 @@ MigrationChannel *migration_channel_open_incoming(const char *uri,
                                                   MigrationChannelReady ready,
                                                   void *opaque,
                                                   GError **errp);
+
+/* An incoming unix: or tcp: channel's listening address as QEMU's
+ * query-migrate lists it in "socket-address" (with the port the kernel
+ * chose for port 0); NULL for other channels. */
+JsonArray *migration_channel_socket_addresses(const MigrationChannel *ch);
 
 /* Closes the descriptor; for exec: also waits for the command and fails
  * unless it exited with status 0. */
