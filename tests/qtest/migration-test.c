@@ -347,6 +347,30 @@ static void report_latency(const char *what, QmpLatency idle,
     g_assert_cmpfloat(busy.p99_ms, <, LATENCY_P99_MAX_MS);
 }
 
+/* cont while the stream is written would let the guest change what is
+ * being saved. */
+static void assert_cont_refused(QTestState *qts)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(qts, "{'execute': 'cont'}");
+    JsonObject *error = json_object_get_object_member(rsp, "error");
+
+    g_assert_nonnull(error);
+    g_assert_cmpstr(json_object_get_string_member(error, "desc"), ==,
+                    "Migration is not finalized yet");
+}
+
+/* The MIGRATION events so far, in order, are @statuses. */
+static void assert_migration_events(QTestState *qts, const char **statuses)
+{
+    for (const char **s = statuses; *s; s++) {
+        g_autoptr(JsonObject) ev = qtest_qmp_eventwait(qts, "MIGRATION");
+
+        g_assert_cmpstr(json_object_get_string_member(
+                            json_object_get_object_member(ev, "data"),
+                            "status"), ==, *s);
+    }
+}
+
 /* A source whose destination never reads: active, answering, then
  * cancelled and running again; the retry to a real destination takes
  * the guest across. */
@@ -380,9 +404,12 @@ static void test_stalled_destination(void)
     wait_migration_moved(r.src, 1);
     state = run_state(r.src);
     g_assert_cmpstr(state, ==, "finish-migrate");
+    assert_cont_refused(r.src);
 
     json_object_unref(qmp_ok(r.src, "{'execute': 'migrate_cancel'}"));
     wait_migration_status(r.src, "cancelled");
+    assert_migration_events(r.src, (const char *[]){
+        "setup", "active", "cancelling", "cancelled", NULL });
     g_free(state);
     state = run_state(r.src);
     g_assert_cmpstr(state, ==, "running");
