@@ -1,5 +1,6 @@
 /*
- * Migration's QMP commands: migrate, migrate-incoming and query-migrate.
+ * Migration's QMP commands: migrate, migrate_cancel, migrate-incoming and
+ * query-migrate.
  * The MIGRATION events come from migration's notifiers.
  */
 #include "migration/migration.h"
@@ -21,6 +22,13 @@ static JsonNode *qmp_migrate(JsonObject *args, QmpError *err)
                             &gerr)) {
         return gerror_to_qmp(gerr, err);
     }
+    return qmp_return_empty();
+}
+
+static JsonNode *qmp_migrate_cancel(JsonObject *args, QmpError *err)
+{
+    (void)args, (void)err;
+    migration_cancel();
     return qmp_return_empty();
 }
 
@@ -52,6 +60,7 @@ static const QmpArg migrate_incoming_args[] = {
 
 static const QmpCommand migration_commands[] = {
     { "migrate", migrate_args, false, qmp_migrate, false },
+    { "migrate_cancel", NULL, false, qmp_migrate_cancel, false },
     { "migrate-incoming", migrate_incoming_args, false, qmp_migrate_incoming, false },
     { "query-migrate", NULL, false, query_migrate, false },
 };

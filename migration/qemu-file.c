@@ -2,13 +2,21 @@
  * The byte channel.  One buffer serves both directions: output collects
  * bytes until it is full or closed; input refills it from the descriptor
  * and keeps room for the small look-ahead subsection parsing needs.
+ *
+ * The descriptor is made non-blocking and waited on with poll() beside an
+ * eventfd, so that a peer that stops reading or sending holds up only
+ * the thread doing the I/O, and qemu_file_cancel() from any other thread
+ * gets it out at once, whatever the descriptor is (socket, pipe, file).
  */
 #include "migration/qemu-file.h"
 #include "qemu/bswap.h"
 #include "qemu/option.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define QEMU_FILE_BUF_SIZE  65536
@@ -20,15 +28,24 @@ struct QEMUFile {
     uint8_t buf[QEMU_FILE_BUF_SIZE];
     size_t pos, len;            /* input: unread bytes are buf[pos..len) */
     uint64_t transferred;
+    uint64_t io_bytes;          /* moved through fd; atomic */
+    int wake_fd;                /* eventfd written by qemu_file_cancel() */
+    const char *cancelled;      /* why, once cancelled; atomic */
     GError *error;
 };
 
 static QEMUFile *file_new(int fd, bool output)
 {
     QEMUFile *f = g_new0(QEMUFile, 1);
+    int flags = fcntl(fd, F_GETFL);
 
     f->fd = fd;
     f->output = output;
+    if (flags >= 0) {
+        fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    }
+    f->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    g_assert(f->wake_fd >= 0);
     return f;
 }
 
@@ -56,14 +73,67 @@ static void file_fail(QEMUFile *f, const char *fmt, ...)
     va_end(ap);
 }
 
+void qemu_file_cancel(QEMUFile *f, const char *why)
+{
+    const char *none = NULL;
+
+    if (__atomic_compare_exchange_n(&f->cancelled, &none, why, false,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        eventfd_write(f->wake_fd, 1);
+    }
+}
+
+static bool check_cancelled(QEMUFile *f)
+{
+    const char *why = __atomic_load_n(&f->cancelled, __ATOMIC_ACQUIRE);
+
+    if (why) {
+        file_fail(f, "%s at byte %" G_GUINT64_FORMAT, why,
+                  __atomic_load_n(&f->io_bytes, __ATOMIC_RELAXED));
+    }
+    return why != NULL;
+}
+
+/* Sleeps until the descriptor is ready for @events or the file is
+ * cancelled; false (with the error set) for the latter. */
+static bool wait_ready(QEMUFile *f, short events)
+{
+    for (;;) {
+        struct pollfd p[2] = { { f->fd, events, 0 },
+                               { f->wake_fd, POLLIN, 0 } };
+
+        if (check_cancelled(f)) {
+            return false;
+        }
+        if (poll(p, 2, -1) < 0 && errno != EINTR) {
+            file_fail(f, "poll failed: %s", g_strerror(errno));
+            return false;
+        }
+        if (p[0].revents) {
+            return !check_cancelled(f);
+        }
+    }
+}
+
+static void count_io(QEMUFile *f, size_t n)
+{
+    __atomic_store_n(&f->io_bytes,
+                     __atomic_load_n(&f->io_bytes, __ATOMIC_RELAXED) + n,
+                     __ATOMIC_RELAXED);
+}
+
 static void flush(QEMUFile *f)
 {
     size_t done = 0;
 
-    while (!f->error && done < f->len) {
+    while (!f->error && done < f->len && !check_cancelled(f)) {
         ssize_t n = write(f->fd, f->buf + done, f->len - done);
 
         if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            wait_ready(f, POLLOUT);
             continue;
         }
         if (n <= 0) {
@@ -71,6 +141,7 @@ static void flush(QEMUFile *f)
                       f->transferred, n < 0 ? g_strerror(errno) : "no progress");
         }
         done += n > 0 ? n : 0;
+        count_io(f, n > 0 ? n : 0);
     }
     f->len = 0;
 }
@@ -84,22 +155,40 @@ bool qemu_file_check(QEMUFile *f, GError **errp)
     return true;
 }
 
-bool qemu_file_close(QEMUFile *f, GError **errp)
+bool qemu_file_finish(QEMUFile *f, GError **errp)
 {
-    bool ok;
-
     if (f->output) {
         flush(f);
     }
-    ok = qemu_file_check(f, errp);
+    return qemu_file_check(f, errp);
+}
+
+void qemu_file_free(QEMUFile *f)
+{
+    if (!f) {
+        return;
+    }
+    close(f->wake_fd);
     g_clear_error(&f->error);
     g_free(f);
+}
+
+bool qemu_file_close(QEMUFile *f, GError **errp)
+{
+    bool ok = qemu_file_finish(f, errp);
+
+    qemu_file_free(f);
     return ok;
 }
 
 uint64_t qemu_file_transferred(const QEMUFile *f)
 {
     return f->transferred;
+}
+
+uint64_t qemu_file_io_bytes(const QEMUFile *f)
+{
+    return __atomic_load_n(&f->io_bytes, __ATOMIC_RELAXED);
 }
 
 void qemu_put_buffer(QEMUFile *f, const void *buf, size_t len)
@@ -169,10 +258,16 @@ static size_t fill(QEMUFile *f, size_t want)
     memmove(f->buf, f->buf + f->pos, f->len - f->pos);
     f->len -= f->pos;
     f->pos = 0;
-    while (f->len < want) {
+    while (f->len < want && !check_cancelled(f)) {
         ssize_t n = read(f->fd, f->buf + f->len, sizeof(f->buf) - f->len);
 
         if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_ready(f, POLLIN)) {
+                break;
+            }
             continue;
         }
         if (n < 0) {
@@ -183,6 +278,7 @@ static size_t fill(QEMUFile *f, size_t want)
             break;
         }
         f->len += n;
+        count_io(f, n);
     }
     return f->len - f->pos;
 }

@@ -36,12 +36,20 @@ static bool page_is_zero(const uint8_t *p)
     return true;
 }
 
+/* Counts are read by QMP on the main thread while a migration thread
+ * writes; one writer, so a relaxed load and store make an increment. */
+static void count(uint64_t *counter)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+}
+
 void ram_save_pages(QEMUFile *f, GuestRam *ram, RamStats *stats)
 {
     uint64_t size = guest_ram_size(ram);
     const uint8_t *base = guest_ram_ptr(ram, 0, size);
 
-    stats->total = size;
+    __atomic_store_n(&stats->total, size, __ATOMIC_RELAXED);
     for (uint64_t addr = 0; addr < size; addr += MIGRATION_PAGE_SIZE) {
         const uint8_t *page = base + addr;
         /* The first page names the block; the rest continue in it. */
@@ -57,10 +65,10 @@ void ram_save_pages(QEMUFile *f, GuestRam *ram, RamStats *stats)
         }
         if (page_is_zero(page)) {
             qemu_put_byte(f, 0);
-            stats->duplicate++;
+            count(&stats->duplicate);
         } else {
             qemu_put_buffer(f, page, MIGRATION_PAGE_SIZE);
-            stats->normal++;
+            count(&stats->normal);
         }
     }
     qemu_put_be64(f, RAM_SAVE_FLAG_EOS);

@@ -171,25 +171,68 @@ static void save_ram(QEMUFile *f, GuestRam *ram, RamStats *stats)
     put_section_footer(f, RAM_SECTION_ID);
 }
 
-static void save_device(QEMUFile *f, SaveStateEntry *se, JsonWriter *desc)
-{
-    void *image = g_malloc0(se->ops->size);
+/* A device's state as captured with the machine stopped, for a stream
+ * written later, maybe on another thread. */
+typedef struct SavedDevice {
+    char *idstr;
+    uint32_t instance_id;
+    uint32_t section_id;
+    const VMStateDescription *vmsd;
+    const VMStateImageOps *ops;
+    void *image;
+} SavedDevice;
 
-    se->ops->capture(se->obj, image);
-    if (!se->vmsd->needed || se->vmsd->needed(image)) {
-        put_section_header(f, QEMU_VM_SECTION_FULL, se->section_id,
-                           se->idstr, se->instance_id, se->vmsd->version_id);
+struct SaveVMImages {
+    GArray *devices;            /* SavedDevice, in registration order */
+};
+
+SaveVMImages *qemu_savevm_capture(void)
+{
+    SaveVMImages *s = g_new0(SaveVMImages, 1);
+
+    s->devices = g_array_new(FALSE, FALSE, sizeof(SavedDevice));
+    for (guint i = 0; entries && i < entries->len; i++) {
+        SaveStateEntry *se = g_ptr_array_index(entries, i);
+        SavedDevice d = { g_strdup(se->idstr), se->instance_id,
+                          se->section_id, se->vmsd, se->ops,
+                          g_malloc0(se->ops->size) };
+
+        se->ops->capture(se->obj, d.image);
+        g_array_append_val(s->devices, d);
+    }
+    return s;
+}
+
+void qemu_savevm_images_free(SaveVMImages *s)
+{
+    if (!s) {
+        return;
+    }
+    for (guint i = 0; i < s->devices->len; i++) {
+        SavedDevice *d = &g_array_index(s->devices, SavedDevice, i);
+
+        if (d->ops->release) {
+            d->ops->release(d->image);
+        }
+        g_free(d->image);
+        g_free(d->idstr);
+    }
+    g_array_free(s->devices, TRUE);
+    g_free(s);
+}
+
+static void save_device(QEMUFile *f, const SavedDevice *d, JsonWriter *desc)
+{
+    if (!d->vmsd->needed || d->vmsd->needed(d->image)) {
+        put_section_header(f, QEMU_VM_SECTION_FULL, d->section_id,
+                           d->idstr, d->instance_id, d->vmsd->version_id);
         json_writer_start_object(desc, NULL);
-        json_writer_str(desc, "name", se->idstr);
-        json_writer_int(desc, "instance_id", se->instance_id);
-        vmstate_save_state(f, se->vmsd, image, desc);
+        json_writer_str(desc, "name", d->idstr);
+        json_writer_int(desc, "instance_id", d->instance_id);
+        vmstate_save_state(f, d->vmsd, d->image, desc);
         json_writer_end_object(desc);
-        put_section_footer(f, se->section_id);
+        put_section_footer(f, d->section_id);
     }
-    if (se->ops->release) {
-        se->ops->release(image);
-    }
-    g_free(image);
 }
 
 /* QEMU's analyzer finds the description by searching back for the last
@@ -226,15 +269,15 @@ static void put_vmdesc(QEMUFile *f, JsonWriter *desc)
     qemu_put_buffer(f, json->str, json->len);
 }
 
-bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
-                       RamStats *stats, GError **errp)
+bool qemu_savevm_write(QEMUFile *f, const char *machine_type, GuestRam *ram,
+                       const SaveVMImages *images, RamStats *stats,
+                       GError **errp)
 {
     JsonWriter *desc = json_writer_new(false);
     ConfigImage config = { .len = strlen(machine_type),
                            .name = (char *)machine_type };
     bool ok;
 
-    *stats = (RamStats){ 0 };
     qemu_put_be32(f, QEMU_VM_FILE_MAGIC);
     qemu_put_be32(f, QEMU_VM_FILE_VERSION);
     qemu_put_byte(f, QEMU_VM_CONFIGURATION);
@@ -245,8 +288,8 @@ bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
     json_writer_int(desc, "page_size", MIGRATION_PAGE_SIZE);
     json_writer_start_array(desc, "devices");
     save_ram(f, ram, stats);
-    for (guint i = 0; entries && i < entries->len; i++) {
-        save_device(f, g_ptr_array_index(entries, i), desc);
+    for (guint i = 0; i < images->devices->len; i++) {
+        save_device(f, &g_array_index(images->devices, SavedDevice, i), desc);
     }
     qemu_put_byte(f, QEMU_VM_EOF);
     json_writer_end_array(desc);
@@ -257,6 +300,18 @@ bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
     if (!ok) {
         g_prefix_error(errp, "writing the stream: ");
     }
+    return ok;
+}
+
+bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
+                       RamStats *stats, GError **errp)
+{
+    SaveVMImages *images = qemu_savevm_capture();
+    bool ok;
+
+    *stats = (RamStats){ 0 };
+    ok = qemu_savevm_write(f, machine_type, ram, images, stats, errp);
+    qemu_savevm_images_free(images);
     return ok;
 }
 
@@ -274,7 +329,7 @@ static SaveStateEntry *find_entry(const char *idstr, uint32_t instance_id)
     return NULL;
 }
 
-static void release_images(bool commit)
+void qemu_loadvm_commit(bool commit)
 {
     for (guint i = 0; entries && i < entries->len; i++) {
         SaveStateEntry *se = g_ptr_array_index(entries, i);
@@ -511,15 +566,22 @@ static bool load_sections(LoadState *ls, GError **errp)
     }
 }
 
+bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
+                      GError **errp)
+{
+    LoadState ls = { .f = f, .ram = ram };
+
+    return check_header(f, errp) &&
+           load_configuration(f, machine_type, errp) &&
+           load_sections(&ls, errp);
+}
+
 bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
                        GError **errp)
 {
-    LoadState ls = { .f = f, .ram = ram };
-    bool ok;
+    bool ok = qemu_loadvm_read(f, machine_type, ram, errp);
 
-    ok = check_header(f, errp) && load_configuration(f, machine_type, errp) &&
-         load_sections(&ls, errp);
-    release_images(ok);
+    qemu_loadvm_commit(ok);
     return ok;
 }
 

@@ -73,6 +73,7 @@ static const SchemaCommand commands[] = {
     { "human-monitor-command", "command-line:str *cpu-index:int", "str" },
     { "pmemsave", "val:int size:int filename:str", NULL },
     { "migrate", "uri:str *detach:bool", NULL },
+    { "migrate_cancel", NULL, NULL },
     { "migrate-incoming", "uri:str", NULL },
     { "query-migrate", NULL, "MigrationInfo" },
     { "getfd", "fdname:str", NULL },
@@ -173,10 +174,12 @@ static const SchemaObject objects[] = {
 
 static const SchemaEnum enums[] = {
     { "QMPCapability", "oob" },
-    { "RunState", "prelaunch running paused shutdown inmigrate postmigrate" },
+    { "RunState", "prelaunch running paused shutdown inmigrate postmigrate "
+      "finish-migrate" },
     { "ShutdownCause", "host-error host-qmp-quit host-qmp-system-reset "
       "host-signal host-ui" },
-    { "MigrationStatus", "none setup active completed failed" },
+    { "MigrationStatus", "none setup active completed failed cancelling "
+      "cancelled" },
     { "SocketAddressType", "inet unix" },
     { "RxState", "normal none all" },
     { "SysEmuTarget", "ppc64" },

@@ -763,6 +763,9 @@ int main(int argc, char **argv)
     if (!err) {
         err = g_steal_pointer(&m.late_error);
     }
+    /* A stream still moving is cancelled or refused, its thread joined,
+     * before anything it reads or writes goes away. */
+    migration_shutdown();
     if (!err) {
         err = migration_take_fatal_error();
     }

@@ -44,6 +44,11 @@ static JsonNode *qmp_cont(JsonObject *args, QmpError *err)
         qmp_error_set(err, QMP_ERROR_GENERIC, "The machine is shutting down");
         return NULL;
     }
+    if (runstate_get() == RUN_STATE_FINISH_MIGRATE) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Migration is not finalized "
+                      "yet");
+        return NULL;
+    }
     vm_start();
     return qmp_return_empty();
 }

@@ -37,6 +37,7 @@ const char *runstate_name(RunState state)
     case RUN_STATE_SHUTDOWN: return "shutdown";
     case RUN_STATE_INMIGRATE: return "inmigrate";
     case RUN_STATE_POSTMIGRATE: return "postmigrate";
+    case RUN_STATE_FINISH_MIGRATE: return "finish-migrate";
     }
     g_assert_not_reached();
 }

@@ -1,10 +1,11 @@
 /*
- * Migration as the user drives it: QMP migrate on the source, -incoming
- * (or -incoming defer and migrate-incoming) on the destination, and
- * query-migrate and MIGRATION events on both.  The source stops the
- * machine, writes the whole stream and ends in postmigrate; the
- * destination waits in inmigrate, loads, and then runs (or pauses, with
- * -S).  Main thread only.
+ * Migration as the user drives it: QMP migrate and migrate_cancel on the
+ * source, -incoming (or -incoming defer and migrate-incoming) on the
+ * destination, and query-migrate and MIGRATION events on both.  The
+ * source stops the machine (finish-migrate), writes the whole stream on
+ * its mig/src thread and ends in postmigrate; the destination waits in
+ * inmigrate, reads the stream on its mig/dst thread, and then runs (or
+ * pauses, with -S).  These functions are the main thread's.
  */
 #ifndef MIGRATION_MIGRATION_H
 #define MIGRATION_MIGRATION_H
@@ -23,9 +24,12 @@ typedef enum MigrationStatus {
     MIGRATION_STATUS_ACTIVE,
     MIGRATION_STATUS_COMPLETED,
     MIGRATION_STATUS_FAILED,
+    MIGRATION_STATUS_CANCELLING,
+    MIGRATION_STATUS_CANCELLED,
 } MigrationStatus;
 
-/* "none", "setup", "active", "completed", "failed". */
+/* "none", "setup", "active", "completed", "failed", "cancelling",
+ * "cancelled". */
 const char *migration_status_name(MigrationStatus status);
 
 /* Each change of the status, on either end (the monitor's MIGRATION
@@ -44,15 +48,22 @@ bool migration_incoming_start(const char *uri, bool autostart,
                               GError **errp);
 /* QMP migrate-incoming, after -incoming defer or a refused stream. */
 bool migration_incoming_deferred(const char *uri, GError **errp);
-/* QMP migrate: the whole stream to @uri; a failure after the channel is
- * open shows in query-migrate, and the machine runs again. */
+/* QMP migrate: opens @uri, stops the machine and starts writing the
+ * stream; returns at once.  A failure or cancel after that shows in
+ * query-migrate, and the machine goes back to its run state. */
 bool migration_outgoing(const char *uri, GError **errp);
+/* QMP migrate_cancel: an outgoing stream in progress ends (cancelling,
+ * then cancelled once its thread is out); otherwise nothing. */
+void migration_cancel(void);
 /* QMP query-migrate's reply. */
 JsonObject *migration_query(void);
-/* Drops a waiting incoming channel. */
+/* At exit, before the machine goes: a stream in progress is cancelled
+ * (source) or refused (destination) and its thread joined. */
+void migration_shutdown(void);
 /* Why an -incoming URI given on the command line was refused, ending
  * the run (exit status 1), or NULL. */
 GError *migration_take_fatal_error(void);
+/* Drops a waiting incoming channel. */
 void migration_cleanup(void);
 
 #endif

@@ -15,16 +15,28 @@
 
 typedef struct QEMUFile QEMUFile;
 
-/* The file borrows @fd; whoever opened it closes it. */
+/* The file borrows @fd, and makes it non-blocking; whoever opened it
+ * closes it.  One thread does the file's I/O. */
 QEMUFile *qemu_file_new_output(int fd);
 QEMUFile *qemu_file_new_input(int fd);
 /* Flushes an output file, then frees; false with *errp on any error. */
 bool qemu_file_close(QEMUFile *f, GError **errp);
+/* The two halves of qemu_file_close(), for a file another thread may
+ * still cancel: the I/O thread finishes, the owner frees. */
+bool qemu_file_finish(QEMUFile *f, GError **errp);
+void qemu_file_free(QEMUFile *f);
+
+/* Any thread, until the file is freed: the I/O in progress, and all
+ * after it, fails with "@why at byte N" (@why a static string). */
+void qemu_file_cancel(QEMUFile *f, const char *why);
 
 /* False with *errp set once the file has failed. */
 bool qemu_file_check(QEMUFile *f, GError **errp);
 /* Bytes written or consumed so far. */
 uint64_t qemu_file_transferred(const QEMUFile *f);
+/* Bytes that went through the descriptor so far (written to it, or read
+ * from it, read-ahead included).  Any thread. */
+uint64_t qemu_file_io_bytes(const QEMUFile *f);
 
 void qemu_put_byte(QEMUFile *f, uint8_t v);
 void qemu_put_be16(QEMUFile *f, uint16_t v);

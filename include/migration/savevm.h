@@ -58,10 +58,28 @@ void vmstate_register_type(const char *type_name,
 /* The whole stream for @machine_type; RAM counts go to @stats. */
 bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
                        RamStats *stats, GError **errp);
+/* qemu_savevm_state() in two steps, for a stream written on a thread of
+ * its own: every device's image captured with the machine stopped (main
+ * thread), then the stream written from the images and RAM (any thread,
+ * while the machine stays stopped); @stats' counts grow as it goes and
+ * may be read meanwhile with atomic loads. */
+typedef struct SaveVMImages SaveVMImages;
+SaveVMImages *qemu_savevm_capture(void);
+bool qemu_savevm_write(QEMUFile *f, const char *machine_type, GuestRam *ram,
+                       const SaveVMImages *images, RamStats *stats,
+                       GError **errp);
+void qemu_savevm_images_free(SaveVMImages *images);
+
 /* Reads a whole stream; devices change only if all of it is accepted.
  * Errors name the section (and subsection and field) and say why. */
 bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
                        GError **errp);
+/* qemu_loadvm_state() in two steps: the stream read into images and RAM
+ * (any thread, with the machine waiting in inmigrate), then the images
+ * committed, or dropped when !@commit (main thread, everything parked). */
+bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
+                      GError **errp);
+void qemu_loadvm_commit(bool commit);
 /* Whether a stream's machine type names this machine under another
  * name (an alias such as pseries-1.0); set by main().  Without it the
  * names must be equal. */

@@ -17,6 +17,7 @@ typedef enum RunState {
     RUN_STATE_SHUTDOWN,
     RUN_STATE_INMIGRATE,    /* waiting for an incoming migration stream */
     RUN_STATE_POSTMIGRATE,  /* stopped after migrating out */
+    RUN_STATE_FINISH_MIGRATE, /* stopped while the stream is written */
 } RunState;
 
 /* Any thread. */

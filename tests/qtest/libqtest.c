@@ -289,10 +289,9 @@ static bool child_exited(void *opaque)
     return waitpid(c->pid, &c->status, WNOHANG) == c->pid;
 }
 
-void qtest_quit_signal(QTestState *s, int sig)
+int qtest_quit_status(QTestState *s, int sig)
 {
     ChildExit c = { .pid = s->pid };
-    int status;
 
     kill(s->pid, sig);
     if (!qtest_poll_until(child_exited, &c,
@@ -302,10 +301,14 @@ void qtest_quit_signal(QTestState *s, int sig)
         g_error("illan ignored signal %d for %d ms", sig,
                 QTEST_QUIT_TIMEOUT_MS);
     }
-    status = c.status;
-    g_assert_true(WIFEXITED(status));
-    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_true(WIFEXITED(c.status));
     qtest_free(s);
+    return WEXITSTATUS(c.status);
+}
+
+void qtest_quit_signal(QTestState *s, int sig)
+{
+    g_assert_cmpint(qtest_quit_status(s, sig), ==, 0);
 }
 
 void qtest_send_raw(QTestState *s, const char *data, size_t len)

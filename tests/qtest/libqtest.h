@@ -26,6 +26,8 @@ pid_t qtest_pid(QTestState *s);
 void qtest_quit(QTestState *s);
 /* The same with another signal (SIGINT must end illan cleanly too). */
 void qtest_quit_signal(QTestState *s, int sig);
+/* Sends @sig and returns the exit status, which may be any. */
+int qtest_quit_status(QTestState *s, int sig);
 /* SIGKILL, as a crash would end it; asserts it died of the signal. */
 void qtest_kill(QTestState *s);
 

@@ -5,6 +5,9 @@
 #include "libqos/eth-frames.h"
 
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 /* One frame size per pool: 512, 2048 and 16384-byte buffers. */
 static const size_t frame_sizes[NPOOLS] = { 60, 1000, 4000 };
@@ -183,3 +186,133 @@ void migrate(QTestState *qts, const char *uri)
     g_assert_cmpstr(state, ==, "postmigrate");
 }
 
+
+void migrate_start(QTestState *qts, const char *uri)
+{
+    g_autofree char *cmd = g_strdup_printf(
+        "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri);
+
+    json_object_unref(qmp_ok(qts, cmd));
+}
+
+JsonObject *query_migrate(QTestState *qts)
+{
+    g_autoptr(JsonObject) rsp = qmp_ok(qts, "{'execute': 'query-migrate'}");
+
+    return json_object_ref(json_object_get_object_member(rsp, "return"));
+}
+
+typedef struct StatusWait {
+    QTestState *qts;
+    const char *status;
+    gint64 min;
+    gint64 last;                /* ram.transferred at the last poll */
+} StatusWait;
+
+static bool has_status(void *opaque)
+{
+    StatusWait *w = opaque;
+    g_autoptr(JsonObject) info = query_migrate(w->qts);
+
+    return !g_strcmp0(json_object_get_string_member_with_default(
+                          info, "status", "none"), w->status);
+}
+
+void wait_migration_status(QTestState *qts, const char *status)
+{
+    StatusWait w = { .qts = qts, .status = status };
+
+    qtest_wait_until(has_status, &w, QTEST_WAIT_S,
+                     "query-migrate to say %s", status);
+}
+
+static gint64 ram_transferred(JsonObject *info)
+{
+    return json_object_get_int_member(
+        json_object_get_object_member(info, "ram"), "transferred");
+}
+
+static bool moved_enough(void *opaque)
+{
+    StatusWait *w = opaque;
+    g_autoptr(JsonObject) info = query_migrate(w->qts);
+    const char *status = json_object_get_string_member(info, "status");
+
+    /* A destination is in setup until the source connects. */
+    if (!strcmp(status, "setup")) {
+        return false;
+    }
+    g_assert_cmpstr(status, ==, "active");
+    w->last = ram_transferred(info);
+    return w->last > 0 && w->last >= w->min;
+}
+
+gint64 wait_migration_moved(QTestState *qts, gint64 min)
+{
+    StatusWait w = { .qts = qts, .min = min };
+
+    qtest_wait_until(moved_enough, &w, QTEST_WAIT_S,
+                     "an active migration to move %" G_GINT64_FORMAT
+                     " bytes", min);
+    return w.last;
+}
+
+gint64 migration_transferred(QTestState *qts)
+{
+    g_autoptr(JsonObject) info = query_migrate(qts);
+
+    return ram_transferred(info);
+}
+
+static int unix_stream(const char *path, struct sockaddr_un *addr)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    *addr = (struct sockaddr_un){ .sun_family = AF_UNIX };
+    g_assert_cmpuint(strlen(path), <, sizeof(addr->sun_path));
+    strcpy(addr->sun_path, path);
+    return fd;
+}
+
+int stall_listen(const char *path)
+{
+    struct sockaddr_un addr;
+    int fd = unix_stream(path, &addr);
+
+    unlink(path);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), ==, 0);
+    g_assert_cmpint(listen(fd, 1), ==, 0);
+    return fd;
+}
+
+int stall_connect(const char *path)
+{
+    struct sockaddr_un addr;
+    int fd = unix_stream(path, &addr);
+
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&addr, sizeof(addr)), ==,
+                    0);
+    return fd;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+QmpLatency qmp_latency(QTestState *qts, int n)
+{
+    g_autofree double *ms = g_new(double, n);
+
+    for (int i = 0; i < n; i++) {
+        gint64 t0 = g_get_monotonic_time();
+
+        json_object_unref(qmp_ok(qts, "{'execute': 'query-status'}"));
+        ms[i] = (g_get_monotonic_time() - t0) / 1000.0;
+    }
+    qsort(ms, n, sizeof(*ms), compare_doubles);
+    return (QmpLatency){ ms[n / 2], ms[(n * 99) / 100] };
+}

@@ -57,4 +57,27 @@ void assert_completed(QTestState *qts);
 /* QMP migrate to @uri; the source must end in postmigrate. */
 void migrate(QTestState *qts, const char *uri);
 
+/* Stalled peers: the migration thread's cases. */
+
+/* QMP migrate to @uri, which must reply at once. */
+void migrate_start(QTestState *qts, const char *uri);
+/* query-migrate's "return" (caller unrefs). */
+JsonObject *query_migrate(QTestState *qts);
+/* Waits until query-migrate says @status (QTEST_WAIT_S). */
+void wait_migration_status(QTestState *qts, const char *status);
+/* Waits until the migration is active with ram.transferred at least
+ * @min and above 0; returns it. */
+gint64 wait_migration_moved(QTestState *qts, gint64 min);
+/* query-migrate's ram.transferred. */
+gint64 migration_transferred(QTestState *qts);
+/* A unix stream socket listening at @path, and one connected to it. */
+int stall_listen(const char *path);
+int stall_connect(const char *path);
+/* Round trips of @n query-status commands, sent back to back: the
+ * median and the 99th percentile, in milliseconds. */
+typedef struct QmpLatency {
+    double p50_ms, p99_ms;
+} QmpLatency;
+QmpLatency qmp_latency(QTestState *qts, int n);
+
 #endif

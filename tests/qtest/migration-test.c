@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1176,6 +1177,196 @@ static void test_unchanged_guest(void)
     rig_free(&r);
 }
 
+/*
+ * Stalled peers.  The stream moves on a thread of its own, so a peer
+ * that stops reading or sending holds up nothing else: QMP keeps
+ * answering (its round trips are measured against an idle process), a
+ * cancel ends the migration, SIGTERM ends the process.
+ */
+
+#define LATENCY_SAMPLES 200
+/* Far above what a stall costs and far below a frozen main loop. */
+#define LATENCY_P99_MAX_MS  250.0
+
+static void report_latency(const char *what, QmpLatency idle,
+                           QmpLatency busy)
+{
+    g_test_message("query-status round trips, %s: idle p50 %.3f ms p99 "
+                   "%.3f ms; stalled p50 %.3f ms p99 %.3f ms", what,
+                   idle.p50_ms, idle.p99_ms, busy.p50_ms, busy.p99_ms);
+    g_assert_cmpfloat(busy.p99_ms, <, LATENCY_P99_MAX_MS);
+}
+
+/* cont while the stream is written would let the guest change what is
+ * being saved. */
+static void assert_cont_refused(QTestState *qts)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(qts, "{'execute': 'cont'}");
+    JsonObject *error = json_object_get_object_member(rsp, "error");
+
+    g_assert_nonnull(error);
+    g_assert_cmpstr(json_object_get_string_member(error, "desc"), ==,
+                    "Migration is not finalized yet");
+}
+
+/* The MIGRATION events so far, in order, are @statuses. */
+static void assert_migration_events(QTestState *qts, const char **statuses)
+{
+    for (const char **s = statuses; *s; s++) {
+        g_autoptr(JsonObject) ev = qtest_qmp_eventwait(qts, "MIGRATION");
+
+        g_assert_cmpstr(json_object_get_string_member(
+                            json_object_get_object_member(ev, "data"),
+                            "status"), ==, *s);
+    }
+}
+
+/* A source whose destination never reads: active, answering, then
+ * cancelled and running again; the retry to a real destination takes
+ * the guest across. */
+static void test_stalled_destination(void)
+{
+    Rig r;
+    g_autofree char *stall = NULL, *sock = NULL, *uri = NULL;
+    g_autofree char *incoming = NULL, *src_pools = NULL, *state = NULL;
+    g_autofree char *stall_uri = NULL;
+    QmpLatency idle, busy;
+    uint8_t head[4], buf[65536];
+    int lfd, peer;
+    gint64 moved, got = sizeof(head);
+    ssize_t n;
+
+    rig_init(&r);
+    stall = rig_path(&r, "stall.sock");
+    stall_uri = g_strdup_printf("unix:%s", stall);
+    source_run(&r, "pseries", NULL, NULL, 7);
+    idle = qmp_latency(r.src, LATENCY_SAMPLES);
+
+    lfd = stall_listen(stall);
+    migrate_start(r.src, stall_uri);
+    peer = accept(lfd, NULL, NULL);
+    g_assert_cmpint(peer, >=, 0);
+    wait_migration_moved(r.src, 1);
+    busy = qmp_latency(r.src, LATENCY_SAMPLES);
+    report_latency("source", idle, busy);
+    /* Still going nowhere: the stream is larger than what the socket
+     * holds. */
+    wait_migration_moved(r.src, 1);
+    state = run_state(r.src);
+    g_assert_cmpstr(state, ==, "finish-migrate");
+    assert_cont_refused(r.src);
+
+    json_object_unref(qmp_ok(r.src, "{'execute': 'migrate_cancel'}"));
+    wait_migration_status(r.src, "cancelled");
+    assert_migration_events(r.src, (const char *[]){
+        "setup", "active", "cancelling", "cancelled", NULL });
+    g_free(state);
+    state = run_state(r.src);
+    g_assert_cmpstr(state, ==, "running");
+    /* The peer holds the start of a stream, exactly the bytes the
+     * source counted, then the end of the socket. */
+    moved = migration_transferred(r.src);
+    g_test_message("cancelled after %" G_GINT64_FORMAT " bytes", moved);
+    g_assert_cmpint(read(peer, head, sizeof(head)), ==, sizeof(head));
+    g_assert_cmpmem(head, sizeof(head), "QEVM", 4);
+    while ((n = read(peer, buf, sizeof(buf))) > 0) {
+        got += n;
+    }
+    g_assert_cmpint(got, ==, moved);
+    close(peer);
+    close(lfd);
+
+    /* The guest runs on the source again: what was pending comes out,
+     * and frames keep coming. */
+    rig_inject(&r, r.src_dev);
+    while (r.seen < r.sent) {
+        rig_expect_next(&r);
+    }
+    for (int i = 0; i < 3; i++) {
+        rig_inject(&r, r.src_dev);
+    }
+    wait_delivered(r.src, r.sent);
+    src_pools = pool_table(r.src);
+
+    sock = rig_path(&r, "mig.sock");
+    uri = g_strdup_printf("unix:%s", sock);
+    incoming = g_strdup_printf("-incoming %s", uri);
+    r.dst = rig_start(&r, r.dst_dev, "pseries", NULL, incoming);
+    migrate(r.src, uri);
+    assert_completed(r.dst);
+    guest_continues(&r, src_pools);
+    qtest_quit(r.src);
+    qtest_quit(r.dst);
+    rig_free(&r);
+}
+
+/* SIGTERM to a source whose destination never reads: exit status 0. */
+static void test_stalled_destination_sigterm(void)
+{
+    Rig r;
+    g_autofree char *stall = NULL, *stall_uri = NULL;
+    int lfd, peer;
+
+    rig_init(&r);
+    stall = rig_path(&r, "stall.sock");
+    stall_uri = g_strdup_printf("unix:%s", stall);
+    r.src = rig_start(&r, r.src_dev, "pseries", NULL, NULL);
+    lfd = stall_listen(stall);
+    migrate_start(r.src, stall_uri);
+    peer = accept(lfd, NULL, NULL);
+    g_assert_cmpint(peer, >=, 0);
+    wait_migration_moved(r.src, 1);
+    g_assert_cmpint(qtest_quit_status(r.src, SIGTERM), ==, 0);
+    close(peer);
+    close(lfd);
+    rig_free(&r);
+}
+
+/* A destination whose source sent the magic and half the version, then
+ * nothing: active with those bytes, answering; SIGTERM refuses the
+ * stream as the command line's -incoming refuses a bad one: status 1
+ * and one line. */
+static void test_stalled_source(void)
+{
+    static const char partial[] = "QEVM\0\0";
+    Rig r;
+    g_autofree char *sock = NULL, *incoming = NULL, *errfile = NULL;
+    g_autofree char *err = NULL, *state = NULL;
+    g_autoptr(JsonObject) info = NULL;
+    QmpLatency idle, busy;
+    int fd;
+
+    rig_init(&r);
+    sock = rig_path(&r, "mig.sock");
+    errfile = rig_path(&r, "dst.err");
+    incoming = g_strdup_printf("-incoming unix:%s 2>%s", sock, errfile);
+    r.dst = rig_start(&r, r.dst_dev, "pseries", NULL, incoming);
+    idle = qmp_latency(r.dst, LATENCY_SAMPLES);
+    fd = stall_connect(sock);
+    g_assert_cmpint(write(fd, partial, sizeof(partial) - 1), ==,
+                    sizeof(partial) - 1);
+    g_assert_cmpint(wait_migration_moved(r.dst, sizeof(partial) - 1), ==,
+                    sizeof(partial) - 1);
+    busy = qmp_latency(r.dst, LATENCY_SAMPLES);
+    report_latency("destination", idle, busy);
+    info = query_migrate(r.dst);
+    g_assert_cmpstr(json_object_get_string_member(info, "status"), ==,
+                    "active");
+    g_assert_cmpint(json_object_get_int_member(
+                        json_object_get_object_member(info, "ram"),
+                        "transferred"), ==, sizeof(partial) - 1);
+    state = run_state(r.dst);
+    g_assert_cmpstr(state, ==, "inmigrate");
+
+    g_assert_cmpint(qtest_quit_status(r.dst, SIGTERM), ==, 1);
+    close(fd);
+    g_assert_true(g_file_get_contents(errfile, &err, NULL, NULL));
+    g_test_message("%s", err);
+    g_assert_true(g_str_has_prefix(err, "illan: -incoming unix:"));
+    assert_contains(err, "interrupted by shutdown at byte 6");
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1192,5 +1383,9 @@ int main(int argc, char **argv)
     g_test_add_func("/migration/state/unchanged-guest",
                     test_unchanged_guest);
     add_transport_tests();
+    g_test_add_func("/migration/stall/destination", test_stalled_destination);
+    g_test_add_func("/migration/stall/destination-sigterm",
+                    test_stalled_destination_sigterm);
+    g_test_add_func("/migration/stall/source", test_stalled_source);
     return g_test_run();
 }
