@@ -186,7 +186,6 @@ void migrate(QTestState *qts, const char *uri)
     g_assert_cmpstr(state, ==, "postmigrate");
 }
 
-
 void migrate_start(QTestState *qts, const char *uri)
 {
     g_autofree char *cmd = g_strdup_printf(

@@ -789,12 +789,13 @@ static void test_tcp_refused(void)
  * the stream follows once the host answers.  The test's listener has a
  * full accept queue, so the kernel drops the source's SYNs until the
  * queue is freed, which the test does only once the source has handed
- * its connect over (the socket is blocking again, still in SYN-SENT).
+ * its connect over (migrate has replied, the socket still in SYN-SENT).
  */
 typedef struct SlowPeer {
     int listener, filler;
     unsigned port;
     pid_t src;
+    int replied;                /* migrate has replied; atomic */
     char *path;                 /* where the stream is drained to */
     guint64 bytes;
 } SlowPeer;
@@ -821,37 +822,13 @@ static unsigned long syn_sent_inode(SlowPeer *p)
     return 0;
 }
 
+/* migrate has replied (it does once the connect is handed over) and the
+ * connect is still in SYN-SENT. */
 static bool handed_over(void *opaque)
 {
     SlowPeer *p = opaque;
-    unsigned long inode = syn_sent_inode(p);
-    g_autofree char *want = g_strdup_printf("socket:[%lu]", inode);
-    g_autoptr(GArray) fds = NULL;
 
-    if (!inode) {
-        return false;
-    }
-    fds = open_fds(p->src);
-    for (guint i = 0; i < fds->len; i++) {
-        int fd = g_array_index(fds, int, i);
-        g_autofree char *link = g_strdup_printf("/proc/%d/fd/%d",
-                                                (int)p->src, fd);
-        g_autofree char *target = g_file_read_link(link, NULL);
-        g_autofree char *info = NULL, *fdinfo = NULL;
-        unsigned flags = 0;
-
-        if (g_strcmp0(target, want)) {
-            continue;
-        }
-        fdinfo = g_strdup_printf("/proc/%d/fdinfo/%d", (int)p->src, fd);
-        if (!g_file_get_contents(fdinfo, &info, NULL, NULL) ||
-            !strstr(info, "flags:")) {
-            return false;
-        }
-        sscanf(strstr(info, "flags:"), "flags: %o", &flags);
-        return !(flags & O_NONBLOCK);
-    }
-    return false;
+    return g_atomic_int_get(&p->replied) && syn_sent_inode(p) != 0;
 }
 
 static gpointer slow_peer_run(gpointer opaque)
@@ -909,7 +886,8 @@ static void test_tcp_slow_connect(void)
     thread = g_thread_new("slow-peer", slow_peer_run, &p);
     uri = g_strdup_printf("tcp:127.0.0.1:%u", p.port);
     start = g_get_monotonic_time();
-    migrate(r.src, uri);
+    migrate_start(r.src, uri);
+    g_atomic_int_set(&p.replied, 1);
     g_test_message("migrate took %.1f s", (g_get_monotonic_time() - start) /
                    1e6);
     g_thread_join(thread);
@@ -1034,8 +1012,13 @@ static void expect_rarps(Rig *r, const char *from, const uint8_t *mac,
     for (unsigned i = 0; i < n; i++) {
         assert_rarp(frame, peer_recv(r, from, frame, sizeof(frame), &when),
                     mac);
-        if (i) {
+        /* The first frame may be read late (the test was busy with QMP
+         * when it came), which shortens the first gap; from then on the
+         * test only reads, so the later gaps are the sender's. */
+        if (i > 1) {
             g_assert_cmpint(when - last, >=, (min_gap_ms[i - 1] - 2) * 1000);
+        }
+        if (i) {
             g_string_append_printf(gaps, " %.1f", (when - last) / 1000.0);
         }
         last = when;
