@@ -1000,15 +1000,26 @@ static bool mac_filters_needed(void *opaque)
            !img->rx_multicast || img->nmcast;
 }
 
+/* An image keeps MACs as bytes; errors print them as the command line
+ * spells them. */
+static char *image_mac_format(const uint8_t *bytes)
+{
+    MACAddr m;
+
+    memcpy(m.a, bytes, 6);
+    return mac_format(&m);
+}
+
 static bool mcast_entry_ok(const SpaprVlanImage *img, unsigned i,
                            GError **errp)
 {
     const uint8_t *e = img->mcast + i * 6;
 
     if (!(e[0] & 1)) {
-        g_set_error(errp, ILLAN_ERROR, 0, "multicast filter %u is "
-                    "%02x:%02x:%02x:%02x:%02x:%02x, not a multicast address",
-                    i, e[0], e[1], e[2], e[3], e[4], e[5]);
+        g_autofree char *str = image_mac_format(e);
+
+        g_set_error(errp, ILLAN_ERROR, 0, "multicast filter %u is %s, not "
+                    "a multicast address", i, str);
         return false;
     }
     for (unsigned j = 0; j < i; j++) {
@@ -1030,9 +1041,10 @@ static bool mac_filters_post_load(void *opaque, int version_id,
 
     (void)version_id;
     if ((img->mac[0] & 1) || !memcmp(img->mac, zero, 6)) {
-        g_set_error(errp, ILLAN_ERROR, 0, "mac %02x:%02x:%02x:%02x:%02x:%02x "
-                    "is not a unicast address", img->mac[0], img->mac[1],
-                    img->mac[2], img->mac[3], img->mac[4], img->mac[5]);
+        g_autofree char *str = image_mac_format(img->mac);
+
+        g_set_error(errp, ILLAN_ERROR, 0, "mac %s is not a unicast address",
+                    str);
         return false;
     }
     if (img->nmcast > LLAN_MCAST_FILTERS) {
