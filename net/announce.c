@@ -29,7 +29,8 @@ static void put_be16(uint8_t *p, uint16_t v)
     p[1] = v;
 }
 
-size_t announce_rarp_frame(uint8_t buf[ANNOUNCE_FRAME_LEN],
+/* The RARP request QEMU sends for @mac into @buf; its length. */
+static size_t announce_rarp_frame(uint8_t buf[ANNOUNCE_FRAME_LEN],
                            const uint8_t mac[6])
 {
     memset(buf, 0, ANNOUNCE_FRAME_LEN);

@@ -33,8 +33,8 @@ static UserObject *find(const char *id)
     return NULL;
 }
 
-bool user_object_add(const char *type, const char *id, uint64_t size,
-                     GError **errp)
+static bool user_object_add(const char *type, const char *id, uint64_t size,
+                            GError **errp)
 {
     UserObject *obj;
 
@@ -84,7 +84,7 @@ bool user_object_add_opts(const char *optarg, GError **errp)
     return user_object_add(qemu_opt_get(opts, "qom-type"), id, bytes, errp);
 }
 
-bool user_object_del(const char *id, GError **errp)
+static bool user_object_del(const char *id, GError **errp)
 {
     UserObject *obj = find(id);
 

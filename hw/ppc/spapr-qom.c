@@ -130,7 +130,8 @@ typedef struct QomNode {
     UserObject *obj;            /* QOM_OBJECT */
 } QomNode;
 
-const char *spapr_qom_machine_type(void)
+/* The machine type's QOM name, "pseries-2.0-machine" or "none-machine". */
+static const char *spapr_qom_machine_type(void)
 {
     SpaprMachineState *spapr = spapr_machine_current();
 
@@ -711,7 +712,9 @@ static void print_node(const char *name, const QomNode *n, void *opaque)
     foreach_child(n, print_node, &below);
 }
 
-void spapr_qom_print_tree(const char *path, GString *out)
+/* HMP info qom-tree: the tree under @path (NULL: /machine), one
+ * "/name (type)" line per object, children indented by two spaces. */
+static void spapr_qom_print_tree(const char *path, GString *out)
 {
     TreePrint tp = { out, 0 };
     g_autofree char *canon = NULL;

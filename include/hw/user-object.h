@@ -19,9 +19,6 @@ typedef struct UserObject {
 
 /* -object TYPE,id=ID[,size=SIZE]: false with *errp set when refused. */
 bool user_object_add_opts(const char *optarg, GError **errp);
-bool user_object_add(const char *type, const char *id, uint64_t size,
-                     GError **errp);
-bool user_object_del(const char *id, GError **errp);
 /* Every object, in creation order.  Main thread. */
 void user_object_foreach(void (*fn)(UserObject *obj, void *opaque),
                          void *opaque);

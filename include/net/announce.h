@@ -29,9 +29,6 @@ typedef struct AnnounceParameters {
     ((AnnounceParameters){ .initial = 50, .max = 550, .rounds = 5, \
                            .step = 100 })
 
-/* The RARP request QEMU sends for @mac into @buf; its length. */
-size_t announce_rarp_frame(uint8_t buf[ANNOUNCE_FRAME_LEN],
-                           const uint8_t mac[6]);
 /* Starts the rounds @p describes (copied), replacing a run of the same
  * id; false with *errp when a value is out of range. */
 bool announce_self(const AnnounceParameters *p, GError **errp);

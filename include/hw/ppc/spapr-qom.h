@@ -20,17 +20,10 @@
 
 #include <glib.h>
 
-/* The machine type's QOM name, "pseries-2.0-machine" or "none-machine". */
-const char *spapr_qom_machine_type(void);
-
 /* A device property's current value in option syntax (caller frees).
  * spapr-vlan's "mac" is the one the guest set with
  * H_CHANGE_LOGICAL_LAN_MAC, read under the device's lock, since a
  * built-in guest changes it from its vCPU thread. */
 char *spapr_qom_prop_text(DeviceState *dev, const Property *p);
-
-/* HMP info qom-tree: the tree under @path (NULL: /machine), one
- * "/name (type)" line per object, children indented by two spaces. */
-void spapr_qom_print_tree(const char *path, GString *out);
 
 #endif
