@@ -38,6 +38,8 @@ static void runstate_changed(RunstateEvent event, const char *reason,
     case RUNSTATE_EVENT_SHUTDOWN:
         qmp_event_emit("SHUTDOWN", shutdown_cause(reason));
         break;
+    case RUNSTATE_EVENT_CHANGED:
+        break;                  /* QEMU has no event for that alone */
     }
 }
 

@@ -17,6 +17,7 @@
 #include "net/xsk-queue.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
+#include "qemu/runstate.h"
 #include "qemu/thread.h"
 
 #include <errno.h>
@@ -555,11 +556,37 @@ static bool open_queues(AfXdpState *s, GError **errp)
     return true;
 }
 
+/* Once the machine has migrated away its guest is gone for good: frames
+ * still arriving are taken from the rings by the main thread and counted
+ * as the NIC drops them (xsk_queue_drain_parked()).  The run state parks
+ * the I/O threads in every state but running, and announces each change
+ * with them parked. */
+static void drain_if_migrated(AfXdpState *s)
+{
+    bool left = runstate_get() == RUN_STATE_POSTMIGRATE;
+
+    for (unsigned i = 0; i < s->o.queues; i++) {
+        if (s->queues[i]) {
+            xsk_queue_drain_parked(s->queues[i], left);
+        }
+    }
+}
+
+static void runstate_changed(RunstateEvent event, const char *reason,
+                             void *opaque)
+{
+    (void)reason;
+    if (event == RUNSTATE_EVENT_CHANGED) {
+        drain_if_migrated(opaque);
+    }
+}
+
 static void start_queues(AfXdpState *s)
 {
     for (unsigned i = 0; i < s->o.queues; i++) {
         xsk_queue_start(s->queues[i]);
     }
+    drain_if_migrated(s);
 }
 
 /* The interface's life. */
@@ -669,6 +696,7 @@ static void af_xdp_free(void *opaque)
 {
     AfXdpState *s = opaque;
 
+    runstate_remove_notifier(runstate_changed, s);
     link_watch_free(s->watch);
     close_queues(s);
     /* Passed sockets are the netdev's from the moment it parsed them. */
@@ -796,6 +824,7 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
     s->link = link_is_up(s->o.ifname) ? AF_XDP_LINK_UP : AF_XDP_LINK_DOWN;
     net_client_set_link(s->nc, s->link == AF_XDP_LINK_UP);
     start_queues(s);
+    runstate_add_notifier(runstate_changed, s);
     return true;
 }
 

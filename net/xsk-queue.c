@@ -17,6 +17,7 @@
 #include "qemu/thread.h"
 
 #include <errno.h>
+#include <glib-unix.h>
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
@@ -62,7 +63,8 @@ struct XskQueue {
     RingMap maps[4];                /* sock-fds path */
     bool zero_copy;
 
-    /* Receive: the I/O thread's alone. */
+    /* Receive: the I/O thread's alone, or the main thread's while the
+     * machine has migrated away (drain_watch set, the thread parked). */
     struct xsk_ring_cons rx;
     struct xsk_ring_prod fill;
     uint64_t *rx_free;              /* frames taken from the rx ring and
@@ -85,6 +87,8 @@ struct XskQueue {
     bool rx_held;                   /* the NIC has no room: wait for
                                        xsk_queue_rx_ready(), not frames */
     bool failed;                    /* atomic */
+    guint drain_watch;              /* main thread: the socket's watch
+                                       while the machine has left */
     XskQueueStats stats;            /* the non-xdp_* part */
 };
 
@@ -549,6 +553,50 @@ static gpointer io_thread(gpointer opaque)
     return NULL;
 }
 
+/* Draining for a machine that has left. */
+
+/* At most a ring's worth, so the main loop gets its turn between. */
+static void drain_rx_ring(XskQueue *q)
+{
+    uint32_t taken = 0, n;
+
+    do {
+        n = rx_batch(q);
+        taken += n;
+    } while (n > 0 && taken < q->cfg.rx_ring_size);
+}
+
+static gboolean drain_readable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    XskQueue *q = opaque;
+
+    (void)fd;
+    if (cond & (G_IO_ERR | G_IO_HUP | G_IO_NVAL)) {
+        __atomic_store_n(&q->failed, true, __ATOMIC_RELEASE);
+        q->drain_watch = 0;
+        return G_SOURCE_REMOVE;
+    }
+    drain_rx_ring(q);
+    return G_SOURCE_CONTINUE;
+}
+
+void xsk_queue_drain_parked(XskQueue *q, bool on)
+{
+    if (on == (q->drain_watch != 0)) {
+        return;
+    }
+    if (!on) {
+        g_source_remove(q->drain_watch);
+        q->drain_watch = 0;
+        return;
+    }
+    if (xsk_queue_failed(q)) {
+        return;
+    }
+    drain_rx_ring(q);
+    q->drain_watch = g_unix_fd_add(q->fd, G_IO_IN, drain_readable, q);
+}
+
 void xsk_queue_rx_ready(XskQueue *q)
 {
     if (!q->cfg.spin) {
@@ -575,6 +623,7 @@ void xsk_queue_close(XskQueue *q)
     if (!q) {
         return;
     }
+    xsk_queue_drain_parked(q, false);
     if (q->thread) {
         __atomic_store_n(&q->stopping, true, __ATOMIC_RELEASE);
         pause_thread_leave(q->pause);

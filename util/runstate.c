@@ -18,6 +18,8 @@ static RunState current_state = RUN_STATE_PRELAUNCH;
 static RunstateHandlers handlers;
 static GArray *notifiers;
 
+static void notify(RunstateEvent event, const char *reason);
+
 RunState runstate_get(void)
 {
     return __atomic_load_n(&current_state, __ATOMIC_ACQUIRE);
@@ -50,6 +52,9 @@ void runstate_set(RunState state)
         pause_all();
     }
     __atomic_store_n(&current_state, state, __ATOMIC_RELEASE);
+    if (old != state) {
+        notify(RUNSTATE_EVENT_CHANGED, NULL);
+    }
     if (old != RUN_STATE_RUNNING && state == RUN_STATE_RUNNING) {
         resume_all();
     }

@@ -66,6 +66,17 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len);
 /* The NIC has room again for frames the queue held back.  Any thread. */
 void xsk_queue_rx_ready(XskQueue *q);
 
+/*
+ * The machine has migrated away (run state postmigrate) and @on: the main
+ * thread takes the I/O thread's place on the receive side, which the run
+ * state keeps parked, as it keeps the guest's vCPU.  It hands what waits
+ * in the rx ring to the NIC now, and again whenever the socket is
+ * readable, so that those frames are counted as the NIC drops them
+ * (vm-stopped) instead of left to overflow the ring.  Off before the I/O
+ * thread may run again.  Main thread only, with the I/O thread parked.
+ */
+void xsk_queue_drain_parked(XskQueue *q, bool on);
+
 /* True once the kernel reported the socket dead (interface gone). */
 bool xsk_queue_failed(const XskQueue *q);
 bool xsk_queue_zero_copy(const XskQueue *q);

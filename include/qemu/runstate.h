@@ -42,6 +42,10 @@ typedef enum RunstateEvent {
     RUNSTATE_EVENT_RESUME,
     RUNSTATE_EVENT_RESET,       /* @reason: QEMU's ShutdownCause name */
     RUNSTATE_EVENT_SHUTDOWN,    /* @reason, likewise */
+    /* Any change of runstate_get(), announced while every thread is
+     * parked: after the pause when leaving running, before the resume
+     * when entering it. */
+    RUNSTATE_EVENT_CHANGED,
 } RunstateEvent;
 
 typedef void (*RunstateNotifier)(RunstateEvent event, const char *reason,
