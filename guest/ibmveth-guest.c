@@ -260,6 +260,8 @@ static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
     case GUEST_FWD_MACSWAP:
         if (e->len >= 2 * ETH_ALEN) {
             macswap(frame);
+            guest_ram_mark_dirty(g->ram, ibmveth_rx_data_addr(g->drv, e),
+                                 2 * ETH_ALEN);
         }
         send_frame(g, frame, e->len);
         break;

@@ -1,25 +1,27 @@
 /*
  * The migration state machine and QEMU's statuses, each change announced
  * to notifiers (the monitor makes them MIGRATION events).  The stream
- * moves in one step with the machine stopped, but on a thread of its own
- * (mig/src, mig/dst), so that the main loop keeps serving QMP, qtest and
- * the netdevs, and a peer that stops reading or sending stalls nothing
- * but that thread.
+ * moves on a thread of its own (mig/src, mig/dst), so that the main loop
+ * keeps serving QMP, qtest and the netdevs, and a peer that stops reading
+ * or sending stalls nothing but that thread.
  *
- * The thread touches no state the pause guards: the run state already
- * parks every vCPU and I/O thread (finish-migrate on the source,
- * inmigrate on the destination), the source's device images are
- * captured on the main thread before the thread starts, and the
- * destination's images are committed on the main thread after it ends.
- * So the thread never registers with the pause, and stop, reset and exit
- * never wait for it.  Status changes, and so the events, all happen on
- * the main thread: the thread posts its end there.
+ * The source's thread sends RAM while the machine runs (migration/
+ * precopy.c); guest RAM's dirty log, which every writer marks, tells it
+ * what to send again.  It reads RAM and nothing else the pause guards,
+ * so it never registers with the pause.  At the switchover it asks the
+ * main thread to stop the machine and capture the devices, and waits.
+ * The destination's thread reads into RAM and images while the machine
+ * waits in inmigrate (everything parked); the images are committed on
+ * the main thread after it ends.  Status changes, and so the events, all
+ * happen on the main thread: the thread posts them there.
  */
 #include "migration/migration.h"
 #include "migration/channel.h"
+#include "migration/precopy.h"
 #include "migration/savevm.h"
 #include "qemu/main-loop.h"
 #include "qemu/option.h"
+#include "qemu/pause.h"
 #include "qemu/runstate.h"
 
 #include <stdio.h>
@@ -36,6 +38,12 @@ static const char *const status_names[] = {
     "cancelled",
 };
 
+typedef enum Switchover {
+    SWITCHOVER_NOT_YET,
+    SWITCHOVER_REQUESTED,       /* the thread waits for the main thread */
+    SWITCHOVER_ANSWERED,
+} Switchover;
+
 /* One stream on its thread.  The main thread creates it, may cancel its
  * file, and frees it after the join; the thread alone does the I/O and
  * closes the channel. */
@@ -44,7 +52,11 @@ typedef struct MigrationJob {
     bool outgoing;
     QEMUFile *f;
     MigrationChannel *ch;
-    SaveVMImages *images;       /* source: the devices, captured stopped */
+    GMutex lock;                /* guards the switchover's handshake: */
+    GCond answered;
+    Switchover switchover;
+    SaveVMImages *images;       /* the devices, captured stopped; NULL
+                                   when cancelled first */
     bool ok;                    /* the thread's result, */
     GError *err;                /* before done */
     bool done;                  /* atomic */
@@ -55,9 +67,12 @@ static struct {
     const char *machine_type;
     MigrationStatus status;
     char *error;
-    RamStats ram_stats;         /* the source thread counts, atomically */
+    PrecopyStats stats;         /* the source thread counts, atomically */
     uint64_t transferred;       /* once the job is over */
     int64_t start_us, total_ms;
+    int64_t setup_ms;           /* -1 while in setup */
+    int64_t stop_us, downtime_ms;   /* source: the switchover's pause */
+    void (*pass_notifier)(uint64_t pass);
     MigrationJob *job;          /* a stream in progress */
     RunState vm_old_state;      /* source: the run state to go back to */
     /* Destination. */
@@ -108,8 +123,13 @@ static void set_status(MigrationStatus status)
     if (status == MIGRATION_STATUS_SETUP) {
         mig.start_us = g_get_monotonic_time();
         g_clear_pointer(&mig.error, g_free);
-        mig.ram_stats = (RamStats){ 0 };
+        mig.stats = (PrecopyStats){ 0 };
         mig.transferred = 0;
+        mig.setup_ms = -1;
+        mig.downtime_ms = -1;
+    }
+    if (status == MIGRATION_STATUS_ACTIVE && mig.setup_ms < 0) {
+        mig.setup_ms = (g_get_monotonic_time() - mig.start_us) / 1000;
     }
     if (status == MIGRATION_STATUS_COMPLETED ||
         status == MIGRATION_STATUS_FAILED ||
@@ -129,6 +149,21 @@ static void fail(const GError *err)
     set_status(MIGRATION_STATUS_FAILED);
 }
 
+/* The switchover's answer, on the main thread: once, and before the
+ * thread is joined, since it may be waiting for it. */
+static void answer_switchover(MigrationJob *job, SaveVMImages *images)
+{
+    g_mutex_lock(&job->lock);
+    if (job->switchover == SWITCHOVER_REQUESTED) {
+        job->images = images;
+        job->switchover = SWITCHOVER_ANSWERED;
+        g_cond_signal(&job->answered);
+        images = NULL;
+    }
+    g_mutex_unlock(&job->lock);
+    qemu_savevm_images_free(images);
+}
+
 /* The thread's end, on the main thread. */
 
 static void outgoing_finished(bool ok, GError *err);
@@ -138,10 +173,12 @@ static void finish_job(void)
 {
     MigrationJob *job = g_steal_pointer(&mig.job);
 
+    answer_switchover(job, NULL);
     g_thread_join(job->thread);
     mig.transferred = qemu_file_io_bytes(job->f);
     qemu_file_free(job->f);
-    qemu_savevm_images_free(job->images);
+    g_mutex_clear(&job->lock);
+    g_cond_clear(&job->answered);
     if (job->outgoing) {
         outgoing_finished(job->ok, job->err);
     } else {
@@ -170,14 +207,15 @@ static void job_end(MigrationJob *job, bool ok, GError *err)
 }
 
 static void start_job(const char *name, bool outgoing, MigrationChannel *ch,
-                      SaveVMImages *images, GThreadFunc fn)
+                      GThreadFunc fn)
 {
     MigrationJob *job = g_new0(MigrationJob, 1);
     int fd = migration_channel_fd(ch);
 
     job->outgoing = outgoing;
     job->ch = ch;
-    job->images = images;
+    g_mutex_init(&job->lock);
+    g_cond_init(&job->answered);
     job->f = outgoing ? qemu_file_new_output(fd) : qemu_file_new_input(fd);
     mig.job = job;
     job->thread = g_thread_new(name, fn, job);
@@ -232,7 +270,7 @@ static void load_incoming(MigrationChannel *ch, void *opaque)
     (void)opaque;
     mig.incoming = NULL;
     set_status(MIGRATION_STATUS_ACTIVE);
-    start_job("mig/dst", false, ch, NULL, incoming_thread);
+    start_job("mig/dst", false, ch, incoming_thread);
 }
 
 static bool listen_incoming(const char *uri, GError **errp)
@@ -285,12 +323,81 @@ bool migration_incoming_deferred(const char *uri, GError **errp)
 
 /* Source. */
 
+/* Posted by the source's thread. */
+
+static void precopy_active(void *opaque)
+{
+    (void)opaque;
+    if (mig.job && mig.status == MIGRATION_STATUS_SETUP) {
+        set_status(MIGRATION_STATUS_ACTIVE);
+    }
+}
+
+static void precopy_pass(void *opaque)
+{
+    if (mig.pass_notifier) {
+        mig.pass_notifier(GPOINTER_TO_SIZE(opaque));
+    }
+}
+
+/* The one pause: the machine stops as it is and its devices are
+ * captured.  Not after a cancel, and not for a job that is gone (the
+ * request was posted before an exit joined it). */
+static void switchover(void *opaque)
+{
+    MigrationJob *job = mig.job;
+
+    (void)opaque;
+    if (!job || !job->outgoing || mig.status == MIGRATION_STATUS_CANCELLING) {
+        if (job) {
+            answer_switchover(job, NULL);
+        }
+        return;
+    }
+    mig.vm_old_state = runstate_get();
+    mig.stop_us = g_get_monotonic_time();
+    vm_stop();
+    runstate_set(RUN_STATE_FINISH_MIGRATE);
+    answer_switchover(job, qemu_savevm_capture());
+}
+
+static void hook_active(void *opaque)
+{
+    (void)opaque;
+    main_loop_run_or_post(precopy_active, NULL);
+}
+
+static void hook_pass(uint64_t pass, void *opaque)
+{
+    (void)opaque;
+    main_loop_run_or_post(precopy_pass, GSIZE_TO_POINTER(pass));
+}
+
+static SaveVMImages *hook_switchover(void *opaque)
+{
+    MigrationJob *job = opaque;
+    SaveVMImages *images;
+
+    g_mutex_lock(&job->lock);
+    job->switchover = SWITCHOVER_REQUESTED;
+    g_mutex_unlock(&job->lock);
+    main_loop_run_or_post(switchover, NULL);
+    g_mutex_lock(&job->lock);
+    while (job->switchover != SWITCHOVER_ANSWERED) {
+        g_cond_wait(&job->answered, &job->lock);
+    }
+    images = g_steal_pointer(&job->images);
+    g_mutex_unlock(&job->lock);
+    return images;
+}
+
 static gpointer outgoing_thread(gpointer opaque)
 {
     MigrationJob *job = opaque;
+    PrecopyHooks hooks = { hook_active, hook_pass, hook_switchover, job };
     GError *err = NULL;
-    bool ok = qemu_savevm_write(job->f, mig.machine_type, mig.ram,
-                                job->images, &mig.ram_stats, &err);
+    bool ok = precopy_save(job->f, mig.machine_type, mig.ram, &hooks,
+                           &mig.stats, &err);
 
     ok = qemu_file_finish(job->f, ok ? &err : NULL) && ok;
     ok = migration_channel_close(job->ch, ok ? &err : NULL) && ok;
@@ -300,12 +407,16 @@ static gpointer outgoing_thread(gpointer opaque)
 }
 
 /* A stream written to its end completes even if a cancel came too late
- * to stop it: the destination has it all and may run. */
+ * to stop it: the destination has it all and may run.  Otherwise the
+ * machine goes back to what it was before the switchover, if it got
+ * that far. */
 static void outgoing_finished(bool ok, GError *err)
 {
     bool stopped = runstate_get() == RUN_STATE_FINISH_MIGRATE;
 
+    guest_ram_dirty_log_stop(mig.ram);
     if (ok) {
+        mig.downtime_ms = (g_get_monotonic_time() - mig.stop_us) / 1000;
         set_status(MIGRATION_STATUS_COMPLETED);
         if (stopped) {
             runstate_set(RUN_STATE_POSTMIGRATE);
@@ -318,7 +429,7 @@ static void outgoing_finished(bool ok, GError *err)
         fail(err);
     }
     if (!stopped) {
-        return;                 /* the run is ending */
+        return;                 /* still running, or the run is ending */
     }
     if (mig.vm_old_state == RUN_STATE_RUNNING) {
         runstate_set(RUN_STATE_PAUSED);
@@ -347,14 +458,12 @@ bool migration_outgoing(const char *uri, GError **errp)
         return false;
     }
     set_status(MIGRATION_STATUS_SETUP);
-    /* Stopped, frames are dropped before they touch guest memory; the
-     * devices' locks make sure no batch is half delivered when captured.
-     * finish-migrate keeps cont away until the stream is done. */
-    mig.vm_old_state = runstate_get();
-    vm_stop();
-    runstate_set(RUN_STATE_FINISH_MIGRATE);
-    set_status(MIGRATION_STATUS_ACTIVE);
-    start_job("mig/src", true, ch, qemu_savevm_capture(), outgoing_thread);
+    /* Under the pause, so that every write from now on sees the log on
+     * (its writers read the switch without ordering of their own). */
+    pause_all();
+    guest_ram_dirty_log_start(mig.ram);
+    resume_all();
+    start_job("mig/src", true, ch, outgoing_thread);
     return true;
 }
 
@@ -386,9 +495,74 @@ static uint64_t read_count(const uint64_t *counter)
     return __atomic_load_n(counter, __ATOMIC_RELAXED);
 }
 
+/* QEMU's MigrationStats. */
+static JsonObject *ram_info(void)
+{
+    const RamStats *st = &mig.stats.ram;
+    JsonObject *ram = json_object_new();
+    uint64_t normal = read_count(&st->normal);
+    uint64_t bandwidth = read_count(&st->bandwidth);
+    static const char *const never[] = {
+        "postcopy-requests", "multifd-bytes", "postcopy-bytes",
+        "dirty-sync-missed-zero-copy",
+    };
+
+    json_object_set_int_member(ram, "transferred", mig.job
+                               ? qemu_file_io_bytes(mig.job->f)
+                               : mig.transferred);
+    json_object_set_int_member(ram, "remaining", read_count(&st->remaining));
+    json_object_set_int_member(ram, "total", read_count(&st->total));
+    json_object_set_int_member(ram, "duplicate", read_count(&st->duplicate));
+    json_object_set_int_member(ram, "normal", normal);
+    json_object_set_int_member(ram, "normal-bytes",
+                               normal * MIGRATION_PAGE_SIZE);
+    json_object_set_int_member(ram, "dirty-pages-rate",
+                               read_count(&st->dirty_pages_rate));
+    json_object_set_double_member(ram, "mbps", bandwidth * 8 / 1e6);
+    json_object_set_int_member(ram, "dirty-sync-count",
+                               read_count(&st->dirty_sync_count));
+    json_object_set_int_member(ram, "page-size", MIGRATION_PAGE_SIZE);
+    json_object_set_int_member(ram, "pages-per-second",
+                               read_count(&st->pages_per_second));
+    json_object_set_int_member(ram, "precopy-bytes",
+                               read_count(&st->precopy_bytes));
+    json_object_set_int_member(ram, "downtime-bytes",
+                               read_count(&st->downtime_bytes));
+    for (size_t i = 0; i < G_N_ELEMENTS(never); i++) {
+        json_object_set_int_member(ram, never[i], 0);
+    }
+    return ram;
+}
+
+/* The times, as QEMU shows them: total-time so far while it runs,
+ * expected-downtime while active, downtime once completed. */
+static void add_times(JsonObject *info)
+{
+    bool ended = mig.status == MIGRATION_STATUS_COMPLETED ||
+                 mig.status == MIGRATION_STATUS_FAILED ||
+                 mig.status == MIGRATION_STATUS_CANCELLED;
+
+    json_object_set_int_member(info, "total-time", ended ? mig.total_ms :
+                               (g_get_monotonic_time() - mig.start_us) /
+                               1000);
+    if (mig.setup_ms >= 0) {
+        json_object_set_int_member(info, "setup-time", mig.setup_ms);
+    }
+    if (mig.status == MIGRATION_STATUS_ACTIVE && mig.job &&
+        mig.job->outgoing) {
+        json_object_set_int_member(info, "expected-downtime",
+                                   __atomic_load_n(
+                                       &mig.stats.expected_downtime_ms,
+                                       __ATOMIC_RELAXED));
+    }
+    if (mig.status == MIGRATION_STATUS_COMPLETED && mig.downtime_ms >= 0) {
+        json_object_set_int_member(info, "downtime", mig.downtime_ms);
+    }
+}
+
 JsonObject *migration_query(void)
 {
-    JsonObject *info = json_object_new(), *ram;
+    JsonObject *info = json_object_new();
     JsonArray *addrs;
 
     if (mig.status == MIGRATION_STATUS_NONE) {
@@ -398,27 +572,22 @@ JsonObject *migration_query(void)
     if (mig.status == MIGRATION_STATUS_FAILED) {
         json_object_set_string_member(info, "error-desc", mig.error);
     }
-    if (mig.status == MIGRATION_STATUS_COMPLETED ||
-        mig.status == MIGRATION_STATUS_FAILED ||
-        mig.status == MIGRATION_STATUS_CANCELLED) {
-        json_object_set_int_member(info, "total-time", mig.total_ms);
-    }
+    add_times(info);
     if ((addrs = migration_channel_socket_addresses(mig.incoming))) {
         json_object_set_array_member(info, "socket-address", addrs);
     }
-    ram = json_object_new();
-    json_object_set_int_member(ram, "transferred", mig.job
-                               ? qemu_file_io_bytes(mig.job->f)
-                               : mig.transferred);
-    json_object_set_int_member(ram, "total",
-                               read_count(&mig.ram_stats.total));
-    json_object_set_int_member(ram, "normal",
-                               read_count(&mig.ram_stats.normal));
-    json_object_set_int_member(ram, "duplicate",
-                               read_count(&mig.ram_stats.duplicate));
-    json_object_set_int_member(ram, "page-size", MIGRATION_PAGE_SIZE);
-    json_object_set_object_member(info, "ram", ram);
+    json_object_set_object_member(info, "ram", ram_info());
     return info;
+}
+
+void migration_set_pass_notifier(void (*fn)(uint64_t pass))
+{
+    mig.pass_notifier = fn;
+}
+
+bool migration_in_progress(void)
+{
+    return mig.job != NULL;
 }
 
 GError *migration_take_fatal_error(void)

@@ -163,6 +163,22 @@ bool qemu_file_finish(QEMUFile *f, GError **errp)
     return qemu_file_check(f, errp);
 }
 
+bool qemu_file_sleep(QEMUFile *f, int64_t us)
+{
+    int64_t until = g_get_monotonic_time() + us, left;
+
+    if (f->output) {
+        flush(f);
+    }
+    while (!f->error && !check_cancelled(f) &&
+           (left = until - g_get_monotonic_time()) > 0) {
+        struct pollfd p = { f->wake_fd, POLLIN, 0 };
+
+        poll(&p, 1, (int)((left + 999) / 1000));
+    }
+    return !f->error;
+}
+
 void qemu_file_free(QEMUFile *f)
 {
     if (!f) {

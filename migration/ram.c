@@ -1,6 +1,5 @@
 /*
- * RAM pages.  Everything is sent in one pass while the machine is
- * stopped; a page is checked for zero before it is sent, so untouched
+ * RAM pages.  A page is checked for zero before it is sent, so untouched
  * guest memory costs 9 bytes a page.  On load every address and flag is
  * checked against the one block this machine has.
  */
@@ -24,6 +23,11 @@ void ram_save_setup(QEMUFile *f, GuestRam *ram)
     qemu_put_be64(f, RAM_SAVE_FLAG_EOS);
 }
 
+void ram_save_eos(QEMUFile *f)
+{
+    qemu_put_be64(f, RAM_SAVE_FLAG_EOS);
+}
+
 static bool page_is_zero(const uint8_t *p)
 {
     const uint64_t *w = (const uint64_t *)p;
@@ -36,47 +40,121 @@ static bool page_is_zero(const uint8_t *p)
     return true;
 }
 
-/* Counts are read by QMP on the main thread while a migration thread
- * writes; one writer, so a relaxed load and store make an increment. */
-static void count(uint64_t *counter)
+/* One writer, so a relaxed load and store make an increment that a
+ * reader on another thread may load whole. */
+static void count(uint64_t *counter, uint64_t n)
 {
-    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1,
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n,
                      __ATOMIC_RELAXED);
 }
 
-void ram_save_pages(QEMUFile *f, GuestRam *ram, RamStats *stats)
+struct RamSaver {
+    QEMUFile *f;
+    GuestRam *ram;
+    RamStats *stats;
+    uint64_t *bitmap;           /* pages to send, a bit each */
+    size_t words;
+    size_t word;                /* where sending goes on */
+    uint64_t pending;           /* bits set in @bitmap */
+    bool named;                 /* the block was named in this part */
+};
+
+RamSaver *ram_saver_new(QEMUFile *f, GuestRam *ram, RamStats *stats)
 {
-    uint64_t size = guest_ram_size(ram);
-    const uint8_t *base = guest_ram_ptr(ram, 0, size);
+    RamSaver *rs = g_new0(RamSaver, 1);
 
-    __atomic_store_n(&stats->total, size, __ATOMIC_RELAXED);
-    for (uint64_t addr = 0; addr < size; addr += MIGRATION_PAGE_SIZE) {
-        const uint8_t *page = base + addr;
-        /* The first page names the block; the rest continue in it. */
-        uint64_t cont = addr ? RAM_SAVE_FLAG_CONTINUE : 0;
-
-        if (page_is_zero(page)) {
-            qemu_put_be64(f, addr | RAM_SAVE_FLAG_ZERO | cont);
-        } else {
-            qemu_put_be64(f, addr | RAM_SAVE_FLAG_PAGE | cont);
-        }
-        if (!cont) {
-            qemu_put_counted_string(f, RAM_BLOCK_NAME);
-        }
-        if (page_is_zero(page)) {
-            qemu_put_byte(f, 0);
-            count(&stats->duplicate);
-        } else {
-            qemu_put_buffer(f, page, MIGRATION_PAGE_SIZE);
-            count(&stats->normal);
-        }
-    }
-    qemu_put_be64(f, RAM_SAVE_FLAG_EOS);
+    G_STATIC_ASSERT(MIGRATION_PAGE_SIZE == GUEST_RAM_DIRTY_PAGE_SIZE);
+    rs->f = f;
+    rs->ram = ram;
+    rs->stats = stats;
+    rs->words = guest_ram_dirty_words(ram);
+    rs->bitmap = g_new0(uint64_t, rs->words);
+    __atomic_store_n(&stats->total, guest_ram_size(ram), __ATOMIC_RELAXED);
+    return rs;
 }
 
-void ram_save_complete(QEMUFile *f)
+void ram_saver_free(RamSaver *rs)
 {
-    qemu_put_be64(f, RAM_SAVE_FLAG_EOS);
+    if (rs) {
+        g_free(rs->bitmap);
+        g_free(rs);
+    }
+}
+
+static void set_pending(RamSaver *rs, uint64_t pages)
+{
+    rs->pending = pages;
+    __atomic_store_n(&rs->stats->remaining, pages * MIGRATION_PAGE_SIZE,
+                     __ATOMIC_RELAXED);
+}
+
+void ram_saver_mark_all(RamSaver *rs)
+{
+    uint64_t pages = guest_ram_size(rs->ram) / MIGRATION_PAGE_SIZE;
+
+    for (size_t i = 0; i < rs->words; i++) {
+        rs->bitmap[i] = i < pages / 64 ? ~0ull : (1ull << (pages % 64)) - 1;
+    }
+    set_pending(rs, pages);
+}
+
+uint64_t ram_saver_sync(RamSaver *rs)
+{
+    set_pending(rs, guest_ram_dirty_sync(rs->ram, rs->bitmap));
+    count(&rs->stats->dirty_sync_count, 1);
+    return rs->pending;
+}
+
+void ram_saver_begin_part(RamSaver *rs)
+{
+    rs->named = false;
+}
+
+static void save_page(RamSaver *rs, uint64_t addr)
+{
+    uint64_t page[MIGRATION_PAGE_SIZE / sizeof(uint64_t)];
+    bool zero;
+
+    /* A copy: the guest may write the page meanwhile, and what is tested
+     * for zero must be what is sent. */
+    guest_ram_copy_page_racy(rs->ram, addr, page);
+    zero = page_is_zero((const uint8_t *)page);
+    qemu_put_be64(rs->f, addr | (zero ? RAM_SAVE_FLAG_ZERO
+                                      : RAM_SAVE_FLAG_PAGE) |
+                         (rs->named ? RAM_SAVE_FLAG_CONTINUE : 0));
+    if (!rs->named) {
+        qemu_put_counted_string(rs->f, RAM_BLOCK_NAME);
+        rs->named = true;
+    }
+    if (zero) {
+        qemu_put_byte(rs->f, 0);
+        count(&rs->stats->duplicate, 1);
+    } else {
+        qemu_put_buffer(rs->f, page, MIGRATION_PAGE_SIZE);
+        count(&rs->stats->normal, 1);
+    }
+}
+
+bool ram_saver_send(RamSaver *rs, uint64_t max_bytes)
+{
+    uint64_t start = qemu_file_transferred(rs->f);
+
+    while (rs->pending && qemu_file_transferred(rs->f) - start < max_bytes) {
+        uint64_t taken;
+
+        while (!rs->bitmap[rs->word]) {
+            rs->word = (rs->word + 1) % rs->words;
+        }
+        taken = rs->bitmap[rs->word];
+        rs->bitmap[rs->word] = 0;
+        for (uint64_t bits = taken; bits; bits &= bits - 1) {
+            uint64_t page = rs->word * 64 + __builtin_ctzll(bits);
+
+            save_page(rs, page * MIGRATION_PAGE_SIZE);
+        }
+        set_pending(rs, rs->pending - __builtin_popcountll(taken));
+    }
+    return rs->pending == 0;
 }
 
 static bool load_block_list(QEMUFile *f, GuestRam *ram, uint64_t total,

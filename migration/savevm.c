@@ -157,20 +157,6 @@ static void put_section_footer(QEMUFile *f, uint32_t id)
     qemu_put_be32(f, id);
 }
 
-static void save_ram(QEMUFile *f, GuestRam *ram, RamStats *stats)
-{
-    put_section_header(f, QEMU_VM_SECTION_START, RAM_SECTION_ID,
-                       RAM_SECTION_NAME, 0, RAM_SECTION_VERSION);
-    ram_save_setup(f, ram);
-    put_section_footer(f, RAM_SECTION_ID);
-    put_section_header(f, QEMU_VM_SECTION_PART, RAM_SECTION_ID, NULL, 0, 0);
-    ram_save_pages(f, ram, stats);
-    put_section_footer(f, RAM_SECTION_ID);
-    put_section_header(f, QEMU_VM_SECTION_END, RAM_SECTION_ID, NULL, 0, 0);
-    ram_save_complete(f);
-    put_section_footer(f, RAM_SECTION_ID);
-}
-
 /* A device's state as captured with the machine stopped, for a stream
  * written later, maybe on another thread. */
 typedef struct SavedDevice {
@@ -269,48 +255,99 @@ static void put_vmdesc(QEMUFile *f, JsonWriter *desc)
     qemu_put_buffer(f, json->str, json->len);
 }
 
-bool qemu_savevm_write(QEMUFile *f, const char *machine_type, GuestRam *ram,
-                       const SaveVMImages *images, RamStats *stats,
-                       GError **errp)
+struct SaveVMStream {
+    QEMUFile *f;
+    JsonWriter *desc;
+};
+
+SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
+                                GuestRam *ram)
 {
-    JsonWriter *desc = json_writer_new(false);
+    SaveVMStream *s = g_new0(SaveVMStream, 1);
     ConfigImage config = { .len = strlen(machine_type),
                            .name = (char *)machine_type };
-    bool ok;
 
+    s->f = f;
+    s->desc = json_writer_new(false);
     qemu_put_be32(f, QEMU_VM_FILE_MAGIC);
     qemu_put_be32(f, QEMU_VM_FILE_VERSION);
     qemu_put_byte(f, QEMU_VM_CONFIGURATION);
-    json_writer_start_object(desc, NULL);
-    json_writer_start_object(desc, "configuration");
-    vmstate_save_state(f, &vmstate_configuration, &config, desc);
-    json_writer_end_object(desc);
-    json_writer_int(desc, "page_size", MIGRATION_PAGE_SIZE);
-    json_writer_start_array(desc, "devices");
-    save_ram(f, ram, stats);
-    for (guint i = 0; i < images->devices->len; i++) {
-        save_device(f, &g_array_index(images->devices, SavedDevice, i), desc);
+    json_writer_start_object(s->desc, NULL);
+    json_writer_start_object(s->desc, "configuration");
+    vmstate_save_state(f, &vmstate_configuration, &config, s->desc);
+    json_writer_end_object(s->desc);
+    json_writer_int(s->desc, "page_size", MIGRATION_PAGE_SIZE);
+    json_writer_start_array(s->desc, "devices");
+    put_section_header(f, QEMU_VM_SECTION_START, RAM_SECTION_ID,
+                       RAM_SECTION_NAME, 0, RAM_SECTION_VERSION);
+    ram_save_setup(f, ram);
+    put_section_footer(f, RAM_SECTION_ID);
+    return s;
+}
+
+void qemu_savevm_ram_part_open(SaveVMStream *s, bool last)
+{
+    put_section_header(s->f, last ? QEMU_VM_SECTION_END
+                                  : QEMU_VM_SECTION_PART,
+                       RAM_SECTION_ID, NULL, 0, 0);
+}
+
+void qemu_savevm_ram_part_close(SaveVMStream *s)
+{
+    ram_save_eos(s->f);
+    put_section_footer(s->f, RAM_SECTION_ID);
+}
+
+void qemu_savevm_abandon(SaveVMStream *s)
+{
+    if (s) {
+        json_writer_free(s->desc);
+        g_free(s);
     }
-    qemu_put_byte(f, QEMU_VM_EOF);
-    json_writer_end_array(desc);
-    json_writer_end_object(desc);
-    put_vmdesc(f, desc);
-    json_writer_free(desc);
-    ok = qemu_file_check(f, errp);
+}
+
+bool qemu_savevm_finish(SaveVMStream *s, const SaveVMImages *images,
+                        GError **errp)
+{
+    bool ok;
+
+    for (guint i = 0; i < images->devices->len; i++) {
+        save_device(s->f, &g_array_index(images->devices, SavedDevice, i),
+                    s->desc);
+    }
+    qemu_put_byte(s->f, QEMU_VM_EOF);
+    json_writer_end_array(s->desc);
+    json_writer_end_object(s->desc);
+    put_vmdesc(s->f, s->desc);
+    ok = qemu_file_check(s->f, errp);
     if (!ok) {
         g_prefix_error(errp, "writing the stream: ");
     }
+    qemu_savevm_abandon(s);
     return ok;
 }
 
+/* Stopped, so the RAM goes in one part and the end part is empty. */
 bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
                        RamStats *stats, GError **errp)
 {
     SaveVMImages *images = qemu_savevm_capture();
+    SaveVMStream *s;
+    RamSaver *rs;
     bool ok;
 
     *stats = (RamStats){ 0 };
-    ok = qemu_savevm_write(f, machine_type, ram, images, stats, errp);
+    s = qemu_savevm_begin(f, machine_type, ram);
+    rs = ram_saver_new(f, ram, stats);
+    ram_saver_mark_all(rs);
+    qemu_savevm_ram_part_open(s, false);
+    ram_saver_begin_part(rs);
+    ram_saver_send(rs, UINT64_MAX);
+    qemu_savevm_ram_part_close(s);
+    qemu_savevm_ram_part_open(s, true);
+    qemu_savevm_ram_part_close(s);
+    ram_saver_free(rs);
+    ok = qemu_savevm_finish(s, images, errp);
     qemu_savevm_images_free(images);
     return ok;
 }

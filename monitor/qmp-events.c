@@ -6,6 +6,7 @@
  * NETDEV_STREAM_DISCONNECTED).
  */
 #include "migration/migration.h"
+#include "migration/options.h"
 #include "monitor/qmp.h"
 #include "net/net.h"
 #include "qemu/runstate.h"
@@ -43,14 +44,32 @@ static void runstate_changed(RunstateEvent event, const char *reason,
     }
 }
 
+/* Migration's events, as QEMU sends them: only with the "events"
+ * capability on. */
 static void migration_changed(MigrationStatus status, void *opaque)
 {
-    JsonObject *data = json_object_new();
+    JsonObject *data;
 
     (void)opaque;
+    if (!migrate_events()) {
+        return;
+    }
+    data = json_object_new();
     json_object_set_string_member(data, "status",
                                   migration_status_name(status));
     qmp_event_emit("MIGRATION", data);
+}
+
+static void migration_pass(uint64_t pass)
+{
+    JsonObject *data;
+
+    if (!migrate_events()) {
+        return;
+    }
+    data = json_object_new();
+    json_object_set_int_member(data, "pass", pass);
+    qmp_event_emit("MIGRATION_PASS", data);
 }
 
 static void rx_filter_changed(NetClientState *nic)
@@ -96,6 +115,7 @@ void qmp_events_subscribe(void)
 {
     runstate_add_notifier(runstate_changed, NULL);
     migration_add_notifier(migration_changed, NULL);
+    migration_set_pass_notifier(migration_pass);
     net_set_rx_filter_notifier(rx_filter_changed);
     net_set_link_event_notifier(netdev_link_changed);
     net_set_stream_event_notifier(netdev_stream_changed);
@@ -105,6 +125,7 @@ void qmp_events_unsubscribe(void)
 {
     runstate_remove_notifier(runstate_changed, NULL);
     migration_remove_notifier(migration_changed, NULL);
+    migration_set_pass_notifier(NULL);
     net_set_rx_filter_notifier(NULL);
     net_set_link_event_notifier(NULL);
     net_set_stream_event_notifier(NULL);

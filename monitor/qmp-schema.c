@@ -76,6 +76,12 @@ static const SchemaCommand commands[] = {
     { "migrate_cancel", NULL, NULL },
     { "migrate-incoming", "uri:str", NULL },
     { "query-migrate", NULL, "MigrationInfo" },
+    { "migrate-set-capabilities",
+      "capabilities:[MigrationCapabilityStatus]", NULL },
+    { "query-migrate-capabilities", NULL, "[MigrationCapabilityStatus]" },
+    { "migrate-set-parameters", "*downtime-limit:int *max-bandwidth:int "
+      "*avail-switchover-bandwidth:int", NULL },
+    { "query-migrate-parameters", NULL, "MigrationParameters" },
     { "getfd", "fdname:str", NULL },
     { "closefd", "fdname:str", NULL },
 };
@@ -86,6 +92,7 @@ static const SchemaEvent events[] = {
     { "RESET", "guest:bool reason:ShutdownCause" },
     { "SHUTDOWN", "guest:bool reason:ShutdownCause" },
     { "MIGRATION", "status:MigrationStatus" },
+    { "MIGRATION_PASS", "pass:int" },
     { "NIC_RX_FILTER_CHANGED", "*name:str path:str" },
     { "NETDEV_LINK_CHANGED", "netdev-id:str state:str detail:str" },
     { "NETDEV_STREAM_CONNECTED", "netdev-id:str addr:any" },
@@ -140,15 +147,24 @@ static const SchemaObject objects[] = {
       NULL, NULL },
     { "ObjectTypeInfo", "name:str *abstract:bool *parent:str", NULL, NULL },
     { "MigrationInfo", "*status:MigrationStatus *error-desc:str "
-      "*total-time:int *ram:MigrationStats "
+      "*total-time:int *expected-downtime:int *downtime:int "
+      "*setup-time:int *ram:MigrationStats "
       "*socket-address:[SocketAddress]", NULL, NULL },
+    { "MigrationCapabilityStatus", "capability:MigrationCapability "
+      "state:bool", NULL, NULL },
+    { "MigrationParameters", "*downtime-limit:int *max-bandwidth:int "
+      "*avail-switchover-bandwidth:int", NULL, NULL },
     { "SocketAddress", "type:SocketAddressType", "type",
       "inet:InetSocketAddress unix:UnixSocketAddress" },
     { "InetSocketAddress", "host:str port:str *ipv4:bool *ipv6:bool",
       NULL, NULL },
     { "UnixSocketAddress", "path:str", NULL, NULL },
-    { "MigrationStats", "transferred:int total:int normal:int "
-      "duplicate:int page-size:int", NULL, NULL },
+    { "MigrationStats", "transferred:int remaining:int total:int "
+      "duplicate:int normal:int normal-bytes:int dirty-pages-rate:int "
+      "mbps:number dirty-sync-count:int postcopy-requests:int "
+      "page-size:int multifd-bytes:int pages-per-second:int "
+      "precopy-bytes:int downtime-bytes:int postcopy-bytes:int "
+      "dirty-sync-missed-zero-copy:int", NULL, NULL },
     { "SchemaInfo", "name:str meta-type:SchemaMetaType *features:[str]",
       "meta-type", "builtin:SchemaInfoBuiltin enum:SchemaInfoEnum "
       "array:SchemaInfoArray object:SchemaInfoObject "
@@ -180,6 +196,11 @@ static const SchemaEnum enums[] = {
       "host-signal host-ui" },
     { "MigrationStatus", "none setup active completed failed cancelling "
       "cancelled" },
+    { "MigrationCapability", "xbzrle rdma-pin-all auto-converge events "
+      "postcopy-ram x-colo release-ram return-path pause-before-switchover "
+      "multifd dirty-bitmaps postcopy-blocktime late-block-activate "
+      "x-ignore-shared validate-uuid background-snapshot zero-copy-send "
+      "postcopy-preempt switchover-ack dirty-limit mapped-ram" },
     { "SocketAddressType", "inet unix" },
     { "RxState", "normal none all" },
     { "SysEmuTarget", "ppc64" },

@@ -13,9 +13,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+
 struct GuestRam {
     uint8_t *base;
     uint64_t size;
+    /* The dirty log: a bit per page, set by writers with an atomic OR and
+     * taken by the migration with an exchange.  @logging is switched by
+     * the main thread under the pause, so writers read it relaxed. */
+    uint64_t *dirty;
+    size_t dirty_words;
+    bool logging;
 };
 
 GuestRam *guest_ram_new(uint64_t size, GError **errp)
@@ -41,6 +49,8 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp)
     ram = g_new0(GuestRam, 1);
     ram->base = base;
     ram->size = size;
+    ram->dirty_words = DIV_ROUND_UP(size, GUEST_RAM_DIRTY_PAGE_SIZE * 64ull);
+    ram->dirty = g_new0(uint64_t, ram->dirty_words);
     return ram;
 }
 
@@ -50,6 +60,7 @@ void guest_ram_free(GuestRam *ram)
         if (ram->size) {
             munmap(ram->base, ram->size);
         }
+        g_free(ram->dirty);
         g_free(ram);
     }
 }
@@ -104,6 +115,7 @@ bool guest_ram_write(GuestRam *ram, uint64_t gpa, const void *buf,
 
     if (p) {
         memcpy(p, buf, len);
+        guest_ram_mark_dirty(ram, gpa, len);
     }
     return p != NULL;
 }
@@ -114,6 +126,7 @@ bool guest_ram_fill(GuestRam *ram, uint64_t gpa, uint8_t byte, uint64_t len)
 
     if (p) {
         memset(p, byte, len);
+        guest_ram_mark_dirty(ram, gpa, len);
     }
     return p != NULL;
 }
@@ -140,5 +153,72 @@ bool guest_ram_st_be(GuestRam *ram, uint64_t gpa, unsigned size, uint64_t val)
         return false;
     }
     stn_be_p(p, size, val);
+    guest_ram_mark_dirty(ram, gpa, size);
     return true;
+}
+
+void guest_ram_mark_dirty(GuestRam *ram, uint64_t gpa, uint64_t len)
+{
+    uint64_t first = gpa / GUEST_RAM_DIRTY_PAGE_SIZE;
+    uint64_t last = (gpa + len - 1) / GUEST_RAM_DIRTY_PAGE_SIZE;
+
+    if (!len || !__atomic_load_n(&ram->logging, __ATOMIC_RELAXED)) {
+        return;
+    }
+    /* Release: whoever takes the bit sees the bytes written before it. */
+    for (uint64_t page = first; page <= last; page++) {
+        __atomic_fetch_or(&ram->dirty[page / 64], 1ull << (page % 64),
+                          __ATOMIC_RELEASE);
+    }
+}
+
+void guest_ram_dirty_log_start(GuestRam *ram)
+{
+    uint64_t pages = DIV_ROUND_UP(ram->size, GUEST_RAM_DIRTY_PAGE_SIZE);
+
+    for (size_t i = 0; i < ram->dirty_words; i++) {
+        uint64_t bits = i < pages / 64 ? ~0ull : (1ull << (pages % 64)) - 1;
+
+        __atomic_store_n(&ram->dirty[i], bits, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&ram->logging, true, __ATOMIC_RELAXED);
+}
+
+void guest_ram_dirty_log_stop(GuestRam *ram)
+{
+    __atomic_store_n(&ram->logging, false, __ATOMIC_RELAXED);
+}
+
+size_t guest_ram_dirty_words(const GuestRam *ram)
+{
+    return ram->dirty_words;
+}
+
+uint64_t guest_ram_dirty_sync(GuestRam *ram, uint64_t *bitmap)
+{
+    uint64_t pending = 0;
+
+    for (size_t i = 0; i < ram->dirty_words; i++) {
+        if (__atomic_load_n(&ram->dirty[i], __ATOMIC_RELAXED)) {
+            bitmap[i] |= __atomic_exchange_n(&ram->dirty[i], 0,
+                                             __ATOMIC_ACQUIRE);
+        }
+        pending += __builtin_popcountll(bitmap[i]);
+    }
+    return pending;
+}
+
+/* Word by word through a volatile pointer: no memcpy (which the
+ * sanitizer intercepts whatever the attribute says) is made of it. */
+__attribute__((no_sanitize_thread))
+void guest_ram_copy_page_racy(GuestRam *ram, uint64_t gpa, void *page)
+{
+    const volatile uint64_t *src = guest_ram_ptr(ram, gpa,
+                                                 GUEST_RAM_DIRTY_PAGE_SIZE);
+    uint64_t *dst = page;
+
+    g_assert(src && gpa % GUEST_RAM_DIRTY_PAGE_SIZE == 0);
+    for (size_t i = 0; i < GUEST_RAM_DIRTY_PAGE_SIZE / sizeof(*dst); i++) {
+        dst[i] = src[i];
+    }
 }

@@ -274,16 +274,16 @@ bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
  * as most DMAs do (a frame into a buffer, a descriptor, a queue entry):
  * one translation instead of a check pass and a copy pass. */
 static void *single_page(const SpaprTceTable *tcet, uint64_t ioba,
-                         uint64_t len, DmaDirection dir)
+                         uint64_t len, DmaDirection dir, uint64_t *gpa)
 {
-    uint64_t gpa, avail;
+    uint64_t avail;
 
     if (len == 0 ||
         len > SPAPR_TCE_PAGE_SIZE - (ioba & ~SPAPR_TCE_PAGE_MASK) ||
-        !spapr_tce_translate(tcet, ioba, dir, &gpa, &avail)) {
+        !spapr_tce_translate(tcet, ioba, dir, gpa, &avail)) {
         return NULL;
     }
-    return guest_ram_ptr(tcet->ram, gpa, len);
+    return guest_ram_ptr(tcet->ram, *gpa, len);
 }
 
 /* Copies between @buf and [ioba, ioba + len) page by page, once
@@ -300,6 +300,7 @@ static bool copy_pages(const SpaprTceTable *tcet, uint64_t ioba,
         n = MIN(avail, len - done);
         if (dir == DMA_DEVICE_WRITES) {
             memcpy(guest_ram_ptr(tcet->ram, gpa, n), buf + done, n);
+            guest_ram_mark_dirty(tcet->ram, gpa, n);
         } else {
             memcpy(buf + done, guest_ram_ptr(tcet->ram, gpa, n), n);
         }
@@ -326,7 +327,8 @@ bool spapr_tce_dma_valid(const SpaprTceTable *tcet, uint64_t ioba,
 bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
                         uint64_t len)
 {
-    void *host = single_page(tcet, ioba, len, DMA_DEVICE_READS);
+    uint64_t gpa;
+    void *host = single_page(tcet, ioba, len, DMA_DEVICE_READS, &gpa);
 
     if (host) {
         memcpy(buf, host, len);
@@ -339,10 +341,12 @@ bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
 bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
                          const void *buf, uint64_t len)
 {
-    void *host = single_page(tcet, ioba, len, DMA_DEVICE_WRITES);
+    uint64_t gpa;
+    void *host = single_page(tcet, ioba, len, DMA_DEVICE_WRITES, &gpa);
 
     if (host) {
         memcpy(host, buf, len);
+        guest_ram_mark_dirty(tcet->ram, gpa, len);
         return true;
     }
     return spapr_tce_dma_valid(tcet, ioba, len, DMA_DEVICE_WRITES) &&
@@ -352,12 +356,14 @@ bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
 bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
                                     uint8_t val)
 {
-    uint8_t *host = single_page(tcet, ioba, 1, DMA_DEVICE_WRITES);
+    uint64_t gpa;
+    uint8_t *host = single_page(tcet, ioba, 1, DMA_DEVICE_WRITES, &gpa);
 
     if (!host) {
         return false;
     }
     __atomic_store_n(host, val, __ATOMIC_RELEASE);
+    guest_ram_mark_dirty(tcet->ram, gpa, 1);
     return true;
 }
 

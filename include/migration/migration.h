@@ -2,8 +2,9 @@
  * Migration as the user drives it: QMP migrate and migrate_cancel on the
  * source, -incoming (or -incoming defer and migrate-incoming) on the
  * destination, and query-migrate and MIGRATION events on both.  The
- * source stops the machine (finish-migrate), writes the whole stream on
- * its mig/src thread and ends in postmigrate; the destination waits in
+ * source writes the stream on its mig/src thread while the machine runs,
+ * stops it for the switchover (finish-migrate) and ends in postmigrate;
+ * the destination waits in
  * inmigrate, reads the stream on its mig/dst thread, and then runs (or
  * pauses, with -S).  These functions are the main thread's.
  */
@@ -38,6 +39,10 @@ typedef void (*MigrationNotifier)(MigrationStatus status, void *opaque);
 void migration_add_notifier(MigrationNotifier fn, void *opaque);
 void migration_remove_notifier(MigrationNotifier fn, void *opaque);
 
+/* Each pass of a live migration's source over dirty RAM, numbered
+ * from 1 (the monitor's MIGRATION_PASS event); one listener. */
+void migration_set_pass_notifier(void (*fn)(uint64_t pass));
+
 /* The RAM that migrates and the machine type's name (never an alias),
  * which the stream carries; NULL when the machine is gone. */
 void migration_set_machine(GuestRam *ram, const char *machine_type);
@@ -48,13 +53,15 @@ bool migration_incoming_start(const char *uri, bool autostart,
                               GError **errp);
 /* QMP migrate-incoming, after -incoming defer or a refused stream. */
 bool migration_incoming_deferred(const char *uri, GError **errp);
-/* QMP migrate: opens @uri, stops the machine and starts writing the
- * stream; returns at once.  A failure or cancel after that shows in
- * query-migrate, and the machine goes back to its run state. */
+/* QMP migrate: opens @uri and starts writing the stream while the
+ * machine runs; returns at once.  A failure or cancel after that shows
+ * in query-migrate, and the machine goes back to its run state. */
 bool migration_outgoing(const char *uri, GError **errp);
 /* QMP migrate_cancel: an outgoing stream in progress ends (cancelling,
  * then cancelled once its thread is out); otherwise nothing. */
 void migration_cancel(void);
+/* A stream is being written or read. */
+bool migration_in_progress(void);
 /* QMP query-migrate's reply. */
 JsonObject *migration_query(void);
 /* At exit, before the machine goes: a stream in progress is cancelled

@@ -30,6 +30,11 @@ void qemu_file_free(QEMUFile *f);
  * after it, fails with "@why at byte N" (@why a static string). */
 void qemu_file_cancel(QEMUFile *f, const char *why);
 
+/* Flushes an output file, then waits @us microseconds, or less if the
+ * file is cancelled meanwhile; false once the file has failed.  For a
+ * writer that keeps to a bandwidth. */
+bool qemu_file_sleep(QEMUFile *f, int64_t us);
+
 /* False with *errp set once the file has failed. */
 bool qemu_file_check(QEMUFile *f, GError **errp);
 /* Bytes written or consumed so far. */

@@ -1,7 +1,8 @@
 /*
  * The migration stream as QEMU writes it (QEVM version 3): header,
- * configuration (the machine type), the RAM section, one FULL section per
- * registered device, EOF, then the VM-description JSON.  Also the
+ * configuration (the machine type), the RAM section (its setup, parts,
+ * and end), one FULL section per registered device, EOF, then the
+ * VM-description JSON.  Also the
  * registry of what migrates and the -dump-vmstate file.
  *
  * Devices do not hand their live structs to the stream.  Each registers a
@@ -58,17 +59,27 @@ void vmstate_register_type(const char *type_name,
 /* The whole stream for @machine_type; RAM counts go to @stats. */
 bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
                        RamStats *stats, GError **errp);
-/* qemu_savevm_state() in two steps, for a stream written on a thread of
- * its own: every device's image captured with the machine stopped (main
- * thread), then the stream written from the images and RAM (any thread,
- * while the machine stays stopped); @stats' counts grow as it goes and
- * may be read meanwhile with atomic loads. */
+/*
+ * A stream written in steps on a thread of its own, for live migration:
+ * the header, configuration and RAM's setup; then parts of the RAM
+ * section while the machine runs (pages go in with a RamSaver); at the
+ * switchover the machine stops, every device's image is captured (main
+ * thread), RAM's last part is written, and the images finish it.
+ */
 typedef struct SaveVMImages SaveVMImages;
+typedef struct SaveVMStream SaveVMStream;
 SaveVMImages *qemu_savevm_capture(void);
-bool qemu_savevm_write(QEMUFile *f, const char *machine_type, GuestRam *ram,
-                       const SaveVMImages *images, RamStats *stats,
-                       GError **errp);
 void qemu_savevm_images_free(SaveVMImages *images);
+SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
+                                GuestRam *ram);
+/* @last: the END part, at the switchover. */
+void qemu_savevm_ram_part_open(SaveVMStream *s, bool last);
+void qemu_savevm_ram_part_close(SaveVMStream *s);
+/* The devices, EOF and the description; frees @s. */
+bool qemu_savevm_finish(SaveVMStream *s, const SaveVMImages *images,
+                        GError **errp);
+/* Frees @s of a stream that will not be finished. */
+void qemu_savevm_abandon(SaveVMStream *s);
 
 /* Reads a whole stream; devices change only if all of it is accepted.
  * Errors name the section (and subsection and field) and say why. */

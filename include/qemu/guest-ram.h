@@ -37,4 +37,30 @@ bool guest_ram_ld_be(GuestRam *ram, uint64_t gpa, unsigned size,
 bool guest_ram_st_be(GuestRam *ram, uint64_t gpa, unsigned size,
                      uint64_t val);
 
+/*
+ * The dirty log, for live migration: while it is on, every write marks
+ * its pages.  The accessors above mark what they write; whoever writes
+ * through guest_ram_ptr() calls guest_ram_mark_dirty() after the write,
+ * from any thread.  Starting and stopping is the migration's; a sync
+ * hands it the pages written since the last one.
+ */
+#define GUEST_RAM_DIRTY_PAGE_SIZE 4096u
+
+void guest_ram_mark_dirty(GuestRam *ram, uint64_t gpa, uint64_t len);
+/* Logging on, with every page dirty: a first pass sends them all. */
+void guest_ram_dirty_log_start(GuestRam *ram);
+void guest_ram_dirty_log_stop(GuestRam *ram);
+/* Moves the pages marked since the last sync into @bitmap (one bit per
+ * page, guest_ram_dirty_words() words, bits ORed in) and returns how
+ * many it moved. */
+uint64_t guest_ram_dirty_sync(GuestRam *ram, uint64_t *bitmap);
+size_t guest_ram_dirty_words(const GuestRam *ram);
+/*
+ * Copies one page while other threads may be writing it (a migration
+ * pass runs beside the devices' DMA).  The copy may mix old and new
+ * bytes; such a page was marked dirty again and is sent again.  Not
+ * watched by ThreadSanitizer, for that reason.
+ */
+void guest_ram_copy_page_racy(GuestRam *ram, uint64_t gpa, void *page);
+
 #endif
