@@ -6,7 +6,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <linux/if_ether.h>
+#include <linux/if_link.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <poll.h>
@@ -106,11 +108,16 @@ unsigned veth_ifindex(const char *ifname)
 
 int packet_socket_open(const char *ifname)
 {
+    return packet_socket_open_proto(ifname, ETH_P_ALL);
+}
+
+int packet_socket_open_proto(const char *ifname, uint16_t proto)
+{
     struct sockaddr_ll sll = {
-        .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+        .sll_family = AF_PACKET, .sll_protocol = htons(proto),
         .sll_ifindex = if_nametoindex(ifname),
     };
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(proto));
     int one = 1;
 
     g_assert_cmpint(fd, >=, 0);
@@ -121,6 +128,16 @@ int packet_socket_open(const char *ifname)
     g_assert_cmpint(setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one,
                                sizeof(one)), ==, 0);
     return fd;
+}
+
+unsigned packet_socket_drops(int fd)
+{
+    struct tpacket_stats st = { 0 };
+    socklen_t len = sizeof(st);
+
+    g_assert_cmpint(getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len),
+                    ==, 0);
+    return st.tp_drops;
 }
 
 bool packet_send(int fd, const void *frame, size_t len)
@@ -150,6 +167,48 @@ ssize_t packet_recv(int fd, uint16_t ethertype, void *buf, size_t max,
             return n;
         }
     }
+}
+
+void netns_bridge_create(const char *name)
+{
+    /* Without snooping it joins no group (224.0.0.106) and so sends no
+     * IGMP of its own, which would reach every port whatever their
+     * flood flags say. */
+    netns_run("ip link add %s type bridge stp_state 0 mcast_snooping 0",
+              name);
+    netns_run("ip link set %s up", name);
+}
+
+void netns_bridge_add_port(const char *bridge, const char *ifname,
+                           bool flood, bool bcast)
+{
+    netns_run("ip link set %s master %s", ifname, bridge);
+    netns_run("ip link set %s type bridge_slave flood %s bcast_flood %s "
+              "mcast_flood %s", ifname, flood ? "on" : "off",
+              bcast ? "on" : "off", bcast ? "on" : "off");
+}
+
+/* getifaddrs() asks the kernel over netlink, so it sees this process's
+ * namespace; /sys/class/net shows the one sysfs was mounted in. */
+IfDrops netns_if_drops(const char *ifname)
+{
+    struct ifaddrs *list, *i;
+    IfDrops drops = { 0 };
+    bool found = false;
+
+    g_assert_cmpint(getifaddrs(&list), ==, 0);
+    for (i = list; i; i = i->ifa_next) {
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET &&
+            i->ifa_data && !strcmp(i->ifa_name, ifname)) {
+            const struct rtnl_link_stats *st = i->ifa_data;
+
+            drops = (IfDrops){ st->rx_dropped, st->tx_dropped };
+            found = true;
+        }
+    }
+    freeifaddrs(list);
+    g_assert_true(found);
+    return drops;
 }
 
 bool pin_to_cpu(int cpu)

@@ -35,11 +35,31 @@ unsigned veth_ifindex(const char *ifname);
 
 /* AF_PACKET socket bound to @ifname, receiving every protocol. */
 int packet_socket_open(const char *ifname);
+/* The same receiving only EtherType @proto (host order), which leaves out
+ * the frames the interface sends; 0 receives nothing (a sender's). */
+int packet_socket_open_proto(const char *ifname, uint16_t proto);
+/* Frames the kernel dropped on this packet socket since the last call
+ * (its receive buffer full). */
+unsigned packet_socket_drops(int fd);
 /* Sends one frame; false when the kernel refuses it. */
 bool packet_send(int fd, const void *frame, size_t len);
 /* The next frame with EtherType @ethertype within @timeout_ms, or -1. */
 ssize_t packet_recv(int fd, uint16_t ethertype, void *buf, size_t max,
                     int timeout_ms);
+
+/* A Linux bridge, up, without STP (ports forward at once) and without
+ * multicast snooping, so that it sends nothing of its own. */
+void netns_bridge_create(const char *name);
+/* Makes @ifname a port of @bridge.  With @flood false the bridge sends it
+ * no unknown unicast (only frames to addresses learnt on it); with
+ * @bcast false, no broadcast and no multicast. */
+void netns_bridge_add_port(const char *bridge, const char *ifname,
+                           bool flood, bool bcast);
+/* The frames @ifname's driver dropped: its rx_dropped and tx_dropped. */
+typedef struct IfDrops {
+    guint64 rx, tx;
+} IfDrops;
+IfDrops netns_if_drops(const char *ifname);
 
 /* Pins the calling thread to @cpu; false if there is no such CPU. */
 bool pin_to_cpu(int cpu);

@@ -79,6 +79,34 @@ void eth_frame_udp(uint8_t *f, size_t len, const uint8_t dst[6],
     }
 }
 
+#define SEQ_OFFSET      (ETH_FRAME_HLEN + IP_HLEN + 8)
+
+void eth_frame_udp_seq(uint8_t *f, size_t len, const uint8_t dst[6],
+                       const uint8_t src[6], uint64_t seq)
+{
+    g_assert_cmpuint(len, >=, ETH_FRAME_SEQ_MIN);
+    eth_frame_udp(f, len, dst, src, seq);
+    put_be32(f + SEQ_OFFSET, seq >> 32);
+    put_be32(f + SEQ_OFFSET + 4, seq);
+}
+
+bool eth_frame_udp_seq_check(const uint8_t *f, size_t len,
+                             const uint8_t dst[6], const uint8_t src[6],
+                             uint64_t *seq)
+{
+    uint8_t want[ETH_FRAME_SEQ_MAX];
+
+    if (len < ETH_FRAME_SEQ_MIN || len > sizeof(want)) {
+        return false;
+    }
+    *seq = 0;
+    for (int i = 0; i < 8; i++) {
+        *seq = *seq << 8 | f[SEQ_OFFSET + i];
+    }
+    eth_frame_udp_seq(want, len, dst, src, *seq);
+    return memcmp(f, want, len) == 0;
+}
+
 static size_t tag_offset(size_t len, EthFrameTagAt tag_at)
 {
     return tag_at == ETH_FRAME_TAG_FIRST ? ETH_FRAME_HLEN : len - 2;

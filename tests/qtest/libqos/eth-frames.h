@@ -7,6 +7,7 @@
 #define LIBQOS_ETH_FRAMES_H
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,23 @@ uint16_t eth_frame_ip_checksum(const uint8_t *data, size_t len);
  * @tag in the first two payload bytes and the rest a pattern of it. */
 void eth_frame_udp(uint8_t *f, size_t len, const uint8_t dst[6],
                    const uint8_t src[6], uint16_t tag);
+
+/*
+ * A numbered IPv4/UDP frame of @len bytes (ETH_FRAME_SEQ_MIN to
+ * ETH_FRAME_SEQ_MAX):
+ * eth_frame_udp() with the sequence number's low 16 bits as its tag and
+ * the whole number, big-endian, as the first 8 payload bytes; for
+ * counting frames one by one past 65536.
+ */
+#define ETH_FRAME_SEQ_MIN   50
+#define ETH_FRAME_SEQ_MAX   1514
+void eth_frame_udp_seq(uint8_t *f, size_t len, const uint8_t dst[6],
+                       const uint8_t src[6], uint64_t seq);
+/* The sequence number of such a frame from @src to @dst, or false when
+ * any byte differs from the frame eth_frame_udp_seq() builds for it. */
+bool eth_frame_udp_seq_check(const uint8_t *f, size_t len,
+                             const uint8_t dst[6], const uint8_t src[6],
+                             uint64_t *seq);
 
 /*
  * A numbered test frame of @len bytes (at least 16): @dst, @src,
