@@ -270,6 +270,9 @@ static bool churned_passes(void *opaque)
     qtest_memset(c->qts, FILL_BASE, 0x80 + c->round++ % 64, 1 << 20);
     info = query_migrate(c->qts);
     st = status_of(info);
+    if (!strcmp(st, "setup")) {
+        return false;
+    }
     g_assert_cmpstr(st, ==, "active");
     c->passes = ram_stat(info, "dirty-sync-count");
     c->expected_ms = json_object_get_int_member(info, "expected-downtime");
