@@ -23,6 +23,7 @@
 #include "qemu/option.h"
 #include "qemu/pause.h"
 #include "qemu/runstate.h"
+#include "qemu/thread.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,8 +53,8 @@ typedef struct MigrationJob {
     bool outgoing;
     QEMUFile *f;
     MigrationChannel *ch;
-    GMutex lock;                /* guards the switchover's handshake: */
-    GCond answered;
+    QemuMutex lock;             /* guards the switchover's handshake: */
+    QemuCond answered;
     Switchover switchover;
     SaveVMImages *images;       /* the devices, captured stopped; NULL
                                    when cancelled first */
@@ -153,14 +154,14 @@ static void fail(const GError *err)
  * thread is joined, since it may be waiting for it. */
 static void answer_switchover(MigrationJob *job, SaveVMImages *images)
 {
-    g_mutex_lock(&job->lock);
+    qemu_mutex_lock(&job->lock);
     if (job->switchover == SWITCHOVER_REQUESTED) {
         job->images = images;
         job->switchover = SWITCHOVER_ANSWERED;
-        g_cond_signal(&job->answered);
+        qemu_cond_broadcast(&job->answered);
         images = NULL;
     }
-    g_mutex_unlock(&job->lock);
+    qemu_mutex_unlock(&job->lock);
     qemu_savevm_images_free(images);
 }
 
@@ -177,8 +178,8 @@ static void finish_job(void)
     g_thread_join(job->thread);
     mig.transferred = qemu_file_io_bytes(job->f);
     qemu_file_free(job->f);
-    g_mutex_clear(&job->lock);
-    g_cond_clear(&job->answered);
+    qemu_mutex_destroy(&job->lock);
+    qemu_cond_destroy(&job->answered);
     if (job->outgoing) {
         outgoing_finished(job->ok, job->err);
     } else {
@@ -214,8 +215,8 @@ static void start_job(const char *name, bool outgoing, MigrationChannel *ch,
 
     job->outgoing = outgoing;
     job->ch = ch;
-    g_mutex_init(&job->lock);
-    g_cond_init(&job->answered);
+    qemu_mutex_init(&job->lock);
+    qemu_cond_init(&job->answered);
     job->f = outgoing ? qemu_file_new_output(fd) : qemu_file_new_input(fd);
     mig.job = job;
     job->thread = g_thread_new(name, fn, job);
@@ -378,16 +379,16 @@ static SaveVMImages *hook_switchover(void *opaque)
     MigrationJob *job = opaque;
     SaveVMImages *images;
 
-    g_mutex_lock(&job->lock);
+    qemu_mutex_lock(&job->lock);
     job->switchover = SWITCHOVER_REQUESTED;
-    g_mutex_unlock(&job->lock);
+    qemu_mutex_unlock(&job->lock);
     main_loop_run_or_post(switchover, NULL);
-    g_mutex_lock(&job->lock);
+    qemu_mutex_lock(&job->lock);
     while (job->switchover != SWITCHOVER_ANSWERED) {
-        g_cond_wait(&job->answered, &job->lock);
+        qemu_cond_wait(&job->answered, &job->lock);
     }
     images = g_steal_pointer(&job->images);
-    g_mutex_unlock(&job->lock);
+    qemu_mutex_unlock(&job->lock);
     return images;
 }
 

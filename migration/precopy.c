@@ -21,6 +21,7 @@ typedef struct Precopy {
     uint64_t window_bytes;          /* transferred when it began */
     uint64_t window_pages;
     uint64_t bandwidth;             /* bytes per second, last window */
+    bool measured;                  /* a window has ended */
 } Precopy;
 
 static void store(uint64_t *counter, uint64_t v)
@@ -70,6 +71,7 @@ static void window_end(Precopy *p, int64_t now)
     int64_t us = MAX(now - p->window_start, 1);
 
     if (bytes) {
+        p->measured = true;
         p->bandwidth = bytes * G_USEC_PER_SEC / us;
         store(&p->st->ram.bandwidth, p->bandwidth);
         store(&p->st->ram.pages_per_second,
@@ -134,8 +136,12 @@ static bool iterate(Precopy *p, SaveVMStream *s, const PrecopyHooks *hooks)
         if (!ok) {
             return false;
         }
-        /* A pass shorter than a window is a window of its own. */
-        window_end(p, g_get_monotonic_time());
+        /* A window cut short would measure the burst its budget allows
+         * at its start, not the rate: only passes shorter than any
+         * window are measured so. */
+        if (!p->measured) {
+            window_end(p, g_get_monotonic_time());
+        }
         pending = ram_saver_sync(p->rs);
         hooks->pass(load(&p->st->ram.dirty_sync_count), hooks->opaque);
         store(&p->st->ram.dirty_pages_rate, pending * G_USEC_PER_SEC /
@@ -150,12 +156,13 @@ static bool iterate(Precopy *p, SaveVMStream *s, const PrecopyHooks *hooks)
 
 /* Stopped: the last pages, at full speed, and the devices. */
 static bool complete(Precopy *p, SaveVMStream *s, SaveVMImages *images,
-                     GError **errp)
+                     const PrecopyHooks *hooks, GError **errp)
 {
     uint64_t before = qemu_file_transferred(p->f);
     bool ok;
 
     ram_saver_sync(p->rs);
+    hooks->pass(load(&p->st->ram.dirty_sync_count), hooks->opaque);
     qemu_savevm_ram_part_open(s, true);
     ram_saver_begin_part(p->rs);
     ram_saver_send(p->rs, UINT64_MAX);
@@ -186,7 +193,7 @@ bool precopy_save(QEMUFile *f, const char *machine_type, GuestRam *ram,
         ok = images != NULL;
     }
     if (ok) {
-        ok = complete(&p, s, images, errp);
+        ok = complete(&p, s, images, hooks, errp);
     } else {
         qemu_savevm_abandon(s);
         qemu_file_check(f, errp);

@@ -16,7 +16,8 @@
 typedef struct PrecopyHooks {
     /* The setup part is written: the migration is active. */
     void (*active)(void *opaque);
-    /* A dirty-log sync: pass @pass begins (1 is the first, all RAM). */
+    /* A dirty-log sync: pass @pass begins (1 is the first, all RAM; the
+     * last is the switchover's). */
     void (*pass)(uint64_t pass, void *opaque);
     /* Waits for the main thread to stop the machine and capture every
      * device; NULL when the migration was cancelled meanwhile. */
