@@ -593,6 +593,10 @@ void xsk_queue_drain_parked(XskQueue *q, bool on)
     if (xsk_queue_failed(q)) {
         return;
     }
+    /* What the guest sent just before it stopped still goes out: the
+     * I/O thread parked before it kicked the transmit. */
+    while (tx_kick(q)) {
+    }
     drain_rx_ring(q);
     q->drain_watch = g_unix_fd_add(q->fd, G_IO_IN, drain_readable, q);
 }

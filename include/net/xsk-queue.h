@@ -69,8 +69,9 @@ void xsk_queue_rx_ready(XskQueue *q);
 /*
  * The machine has migrated away (run state postmigrate) and @on: the main
  * thread takes the I/O thread's place on the receive side, which the run
- * state keeps parked, as it keeps the guest's vCPU.  It hands what waits
- * in the rx ring to the NIC now, and again whenever the socket is
+ * state keeps parked, as it keeps the guest's vCPU.  It has the kernel
+ * send what the guest queued before it stopped, hands what waits in the
+ * rx ring to the NIC now, and again whenever the socket is
  * readable, so that those frames are counted as the NIC drops them
  * (vm-stopped) instead of left to overflow the ring.  Off before the I/O
  * thread may run again.  Main thread only, with the I/O thread parked.
