@@ -162,10 +162,15 @@ static void traffic_stop_generator(Traffic *t)
     g_thread_join(t->gen);
 }
 
-static void traffic_free(Traffic *t)
+/* Once every echo is in: the receiver ends, and its bitmap is ours. */
+static void traffic_stop_receiver(Traffic *t)
 {
     eventfd_write(t->stop_fd, 1);
     g_thread_join(t->recv);
+}
+
+static void traffic_free(Traffic *t)
+{
     close(t->tx_fd);
     close(t->rx_fd);
     close(t->stop_fd);
@@ -570,108 +575,152 @@ static void set_parameter(QTestState *qts, const char *name, gint64 value)
     json_object_unref(qmp_ok(qts, cmd));
 }
 
-static void run_live_case(const LiveCase *lc, LiveFigures *fig)
-{
-    g_autofree char *dir = NULL, *listen = NULL, *uri = NULL;
-    g_autofree char *state = NULL, *sock = NULL;
-    g_autoptr(JsonObject) info = NULL;
-    Traffic t;
+/* One migration under traffic, from the wire's setup to its removal. */
+typedef struct Live {
+    const LiveCase *lc;
     Wire w;
+    Traffic t;
     Balance b;
-    SideCounts before;
-    guint64 echoed_done, gap_start;
+    char *dir, *uri;
     int rarp_fd;
+    SideCounts before;          /* the source's, at migrate */
+    guint64 echoed_done;        /* echoes when the migration completed */
+} Live;
 
-    *fig = (LiveFigures){ 0 };
-    wire_up(&w);
-    dir = g_dir_make_tmp("illan-live-XXXXXX", NULL);
+/* Both illans, the traffic, and the source's guest echoing. */
+static void live_start(Live *l, const LiveCase *lc)
+{
+    g_autofree char *listen = NULL;
+
+    *l = (Live){ .lc = lc };
+    wire_up(&l->w);
+    l->dir = g_dir_make_tmp("illan-live-XXXXXX", NULL);
     listen = !strcmp(lc->transport, "unix")
-             ? g_strdup_printf("-incoming unix:%s/mig.sock", dir)
+             ? g_strdup_printf("-incoming unix:%s/mig.sock", l->dir)
              : g_strdup("-incoming tcp:127.0.0.1:0");
-    b = (Balance){ .t = &t, .w = &w };
-    b.src = start_illan(w.src.dut, lc->mem, true, NULL);
-    b.dst = start_illan(w.dst.dut, lc->mem, false, listen);
-    uri = incoming_uri(b.dst, lc->transport, dir);
+    l->b = (Balance){ .t = &l->t, .w = &l->w };
+    l->b.src = start_illan(l->w.src.dut, lc->mem, true, NULL);
+    l->b.dst = start_illan(l->w.dst.dut, lc->mem, false, listen);
+    l->uri = incoming_uri(l->b.dst, lc->transport, l->dir);
     if (lc->downtime_limit_ms) {
-        set_parameter(b.src, "downtime-limit", lc->downtime_limit_ms);
+        set_parameter(l->b.src, "downtime-limit", lc->downtime_limit_ms);
     }
-    rarp_fd = packet_socket_open_proto(w.gen.peer, ETH_P_RARP_);
-    traffic_start(&t, w.gen.peer);
+    l->rarp_fd = packet_socket_open_proto(l->w.gen.peer, ETH_P_RARP_);
+    traffic_start(&l->t, l->w.gen.peer);
     /* The guest echoes, and the bridge has learnt where it is. */
-    wait_echoes(&t, 2000, "from the source");
+    wait_echoes(&l->t, 2000, "from the source");
+}
 
-    before = side_counts(b.src);
-    fig->echoed_before = load(&t.echoed);
-    migrate_start(b.src, uri);
-    info = wait_migration(b.src);
+static void live_migrate_start(Live *l, LiveFigures *fig)
+{
+    *fig = (LiveFigures){ 0 };
+    l->before = side_counts(l->b.src);
+    fig->echoed_before = load(&l->t.echoed);
+    migrate_start(l->b.src, l->uri);
+}
+
+/* Both sides complete; the source's times. */
+static void live_migrate_wait(Live *l, LiveFigures *fig)
+{
+    g_autoptr(JsonObject) info = wait_migration(l->b.src);
+    g_autofree char *state = NULL;
+
     g_assert_cmpstr(json_object_get_string_member(info, "status"), ==,
                     "completed");
-    assert_completed(b.dst);
-    echoed_done = load(&t.echoed);
-    state = run_state(b.src);
+    assert_completed(l->b.dst);
+    l->echoed_done = load(&l->t.echoed);
+    state = run_state(l->b.src);
     g_assert_cmpstr(state, ==, "postmigrate");
     fig->downtime_ms = int_or_none(info, "downtime");
     fig->total_ms = int_or_none(info, "total-time");
     fig->setup_ms = int_or_none(info, "setup-time");
+}
 
-    /* The destination's RARP moved the guest's MAC: frames reach it. */
-    qrig_wait_stat_min(b.dst, "nic.device.rx-frames", 1);
-    assert_rarps(rarp_fd);
-    traffic_stop_generator(&t);
-    /* Until the built-in guest migrates, the destination has none: its
-     * reset releases the frames its NIC held in the AF_XDP ring for want
-     * of buffers (dropped as not-registered), so that each is counted. */
-    json_object_unref(qmp_ok(b.dst, "{'execute': 'system_reset'}"));
-    if (!qtest_poll_until(balanced, &b, QTEST_WAIT_S)) {
-        g_error("%s", balance_text(&b));
-    }
-    traffic_free(&t);
+static void live_log(const Live *l, const LiveFigures *fig, guint64 gap_start)
+{
+    const char *tr = l->lc->transport, *mem = l->lc->mem;
+    const Balance *b = &l->b;
 
-    g_assert_cmpuint(load(&t.duplicates), ==, 0);
-    g_assert_cmpuint(load(&t.damaged), ==, 0);
-    g_assert_cmpint(b.d.delivered, >, 0);
-    fig->sent = load(&t.sent);
-    fig->echoed_after = load(&t.echoed) - echoed_done;
-    fig->gap = longest_gap(&t, &gap_start);
-    fig->src_vm_stopped = b.s.vm_stopped - before.vm_stopped;
-    fig->src_xsk_dropped = b.s.xsk_dropped - before.xsk_dropped;
-    fig->dst_lost = side_lost(&b.d);
-    fig->lost = b.lost;
-    /* What reached the source after it stopped was counted there. */
-    g_assert_cmpint(fig->src_vm_stopped, >, 0);
-    g_assert_cmpuint(fig->gap, <=, fig->src_vm_stopped +
-                     fig->src_xsk_dropped + fig->dst_lost + b.in_queues);
     g_test_message("%s %s: downtime %" G_GINT64_FORMAT " ms, total-time %"
                    G_GINT64_FORMAT " ms, setup-time %" G_GINT64_FORMAT
-                   " ms (-1: not reported)", lc->transport, lc->mem,
-                   fig->downtime_ms, fig->total_ms, fig->setup_ms);
+                   " ms (-1: not reported)", tr, mem, fig->downtime_ms,
+                   fig->total_ms, fig->setup_ms);
     g_test_message("%s %s: sent %" G_GUINT64_FORMAT ", echoed %"
                    G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " before migrate, %"
                    G_GUINT64_FORMAT " after it completed), counted lost %"
                    G_GINT64_FORMAT " (source: %" G_GINT64_FORMAT " netdev, %"
                    G_GINT64_FORMAT " XSK, %" G_GINT64_FORMAT " guest; "
-                   "destination %" G_GINT64_FORMAT "; veth/bridge %"
+                   "destination %" G_GINT64_FORMAT "; veth %"
                    G_GUINT64_FORMAT "; receiver %" G_GUINT64_FORMAT ")",
-                   lc->transport, lc->mem, fig->sent, load(&t.echoed),
+                   tr, mem, fig->sent, load(&l->t.echoed),
                    fig->echoed_before, fig->echoed_after, fig->lost,
-                   b.s.dropped, b.s.xsk_dropped, b.s.guest_lost + b.s.tx_lost,
-                   fig->dst_lost, b.wire, t.sock_drops);
+                   b->s.dropped, b->s.xsk_dropped,
+                   b->s.guest_lost + b->s.tx_lost, fig->dst_lost, b->wire,
+                   l->t.sock_drops);
     g_test_message("%s %s: the switchover's window: %" G_GUINT64_FORMAT
                    " frames sent (numbers %" G_GUINT64_FORMAT "..%"
                    G_GUINT64_FORMAT ") none echoed; counted on the source "
                    "during the migration %" G_GINT64_FORMAT " vm-stopped + %"
                    G_GINT64_FORMAT " kernel XSK drops, on the destination %"
-                   G_GINT64_FORMAT, lc->transport, lc->mem, fig->gap,
-                   gap_start, gap_start + fig->gap - 1, fig->src_vm_stopped,
+                   G_GINT64_FORMAT, tr, mem, fig->gap, gap_start,
+                   gap_start + fig->gap - 1, fig->src_vm_stopped,
                    fig->src_xsk_dropped, fig->dst_lost);
+}
 
-    close(rarp_fd);
-    qtest_quit(b.src);
-    qtest_quit(b.dst);
-    sock = g_strdup_printf("%s/mig.sock", dir);
+/* The destination takes over, every frame adds up; then all goes. */
+static void live_finish(Live *l, LiveFigures *fig)
+{
+    g_autofree char *sock = g_strdup_printf("%s/mig.sock", l->dir);
+    Balance *b = &l->b;
+    guint64 gap_start;
+
+    /* The destination's RARP moved the guest's MAC: frames reach it. */
+    qrig_wait_stat_min(b->dst, "nic.device.rx-frames", 1);
+    assert_rarps(l->rarp_fd);
+    traffic_stop_generator(&l->t);
+    /* Until the built-in guest migrates, the destination has none: its
+     * reset releases the frames its NIC held in the AF_XDP ring for want
+     * of buffers (dropped as not-registered), so that each is counted. */
+    json_object_unref(qmp_ok(b->dst, "{'execute': 'system_reset'}"));
+    if (!qtest_poll_until(balanced, b, QTEST_WAIT_S)) {
+        g_error("%s", balance_text(b));
+    }
+    traffic_stop_receiver(&l->t);
+    g_assert_cmpuint(load(&l->t.duplicates), ==, 0);
+    g_assert_cmpuint(load(&l->t.damaged), ==, 0);
+    g_assert_cmpint(b->d.delivered, >, 0);
+    fig->sent = load(&l->t.sent);
+    fig->echoed_after = load(&l->t.echoed) - l->echoed_done;
+    fig->gap = longest_gap(&l->t, &gap_start);
+    fig->src_vm_stopped = b->s.vm_stopped - l->before.vm_stopped;
+    fig->src_xsk_dropped = b->s.xsk_dropped - l->before.xsk_dropped;
+    fig->dst_lost = side_lost(&b->d);
+    fig->lost = b->lost;
+    /* What reached the source after it stopped was counted there. */
+    g_assert_cmpint(fig->src_vm_stopped, >, 0);
+    g_assert_cmpuint(fig->gap, <=, fig->src_vm_stopped +
+                     fig->src_xsk_dropped + fig->dst_lost + b->in_queues);
+    live_log(l, fig, gap_start);
+
+    traffic_free(&l->t);
+    close(l->rarp_fd);
+    qtest_quit(b->src);
+    qtest_quit(b->dst);
     unlink(sock);
-    rmdir(dir);
-    wire_down(&w);
+    rmdir(l->dir);
+    g_free(l->dir);
+    g_free(l->uri);
+    wire_down(&l->w);
+}
+
+static void run_live_case(const LiveCase *lc, LiveFigures *fig)
+{
+    Live l;
+
+    live_start(&l, lc);
+    live_migrate_start(&l, fig);
+    live_migrate_wait(&l, fig);
+    live_finish(&l, fig);
 }
 
 static void test_live(gconstpointer data)
@@ -691,6 +740,130 @@ static const LiveCase live_cases[] = {
     { "unix", "256M", 0 }, { "unix", "1G", 0 },
 };
 
+/* ---- The figures (-m slow, tests/bench/migration-live.sh) ---- */
+
+static const LiveCase bench_cases[] = {
+    { "tcp", "256M", 0 }, { "tcp", "256M", 50 },
+    { "tcp", "1G", 0 }, { "tcp", "1G", 50 },
+};
+
+static void bench_downtime(void)
+{
+    g_autofree char *why = NULL;
+    LiveFigures fig[G_N_ELEMENTS(bench_cases)];
+
+    if (!netns_enter_private(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(bench_cases); i++) {
+        run_live_case(&bench_cases[i], &fig[i]);
+    }
+    g_test_message("TABLE | guest | downtime-limit ms | downtime ms | "
+                   "total-time ms | sent in the window | counted lost "
+                   "for it (source vm-stopped + XSK, destination) |");
+    for (size_t i = 0; i < G_N_ELEMENTS(bench_cases); i++) {
+        g_test_message("TABLE | %s | %d | %" G_GINT64_FORMAT " | %"
+                       G_GINT64_FORMAT " | %" G_GUINT64_FORMAT " | %"
+                       G_GINT64_FORMAT " (%" G_GINT64_FORMAT " + %"
+                       G_GINT64_FORMAT ", %" G_GINT64_FORMAT ") |",
+                       bench_cases[i].mem,
+                       bench_cases[i].downtime_limit_ms
+                       ? bench_cases[i].downtime_limit_ms : 300,
+                       fig[i].downtime_ms, fig[i].total_ms, fig[i].gap,
+                       fig[i].src_vm_stopped + fig[i].src_xsk_dropped +
+                       fig[i].dst_lost, fig[i].src_vm_stopped,
+                       fig[i].src_xsk_dropped, fig[i].dst_lost);
+    }
+}
+
+#define LATENCY_PERIOD_US   10000
+#define LATENCY_BASELINE    300             /* 3 s of requests */
+#define LATENCY_BANDWIDTH   (256LL << 20)   /* bytes/s: 3 s for 768 MiB */
+
+/* One query-status on the 10 ms beat: its round trip, in ms. */
+static void sample_qmp(QTestState *qts, GArray *ms, gint64 *next_us)
+{
+    gint64 now = g_get_monotonic_time(), t0;
+
+    /* Pacing, not waiting for something to happen. */
+    if (*next_us > now) {
+        g_usleep(*next_us - now);
+    }
+    *next_us += LATENCY_PERIOD_US;
+    t0 = g_get_monotonic_time();
+    json_object_unref(qmp_ok(qts, "{'execute': 'query-status'}"));
+    g_array_append_val(ms, ((double){ (g_get_monotonic_time() - t0) /
+                                      1000.0 }));
+}
+
+static int compare_ms(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double percentile(GArray *ms, unsigned pct)
+{
+    g_array_sort(ms, compare_ms);
+    return g_array_index(ms, double, (ms->len - 1) * pct / 100);
+}
+
+static bool migration_over(QTestState *qts)
+{
+    g_autoptr(JsonObject) info = query_migrate(qts);
+    const char *status = json_object_get_string_member(info, "status");
+
+    return strcmp(status, "setup") && strcmp(status, "active");
+}
+
+/*
+ * query-status every 10 ms on the source of a 1 GiB guest, with traffic:
+ * 3 s with no migration, then for as long as a migration of 768 MiB of
+ * written RAM at 256 MiB/s takes.
+ */
+static void bench_qmp_latency(void)
+{
+    static const LiveCase lc = { "tcp", "1G", 0 };
+    g_autofree char *why = NULL;
+    g_autoptr(GArray) idle = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) busy = g_array_new(FALSE, FALSE, sizeof(double));
+    LiveFigures fig;
+    gint64 next;
+    Live l;
+
+    if (!netns_enter_private(&why)) {
+        g_test_skip(why);
+        return;
+    }
+    live_start(&l, &lc);
+    /* Above the DMA window: none of it is the guest's driver's. */
+    qtest_memset(l.b.src, QRIG_DMA_END, 0xa5, (1ULL << 30) - QRIG_DMA_END);
+    set_parameter(l.b.src, "max-bandwidth", LATENCY_BANDWIDTH);
+    next = g_get_monotonic_time();
+    while (idle->len < LATENCY_BASELINE) {
+        sample_qmp(l.b.src, idle, &next);
+    }
+    live_migrate_start(&l, &fig);
+    next = g_get_monotonic_time();
+    do {
+        sample_qmp(l.b.src, busy, &next);
+    } while (!migration_over(l.b.src));
+    live_migrate_wait(&l, &fig);
+    live_finish(&l, &fig);
+    g_test_message("LATENCY query-status every 10 ms, 1 GiB guest, traffic "
+                   "flowing: no migration: %u requests, p50 %.2f ms, p99 "
+                   "%.2f ms, max %.2f ms; migrating (total-time %"
+                   G_GINT64_FORMAT " ms, downtime %" G_GINT64_FORMAT
+                   " ms): %u requests, p50 %.2f ms, p99 %.2f ms, max "
+                   "%.2f ms", idle->len, percentile(idle, 50),
+                   percentile(idle, 99), percentile(idle, 100),
+                   fig.total_ms, fig.downtime_ms, busy->len,
+                   percentile(busy, 50), percentile(busy, 99),
+                   percentile(busy, 100));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -702,6 +875,11 @@ int main(int argc, char **argv)
             live_cases[i].mem);
 
         g_test_add_data_func(path, &live_cases[i], test_live);
+    }
+    if (g_test_slow()) {
+        g_test_add_func("/migration-live/bench/downtime", bench_downtime);
+        g_test_add_func("/migration-live/bench/qmp-latency",
+                        bench_qmp_latency);
     }
     return g_test_run();
 }
