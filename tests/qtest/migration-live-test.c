@@ -605,6 +605,8 @@ static void live_start(Live *l, const LiveCase *lc)
     if (lc->downtime_limit_ms) {
         set_parameter(l->b.src, "downtime-limit", lc->downtime_limit_ms);
     }
+    /* The link is a local socket: no limit but its own. */
+    set_parameter(l->b.src, "max-bandwidth", 0);
     l->rarp_fd = packet_socket_open_proto(l->w.gen.peer, ETH_P_RARP_);
     traffic_start(&l->t, l->w.gen.peer);
     /* The guest echoes, and the bridge has learnt where it is. */
@@ -619,15 +621,64 @@ static void live_migrate_start(Live *l, LiveFigures *fig)
     migrate_start(l->b.src, l->uri);
 }
 
+/* Neither starting nor moving: completed, failed or cancelled. */
+static bool status_over(JsonObject *info)
+{
+    const char *status = json_object_get_string_member_with_default(
+        info, "status", "none");
+
+    return strcmp(status, "setup") && strcmp(status, "active") &&
+           strcmp(status, "cancelling");
+}
+
+static bool migration_over(QTestState *qts)
+{
+    g_autoptr(JsonObject) info = query_migrate(qts);
+
+    return status_over(info);
+}
+
+/* Under ThreadSanitizer a 1 GiB guest's RAM alone takes some 25 s. */
+#define MIGRATION_WAIT_S    120.0
+
+typedef struct Settled {
+    QTestState *qts;
+    JsonObject *info;           /* query-migrate's last "return" */
+} Settled;
+
+static bool settled(void *opaque)
+{
+    Settled *w = opaque;
+
+    g_clear_pointer(&w->info, json_object_unref);
+    w->info = query_migrate(w->qts);
+    return status_over(w->info);
+}
+
+/* query-migrate's "return" once the migration ended, asserting it
+ * completed. */
+static JsonObject *wait_completed(QTestState *qts)
+{
+    Settled w = { qts, NULL };
+
+    qtest_wait_until(settled, &w, MIGRATION_WAIT_S, "the migration to end");
+    if (strcmp(json_object_get_string_member(w.info, "status"),
+               "completed")) {
+        g_error("migration %s: %s", json_object_get_string_member(w.info,
+                                                                  "status"),
+                json_object_get_string_member_with_default(
+                    w.info, "error-desc", ""));
+    }
+    return w.info;
+}
+
 /* Both sides complete; the source's times. */
 static void live_migrate_wait(Live *l, LiveFigures *fig)
 {
-    g_autoptr(JsonObject) info = wait_migration(l->b.src);
+    g_autoptr(JsonObject) info = wait_completed(l->b.src);
+    g_autoptr(JsonObject) dst_info = wait_completed(l->b.dst);
     g_autofree char *state = NULL;
 
-    g_assert_cmpstr(json_object_get_string_member(info, "status"), ==,
-                    "completed");
-    assert_completed(l->b.dst);
     l->echoed_done = load(&l->t.echoed);
     state = run_state(l->b.src);
     g_assert_cmpstr(state, ==, "postmigrate");
@@ -667,6 +718,15 @@ static void live_log(const Live *l, const LiveFigures *fig, guint64 gap_start)
                    fig->src_xsk_dropped, fig->dst_lost);
 }
 
+/* Frames reached @qts's netdev: taken from the ring or dropped there by
+ * the kernel (when its NIC holds them, having no buffer). */
+static bool frames_arrive(void *opaque)
+{
+    SideCounts c = side_counts(opaque);
+
+    return c.rx + c.xsk_dropped > 0;
+}
+
 /* The destination takes over, every frame adds up; then all goes. */
 static void live_finish(Live *l, LiveFigures *fig)
 {
@@ -675,7 +735,8 @@ static void live_finish(Live *l, LiveFigures *fig)
     guint64 gap_start;
 
     /* The destination's RARP moved the guest's MAC: frames reach it. */
-    qrig_wait_stat_min(b->dst, "nic.device.rx-frames", 1);
+    qtest_wait_until(frames_arrive, b->dst, QTEST_WAIT_S, "frames to reach "
+                     "the destination");
     assert_rarps(l->rarp_fd);
     traffic_stop_generator(&l->t);
     /* Until the built-in guest migrates, the destination has none: its
@@ -688,7 +749,6 @@ static void live_finish(Live *l, LiveFigures *fig)
     traffic_stop_receiver(&l->t);
     g_assert_cmpuint(load(&l->t.duplicates), ==, 0);
     g_assert_cmpuint(load(&l->t.damaged), ==, 0);
-    g_assert_cmpint(b->d.delivered, >, 0);
     fig->sent = load(&l->t.sent);
     fig->echoed_after = load(&l->t.echoed) - l->echoed_done;
     fig->gap = longest_gap(&l->t, &gap_start);
@@ -808,14 +868,6 @@ static double percentile(GArray *ms, unsigned pct)
 {
     g_array_sort(ms, compare_ms);
     return g_array_index(ms, double, (ms->len - 1) * pct / 100);
-}
-
-static bool migration_over(QTestState *qts)
-{
-    g_autoptr(JsonObject) info = query_migrate(qts);
-    const char *status = json_object_get_string_member(info, "status");
-
-    return strcmp(status, "setup") && strcmp(status, "active");
 }
 
 /*
