@@ -84,7 +84,6 @@ static void count_echo(Traffic *t, const uint8_t *f, size_t len)
 {
     uint64_t seq;
 
-    /* The bridge's own multicast (IGMP) comes here too. */
     if (len < ETH_FRAME_HLEN || memcmp(f + 6, guest_mac, 6)) {
         __atomic_fetch_add(&t->strangers, 1, __ATOMIC_RELAXED);
         return;
@@ -267,8 +266,7 @@ static SideCounts side_counts(QTestState *qts)
     return c;
 }
 
-/* Every frame counted lost, and the frames delivered to a guest that it
- * has not taken yet. */
+/* Every frame this side counted lost, at any layer. */
 static gint64 side_lost(const SideCounts *c)
 {
     return c->dropped + c->xsk_dropped + c->guest_lost + c->tx_lost;
@@ -749,6 +747,8 @@ static void live_finish(Live *l, LiveFigures *fig)
     traffic_stop_receiver(&l->t);
     g_assert_cmpuint(load(&l->t.duplicates), ==, 0);
     g_assert_cmpuint(load(&l->t.damaged), ==, 0);
+    /* Nothing but the guest sends IPv4 on the wire. */
+    g_assert_cmpuint(load(&l->t.strangers), ==, 0);
     fig->sent = load(&l->t.sent);
     fig->echoed_after = load(&l->t.echoed) - l->echoed_done;
     fig->gap = longest_gap(&l->t, &gap_start);
