@@ -172,8 +172,9 @@ static bool filter_accepts(const SpaprVlanState *s, const uint8_t *dst)
     return !f->filtering || !memcmp(dst, s->mac.a, 6);
 }
 
-/* Device reset: the state H_FREE_LOGICAL_LAN and system reset leave. */
-static void vlan_reset_locked(SpaprVlanState *s)
+/* H_FREE_LOGICAL_LAN: the adapter closes.  The MAC in force stays, as
+ * PAPR has it: a guest that set one passes it again when it reopens. */
+static void vlan_close_locked(SpaprVlanState *s)
 {
     s->isopen = false;
     s->buf_list = 0;
@@ -182,6 +183,12 @@ static void vlan_reset_locked(SpaprVlanState *s)
     s->rxq_ptr = 0;
     llan_rx_pools_reset(&s->pools);
     filter_reset(&s->filter);
+}
+
+/* Device and machine reset: closed, with the command line's MAC. */
+static void vlan_reset_locked(SpaprVlanState *s)
+{
+    vlan_close_locked(s);
     s->mac = s->perm_mac;
 }
 
@@ -658,9 +665,41 @@ static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
  */
 typedef int64_t (*VlanHcallFn)(SpaprVlanState *s, uint64_t *args);
 
+/* A MAC a guest may give the adapter: 48 bits, unicast, not zero. */
+static bool guest_mac_ok(uint64_t v)
+{
+    return v && !(v >> 48) && !(mac_from_u64(v).a[0] & 1);
+}
+
+/* The MAC in force becomes @v; a change is a filter change. */
+static void set_mac_locked(SpaprVlanState *s, uint64_t v)
+{
+    MACAddr mac = mac_from_u64(v);
+
+    if (memcmp(&mac, &s->mac, sizeof(mac))) {
+        s->mac = mac;
+        s->rx_filter_changed = true;
+    }
+}
+
+/*
+ * r8 is the MAC the adapter answers to from now on: Linux passes its
+ * interface's address, which "ip link set address" may have changed
+ * while it was closed.  0 keeps the MAC in force, for a guest that
+ * passes none.  Refused before anything changes.
+ */
 static int64_t vlan_register(SpaprVlanState *s, uint64_t *args)
 {
-    return register_locked(s, args[1], args[2], args[3]);
+    int64_t ret;
+
+    if (!s->isopen && args[4] && !guest_mac_ok(args[4])) {
+        return H_PARAMETER;
+    }
+    ret = register_locked(s, args[1], args[2], args[3]);
+    if (ret == H_SUCCESS && args[4]) {
+        set_mac_locked(s, args[4]);
+    }
+    return ret;
 }
 
 static int64_t vlan_free(SpaprVlanState *s, uint64_t *args)
@@ -669,7 +708,7 @@ static int64_t vlan_free(SpaprVlanState *s, uint64_t *args)
     if (!s->isopen) {
         return H_RESOURCE;
     }
-    vlan_reset_locked(s);
+    vlan_close_locked(s);
     return H_SUCCESS;
 }
 
@@ -717,13 +756,10 @@ static int64_t vlan_multicast_ctrl(SpaprVlanState *s, uint64_t *args)
 
 static int64_t vlan_change_mac(SpaprVlanState *s, uint64_t *args)
 {
-    MACAddr mac = mac_from_u64(args[1]);
-
-    if (args[1] >> 48 || (mac.a[0] & 1) || args[1] == 0) {
+    if (!guest_mac_ok(args[1])) {
         return H_PARAMETER;
     }
-    s->mac = mac;
-    s->rx_filter_changed = true;
+    set_mac_locked(s, args[1]);
     return H_SUCCESS;
 }
 

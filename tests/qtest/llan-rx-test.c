@@ -17,6 +17,8 @@
 #define OUR_MAC     QRIG_MAC
 /* The qtest number of the device's interrupt source, 0x1100 (reg 0x71000000). */
 #define LAN_IRQ     0
+/* H_MULTICAST_CTRL: filter modify and enable, as Linux's set_rx_mode. */
+#define MCAST_FILTER_ON 0x50000ULL
 
 /* illan on a dgram netdev with pools @pools, and the guest open with
  * @conf (NULL: Linux's defaults). */
@@ -554,6 +556,85 @@ static void test_rx_filter_event(void)
     qrig_stop(&r);
 }
 
+static char *main_mac(QRig *r)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->qts, "{'execute': "
+                                          "'query-rx-filter'}");
+
+    return g_strdup(json_object_get_string_member(
+        json_array_get_object_element(
+            json_object_get_array_member(rsp, "return"), 0), "main-mac"));
+}
+
+/*
+ * Linux's MAC rules: "ip link set address X" while up
+ * (H_CHANGE_LOGICAL_LAN_MAC), then any close and open (an MTU change,
+ * ifdown/ifup): H_FREE, then H_REGISTER with X in r8, then filtering
+ * on.  Unicast to X must still arrive, and frames to the old MAC are
+ * filtered.  A machine reset brings back mac=.
+ */
+static void test_mac_across_close_open(void)
+{
+    static const uint8_t new_mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x01 };
+    IbmvethConf conf = { .unit = UNIT, .mac = 0x525400abcd01ULL,
+                          .npools = 1, .pool_size = { 2048 },
+                          .pool_count = { 8 }, .pool_active = { true } };
+    g_autofree char *after_free = NULL, *after_open = NULL;
+    g_autofree char *after_reset = NULL;
+    QRig r;
+    uint16_t tag;
+
+    rig_start(&r, "on", NULL);
+    g_assert_cmpint(qtest_hcallv(r.qts, H_CHANGE_LOGICAL_LAN_MAC, UNIT,
+                                 conf.mac), ==, H_SUCCESS);
+    g_assert_cmpint(qibmveth_close(r.guest), ==, H_SUCCESS);
+    r.guest = NULL;
+    after_free = main_mac(&r);
+    qrig_open_guest(&r, &conf);
+    g_assert_cmpint(qtest_hcallv(r.qts, H_MULTICAST_CTRL, UNIT,
+                                 MCAST_FILTER_ON, 0), ==, H_SUCCESS);
+    inject(&r, qrig_mac, 60, 1);                    /* the old MAC */
+    inject(&r, new_mac, 60, 2);
+    qrig_wait_stat(r.qts, "nic.rx.frames", 2);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.filtered"), ==, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.delivered"), ==, 1);
+    expect_frame(&r, &tag);
+    g_assert_cmpuint(tag, ==, 2);
+    g_assert_cmpstr(after_free, ==, "52:54:00:ab:cd:01");
+    after_open = main_mac(&r);
+    g_assert_cmpstr(after_open, ==, "52:54:00:ab:cd:01");
+    json_object_unref(qtest_qmp(r.qts, "{'execute': 'system_reset'}"));
+    after_reset = main_mac(&r);
+    g_assert_cmpstr(after_reset, ==, "52:54:00:12:34:56");
+    /* The reset closed the adapter too. */
+    g_assert_cmpint(qibmveth_close(r.guest), ==, H_RESOURCE);
+    r.guest = NULL;
+    qrig_stop(&r);
+}
+
+/* A MAC in r8 that no adapter may have: refused, nothing registered. */
+static void test_register_bad_mac(void)
+{
+    IbmvethConf conf = { .unit = UNIT, .mac = 0x010203040506ULL,
+                          .npools = 1, .pool_size = { 2048 },
+                          .pool_count = { 8 }, .pool_active = { true } };
+    g_autofree char *mac = NULL;
+    QIbmveth *v;
+    int64_t rc = 0;
+    QRig r;
+
+    qrig_init(&r);
+    qrig_bind_peer(&r);
+    qrig_start(&r, &(QRigOpts){ .mem = "512M" });
+    guest_alloc_init(&r.alloc, 0x100000, QRIG_DMA_END);
+    v = qibmveth_open(r.qts, &r.alloc, &conf, &rc);
+    g_assert_null(v);
+    g_assert_cmpint(rc, ==, H_PARAMETER);
+    mac = main_mac(&r);
+    g_assert_cmpstr(mac, ==, "52:54:00:12:34:56");
+    qrig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -574,5 +655,8 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-rx/counters-balance", test_counters_balance);
     g_test_add_func("/llan-rx/stop-quiesces", test_stop_quiesces);
     g_test_add_func("/llan-rx/rx-filter-event", test_rx_filter_event);
+    g_test_add_func("/llan-rx/mac-across-close-open",
+                    test_mac_across_close_open);
+    g_test_add_func("/llan-rx/register-bad-mac", test_register_bad_mac);
     return g_test_run();
 }
