@@ -340,9 +340,53 @@ static void test_guest_migrates(void)
     g_free(e);
 }
 
+/* A stream from a source with or without a guest, into a destination
+ * with or without one, from the command line: refused with one line. */
+static void refused(const char *src_extra, const char *dst_extra,
+                    const char *msg)
+{
+    Rig r;
+    g_autofree char *file = NULL, *uri = NULL, *args = NULL;
+    g_autofree char *out = NULL, *err = NULL;
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    uri = g_strdup_printf("file:%s", file);
+    r.src = qrig_spawn(&r.base, &(QRigOpts){
+        .machine = "pseries", .mem = "64M", .dev_path = r.src_dev,
+        .nic = ",id=net0", .extra = src_extra });
+    migrate(r.src, uri);
+    args = g_strdup_printf("-nodefaults -M pseries -m 64M -device "
+                           "spapr-vlan,id=net0,mac=52:54:00:12:34:56 %s "
+                           "-incoming %s", dst_extra, uri);
+    g_assert_cmpint(illan_run(args, &out, &err), ==, 1);
+    g_test_message("%s", err);
+    g_assert_true(g_str_has_prefix(err, "illan: -incoming file:"));
+    g_assert_nonnull(strstr(err, msg));
+    g_assert_cmpint(strchr(err, '\n') - err, ==, (long)strlen(err) - 1);
+    qtest_quit(r.src);
+    rig_free(&r);
+}
+
+static void test_stream_without_guest(void)
+{
+    refused("", GUEST, "the stream has no state for guest 'g0' (section "
+            "'ibmveth-guest'): the source ran no built-in guest on dev=net0; "
+            "give the destination the source's -guest options, or none");
+}
+
+static void test_destination_without_guest(void)
+{
+    refused(GUEST, "", "unknown section 'ibmveth-guest' instance 0");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/guest-migration/macswap", test_guest_migrates);
+    g_test_add_func("/guest-migration/stream-without-guest",
+                    test_stream_without_guest);
+    g_test_add_func("/guest-migration/destination-without-guest",
+                    test_destination_without_guest);
     return g_test_run();
 }
