@@ -11,9 +11,11 @@
 #include "migration-helpers.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GUEST       "-guest ibmveth,id=g0,dev=net0,fwd=macswap"
@@ -33,14 +35,15 @@ typedef struct Link {
 
 /* The echoes, taken by a thread of the test's own as they come, so that
  * illan never waits on a full socket (a stream backend gives a peer that
- * stops reading a second, then hangs up). */
+ * stops reading a second, then hangs up).  pthread's lock, not GLib's,
+ * which ThreadSanitizer does not see. */
 typedef struct Echoes {
     Rig rig;
     Link src, dst;
     uint16_t sent;
     GThread *reader;
-    GMutex lock;
-    GCond cond;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
     bool stop;                  /* under lock, */
     bool dst_up;                /* as the rest below */
     unsigned times[MAX_TAGS];   /* echoes of each tag */
@@ -120,7 +123,7 @@ static void take_frame(Echoes *e, Link *l)
         e->times[tag]++;
         g_assert_cmpuint(e->times[tag], ==, 1);
         e->total++;
-        g_cond_broadcast(&e->cond);
+        pthread_cond_broadcast(&e->cond);
     }
     g_byte_array_remove_range(l->in, 0, 4 + len);
 }
@@ -139,12 +142,12 @@ static void pump(Echoes *e, Link *l)
     ssize_t got = read(l->fd, buf, sizeof(buf));
 
     g_assert_cmpint(got, >, 0);
-    g_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->lock);
     g_byte_array_append(l->in, buf, got);
     while (frame_ready(l)) {
         take_frame(e, l);
     }
-    g_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->lock);
 }
 
 static gpointer reader(gpointer opaque)
@@ -152,17 +155,19 @@ static gpointer reader(gpointer opaque)
     Echoes *e = opaque;
 
     for (;;) {
-        struct pollfd fds[2] = { { .fd = e->src.fd, .events = POLLIN },
-                                 { .fd = e->dst.fd, .events = POLLIN } };
+        struct pollfd fds[2] = { { .fd = e->src.fd, .events = POLLIN } };
         bool stop, dst_up;
 
-        g_mutex_lock(&e->lock);
+        pthread_mutex_lock(&e->lock);
         stop = e->stop;
         dst_up = e->dst_up;
-        g_mutex_unlock(&e->lock);
+        pthread_mutex_unlock(&e->lock);
         if (stop) {
             return NULL;
         }
+        /* The link is the main thread's until it says it is up. */
+        fds[1] = (struct pollfd){ .fd = dst_up ? e->dst.fd : -1,
+                                  .events = POLLIN };
         /* A short timeout: the destination's link may come up. */
         if (poll(fds, dst_up ? 2 : 1, 20) <= 0) {
             continue;
@@ -179,24 +184,26 @@ static gpointer reader(gpointer opaque)
 /* Waits until @want echoes have come in all. */
 static void collect(Echoes *e, unsigned want)
 {
-    gint64 deadline = g_get_monotonic_time() + 5 * G_TIME_SPAN_SECOND;
+    struct timespec deadline;
 
-    g_mutex_lock(&e->lock);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 5;
+    pthread_mutex_lock(&e->lock);
     while (e->total < want) {
-        if (!g_cond_wait_until(&e->cond, &e->lock, deadline)) {
+        if (pthread_cond_timedwait(&e->cond, &e->lock, &deadline)) {
             g_error("waited 5 s for echo %u of %u", e->total + 1, want);
         }
     }
-    g_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->lock);
 }
 
 static unsigned echoes(Echoes *e)
 {
     unsigned n;
 
-    g_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->lock);
     n = e->total;
-    g_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->lock);
     return n;
 }
 
@@ -266,6 +273,8 @@ static void test_guest_migrates(void)
     gint64 src_rx, src_delivered, dst_rx, dst_delivered, dropped;
     unsigned to_src;
 
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
     rig_init(r);
     sock = rig_path(r, "mig.sock");
     uri = g_strdup_printf("unix:%s", sock);
@@ -278,9 +287,9 @@ static void test_guest_migrates(void)
     /* Waiting for the stream, the destination's guest has not opened its
      * device: no pools, no poll. */
     r->dst = start(r, &e->dst, "dst", incoming);
-    g_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->lock);
     e->dst_up = true;
-    g_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->lock);
     g_assert_cmpuint(active_pools(r->dst), ==, 0);
     g_assert_cmpint(stat(r->dst, "guest.napi-polls"), ==, 0);
 
@@ -328,15 +337,17 @@ static void test_guest_migrates(void)
     send_to(e, &e->dst, 16);
     collect(e, echoes(e) + 16);
 
-    g_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->lock);
     e->stop = true;
-    g_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->lock);
     g_thread_join(e->reader);
     qtest_quit(r->src);
     qtest_quit(r->dst);
     link_close(&e->src);
     link_close(&e->dst);
     rig_free(r);
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->lock);
     g_free(e);
 }
 
