@@ -28,7 +28,7 @@ run /migration-live/bench/downtime
 echo
 echo "Migration over tcp: with traffic into a fwd=macswap guest"
 echo
-sed -n 's/^# TABLE //p' "$log" | sed '1a\|---|---|---|---|---|---|'
+sed -n 's/^# TABLE //p' "$log" | sed '1a\|---|---|---|---|---|---|---|---|'
 echo
 grep -E '^# tcp [0-9]+[MG]: ' "$log" | sed 's/^# /    /'
 echo
