@@ -464,19 +464,10 @@ static gpointer vcpu_thread(gpointer opaque)
     unsigned n = 0;
 
     while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
-        /* Between hcalls: the machine's state is whole here. */
+        /* Between hcalls: the machine's state is whole here.  A guest
+         * waiting for its state (inmigrate) never gets past it: the
+         * machine runs only once the stream has been committed. */
         if (pause_point(g->pause)) {
-            continue;
-        }
-        if (!g->drv) {
-            /* No state yet (a run without the stream, after cont): the
-             * vCPU idles until a pause or the stop wakes it. */
-            struct pollfd pfd = { .fd = g->wake_fd, .events = POLLIN };
-            eventfd_t count;
-
-            if (poll(&pfd, 1, -1) > 0) {
-                eventfd_read(g->wake_fd, &count);
-            }
             continue;
         }
         vcpu_iteration(g);
@@ -688,7 +679,7 @@ void ibmveth_guest_machine_reset(IbmvethGuest *g)
     g_autoptr(GError) err = NULL;
 
     if (!g->drv) {
-        return;                 /* the state is still to come */
+        return;                 /* inmigrate: the state is still to come */
     }
     count_lost_at_reset(g);
     ibmveth_close(g->drv);

@@ -98,7 +98,8 @@ bool ibmveth_guest_start(IbmvethGuest *g, GError **errp);
 /* Stops and joins the vCPU thread; no hcall is made after this. */
 void ibmveth_guest_stop(IbmvethGuest *g);
 /* The machine was reset with the vCPU parked: closes the driver and opens
- * it again, as a rebooted guest would.  Main thread. */
+ * it again, as a rebooted guest would; a guest still waiting for its
+ * state from a stream (inmigrate) stays as it is.  Main thread. */
 void ibmveth_guest_machine_reset(IbmvethGuest *g);
 /* Closes the driver, gives the interrupt back and frees; call once no
  * backend can raise the interrupt any more. */

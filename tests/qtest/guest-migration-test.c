@@ -181,6 +181,14 @@ static gpointer reader(gpointer opaque)
     }
 }
 
+static void stop_reader(Echoes *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->stop = true;
+    pthread_mutex_unlock(&e->lock);
+    g_thread_join(e->reader);
+}
+
 /* Waits until @want echoes have come in all. */
 static void collect(Echoes *e, unsigned want)
 {
@@ -337,10 +345,7 @@ static void test_guest_migrates(void)
     send_to(e, &e->dst, 16);
     collect(e, echoes(e) + 16);
 
-    pthread_mutex_lock(&e->lock);
-    e->stop = true;
-    pthread_mutex_unlock(&e->lock);
-    g_thread_join(e->reader);
+    stop_reader(e);
     qtest_quit(r->src);
     qtest_quit(r->dst);
     link_close(&e->src);
