@@ -33,3 +33,18 @@ uint64_t guest_mem_alloc(uint64_t size, uint64_t align)
     mem_next = addr + size;
     return addr;
 }
+
+uint64_t guest_mem_cursor(void)
+{
+    return mem_next;
+}
+
+uint64_t guest_mem_limit(void)
+{
+    return mem_end;
+}
+
+void guest_mem_adopt_cursor(uint64_t next)
+{
+    mem_next = MAX(mem_next, next);
+}

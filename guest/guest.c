@@ -255,7 +255,8 @@ static void init_mem(SpaprMachineState *spapr)
     }
 }
 
-bool guest_add(SpaprMachineState *spapr, const char *arg, GError **errp)
+bool guest_add(SpaprMachineState *spapr, const char *arg, bool incoming,
+               GError **errp)
 {
     g_autoptr(QemuOpts) opts = qemu_opts_parse(arg, "type", errp);
     g_autofree char *id = NULL;
@@ -269,10 +270,14 @@ bool guest_add(SpaprMachineState *spapr, const char *arg, GError **errp)
     id = qemu_opt_get(opts, "id") ? g_strdup(qemu_opt_get(opts, "id")) :
          g_strdup_printf("guest%u", guests->len);
     conf.id = id;
-    g = ibmveth_guest_new(spapr, qemu_opt_get(opts, "dev"), &conf, errp);
+    g = ibmveth_guest_new(spapr, qemu_opt_get(opts, "dev"), &conf, incoming,
+                          errp);
     if (!g) {
         return false;
     }
+    /* The instance is the guest's place on the command line, as QEMU
+     * numbers its CPUs. */
+    ibmveth_guest_vmstate_register(g, guests->len);
     g_ptr_array_add(guests, g);
     return true;
 }
@@ -297,6 +302,7 @@ void guest_stop_all(void)
 void guest_cleanup(void)
 {
     for (guint i = 0; guests && i < guests->len; i++) {
+        ibmveth_guest_vmstate_unregister(g_ptr_array_index(guests, i));
         ibmveth_guest_free(g_ptr_array_index(guests, i));
     }
     g_clear_pointer(&guests, g_ptr_array_unref);

@@ -38,7 +38,8 @@ struct IbmvethGuest {
     GuestRam *ram;
     uint32_t irq;
     bool irq_claimed;
-    IbmvethDriver *drv;
+    IbmvethDriver *drv;     /* NULL while the state is awaited from an
+                               incoming stream */
     IpReasm *reasm;
     TxFrames *tx;
     int tap_fd;
@@ -462,9 +463,10 @@ static gpointer vcpu_thread(gpointer opaque)
     IbmvethGuest *g = opaque;
     unsigned n = 0;
 
-    ibmveth_set_irq(g->drv, false);
     while (!__atomic_load_n(&g->stop, __ATOMIC_ACQUIRE)) {
-        /* Between hcalls: the machine's state is whole here. */
+        /* Between hcalls: the machine's state is whole here.  A guest
+         * waiting for its state (inmigrate) never gets past it: the
+         * machine runs only once the stream has been committed. */
         if (pause_point(g->pause)) {
             continue;
         }
@@ -556,21 +558,35 @@ static bool find_device(IbmvethGuest *g, const char *dev, GError **errp)
     return true;
 }
 
-static bool open_driver(IbmvethGuest *g, GError **errp)
+static IbmvethBus guest_bus(IbmvethGuest *g)
 {
-    IbmvethBus bus = {
+    return (IbmvethBus) {
         .hcall = bus_hcall, .read = bus_read, .write = bus_write,
         .fill = bus_fill, .read_u8_acquire = bus_read_u8_acquire,
         .alloc = bus_alloc, .opaque = g,
     };
+}
+
+static void publish_pool_sizes(IbmvethGuest *g)
+{
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        __atomic_store_n(&g->st.pool_size[i], ibmveth_pool_size(g->drv, i),
+                         __ATOMIC_RELAXED);
+    }
+}
+
+static bool open_driver(IbmvethGuest *g, GError **errp)
+{
+    IbmvethBus bus = guest_bus(g);
 
     g->drv = ibmveth_open(&bus, &g->conf.drv, NULL, errp);
     if (!g->drv) {
         return false;
     }
-    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        g->st.pool_size[i] = ibmveth_pool_size(g->drv, i);
-    }
+    /* Linux's first interrupt handler: off until the first poll is done,
+     * the state the vCPU keeps at the top of its loop. */
+    ibmveth_set_irq(g->drv, false);
+    publish_pool_sizes(g);
     return true;
 }
 
@@ -595,7 +611,8 @@ static bool open_workload(IbmvethGuest *g, GError **errp)
 }
 
 IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
-                                const IbmvethGuestConf *conf, GError **errp)
+                                const IbmvethGuestConf *conf, bool incoming,
+                                GError **errp)
 {
     IbmvethGuest *g = g_new0(IbmvethGuest, 1);
 
@@ -612,7 +629,7 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
     if (g->wake_fd < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "eventfd: %s", g_strerror(errno));
     } else if (find_device(g, dev, errp) && open_workload(g, errp) &&
-               open_driver(g, errp)) {
+               (incoming || open_driver(g, errp))) {
         g->irq_claimed = spapr_irq_claim(spapr, g->irq, on_irq, g);
         if (g->irq_claimed) {
             return g;
@@ -661,6 +678,9 @@ void ibmveth_guest_machine_reset(IbmvethGuest *g)
 {
     g_autoptr(GError) err = NULL;
 
+    if (!g->drv) {
+        return;                 /* inmigrate: the state is still to come */
+    }
     count_lost_at_reset(g);
     ibmveth_close(g->drv);
     g->drv = NULL;
@@ -707,6 +727,34 @@ void ibmveth_guest_free(IbmvethGuest *g)
     g_free(g->dev_id);
     g_free(g->ifname);
     g_free(g);
+}
+
+IbmvethDriver *ibmveth_guest_driver(IbmvethGuest *g)
+{
+    return g->drv;
+}
+
+uint32_t ibmveth_guest_unit(IbmvethGuest *g)
+{
+    return g->conf.drv.unit;
+}
+
+uint32_t ibmveth_guest_tx_position(IbmvethGuest *g)
+{
+    return g->tx ? tx_frames_position(g->tx) : 0;
+}
+
+void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
+                         uint32_t tx_position)
+{
+    IbmvethBus bus = guest_bus(g);
+
+    g_assert(!g->drv);
+    g->drv = ibmveth_adopt(&bus, s);
+    if (g->tx) {
+        tx_frames_seek(g->tx, tx_position);
+    }
+    publish_pool_sizes(g);
 }
 
 const char *ibmveth_guest_id(IbmvethGuest *g)

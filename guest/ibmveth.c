@@ -652,6 +652,179 @@ unsigned ibmveth_bds_per_add(IbmvethDriver *v)
     return v->bds_per_add;
 }
 
+/* ---- Migration ---- */
+
+void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s)
+{
+    *s = (IbmvethState) {
+        .unit = v->unit, .tce_list = v->tce_list,
+        .buffer_list = v->buffer_list, .filter_list = v->filter_list,
+        .rxq = v->rxq, .tx_buf = v->tx_buf, .rxq_len = v->rxq_len,
+        .rxq_index = v->rxq_index, .rxq_toggle = v->rxq_toggle,
+        .bds_per_add = v->bds_per_add,
+    };
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        const IbmvethPool *p = &v->pool[i];
+        IbmvethPoolState *ps = &s->pool[i];
+
+        ps->active = p->active;
+        ps->size = p->size;
+        ps->count = p->count;
+        if (!p->active) {
+            continue;
+        }
+        ps->base = p->base;
+        ps->stride = p->stride;
+        ps->consumer = p->consumer;
+        ps->producer = p->producer;
+        ps->available = p->available;
+        memcpy(ps->free_map, p->free_map, p->count * sizeof(p->free_map[0]));
+        memcpy(ps->posted, p->posted, p->count * sizeof(p->posted[0]));
+    }
+}
+
+/* [addr, addr + len) lies in guest memory below @mem_end. */
+static bool range_ok(uint64_t addr, uint64_t len, uint64_t mem_end)
+{
+    return len <= mem_end && addr <= mem_end - len;
+}
+
+/* The free slots are exactly the slots not posted, each once, in the
+ * ring between consumer and producer. */
+static bool free_ring_ok(const IbmvethPoolState *p)
+{
+    uint32_t nfree = p->count - p->available;
+    g_autofree bool *seen = g_new0(bool, p->count);
+    uint32_t posted = 0;
+
+    if (p->consumer >= p->count || p->producer != (p->consumer + nfree) %
+                                                  p->count) {
+        return false;
+    }
+    for (uint32_t slot = 0; slot < p->count; slot++) {
+        posted += p->posted[slot];
+    }
+    if (posted != p->available) {
+        return false;
+    }
+    for (uint32_t i = 0; i < nfree; i++) {
+        uint32_t slot = p->free_map[(p->consumer + i) % p->count];
+
+        if (slot >= p->count || p->posted[slot] || seen[slot]) {
+            return false;
+        }
+        seen[slot] = true;
+    }
+    return true;
+}
+
+static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
+                             uint64_t mem_end, GError **errp)
+{
+    if (p->count > IBMVETH_POOL_COUNT_MAX) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: count %u is over %d",
+                    i, p->count, IBMVETH_POOL_COUNT_MAX);
+        return false;
+    }
+    if (!p->active) {
+        return true;
+    }
+    if (p->count < 1 || p->size < IBMVETH_POOL_SIZE_MIN ||
+        p->size > IBMVETH_POOL_SIZE_MAX ||
+        p->stride != align_up(p->size, POOL_BUF_ALIGN) ||
+        !range_ok(p->base, p->stride * p->count, mem_end)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: size %u, count %u, "
+                    "%" G_GUINT64_FORMAT " bytes apart at 0x%"
+                    G_GINT64_MODIFIER "x is not a pool the driver makes in "
+                    "this machine's memory", i, p->size, p->count, p->stride,
+                    p->base);
+        return false;
+    }
+    if (p->available > p->count || !free_ring_ok(p)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: the free slots "
+                    "(consumer %u, producer %u, %u posted) do not match the "
+                    "posted buffers", i, p->consumer, p->producer,
+                    p->available);
+        return false;
+    }
+    return true;
+}
+
+bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
+                         GError **errp)
+{
+    uint64_t entries = 1;
+
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (!pool_state_check(&s->pool[i], i, mem_end, errp)) {
+            return false;
+        }
+        entries += s->pool[i].count;
+    }
+    if (s->rxq_len != entries * IBMVETH_RXQ_ENTRY_SIZE ||
+        s->rxq_index >= entries) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "rx queue of %u bytes at entry "
+                    "%u: the pools make it %" G_GUINT64_FORMAT " entries",
+                    s->rxq_len, s->rxq_index, entries);
+        return false;
+    }
+    if (s->bds_per_add != 1 && s->bds_per_add != IBMVETH_MAX_BDS_PER_ADD) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "bds_per_add %u is neither 1 "
+                    "nor %d", s->bds_per_add, IBMVETH_MAX_BDS_PER_ADD);
+        return false;
+    }
+    if (!range_ok(s->tce_list, PAGE_SIZE, mem_end) ||
+        !range_ok(s->buffer_list, PAGE_SIZE, mem_end) ||
+        !range_ok(s->filter_list, PAGE_SIZE, mem_end) ||
+        !range_ok(s->rxq, s->rxq_len, mem_end) ||
+        !range_ok(s->tx_buf, IBMVETH_TX_BUF_SIZE, mem_end)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "a queue or page lies beyond "
+                    "the guest memory the driver allocates from (0x%"
+                    G_GINT64_MODIFIER "x)", mem_end);
+        return false;
+    }
+    return true;
+}
+
+IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
+{
+    IbmvethDriver *v = g_new0(IbmvethDriver, 1);
+
+    v->bus = *bus;
+    v->unit = s->unit;
+    v->tce_list = s->tce_list;
+    v->buffer_list = s->buffer_list;
+    v->filter_list = s->filter_list;
+    v->rxq = s->rxq;
+    v->tx_buf = s->tx_buf;
+    v->rxq_len = s->rxq_len;
+    v->rxq_index = s->rxq_index;
+    v->rxq_toggle = s->rxq_toggle;
+    v->bds_per_add = s->bds_per_add;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        const IbmvethPoolState *ps = &s->pool[i];
+        IbmvethPool *p = &v->pool[i];
+
+        p->index = i;
+        p->active = ps->active;
+        p->size = ps->size;
+        p->count = ps->count;
+        p->threshold = p->count * 7 / 8;
+        if (!p->active) {
+            continue;
+        }
+        p->base = ps->base;
+        p->stride = ps->stride;
+        p->consumer = ps->consumer;
+        p->producer = ps->producer;
+        p->available = ps->available;
+        p->free_map = g_memdup2(ps->free_map,
+                                p->count * sizeof(p->free_map[0]));
+        p->posted = g_memdup2(ps->posted, p->count * sizeof(p->posted[0]));
+    }
+    return v;
+}
+
 /* ---- Save and restore ---- */
 
 static void save_pool(GKeyFile *kf, const IbmvethPool *p)

@@ -83,3 +83,13 @@ const uint8_t *tx_frames_next(TxFrames *t, size_t *len)
     *len = t->sizes[i];
     return t->frames[i];
 }
+
+unsigned tx_frames_position(const TxFrames *t)
+{
+    return t->next;
+}
+
+void tx_frames_seek(TxFrames *t, unsigned position)
+{
+    t->next = position % t->n;
+}

@@ -603,6 +603,20 @@ static bool load_sections(LoadState *ls, GError **errp)
     }
 }
 
+/* Objects that cannot do without their section (a built-in guest,
+ * whose CPU state only the stream has). */
+static bool check_absent_sections(GError **errp)
+{
+    for (guint i = 0; entries && i < entries->len; i++) {
+        SaveStateEntry *se = g_ptr_array_index(entries, i);
+
+        if (!se->image && se->ops->absent && !se->ops->absent(se->obj, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
                       GError **errp)
 {
@@ -610,7 +624,7 @@ bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
 
     return check_header(f, errp) &&
            load_configuration(f, machine_type, errp) &&
-           load_sections(&ls, errp);
+           load_sections(&ls, errp) && check_absent_sections(errp);
 }
 
 bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,

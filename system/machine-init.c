@@ -363,11 +363,6 @@ bool machine_init_devices(const MachineInitConfig *cfg,
 bool machine_init_guests(const MachineInitConfig *cfg,
                          SpaprMachineState *spapr, GError **errp)
 {
-    if (cfg->guests->len && cfg->incoming) {
-        g_set_error(errp, ILLAN_ERROR, 0, "-guest cannot be combined with "
-                    "-incoming: a built-in guest's state does not migrate");
-        return false;
-    }
     for (guint i = 0; i < cfg->guests->len; i++) {
         const char *arg = g_ptr_array_index(cfg->guests, i);
 
@@ -377,7 +372,7 @@ bool machine_init_guests(const MachineInitConfig *cfg,
                                      "none (use -M pseries)",
                                      spapr_machine_type(spapr));
         }
-        if (!guest_add(spapr, arg, errp)) {
+        if (!guest_add(spapr, arg, cfg->incoming != NULL, errp)) {
             g_prefix_error(errp, "-guest %s: ", arg);
             return false;
         }

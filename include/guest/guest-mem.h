@@ -17,4 +17,11 @@ void guest_mem_reset(void);
 /* @size bytes aligned to @align (a power of two); 0 when none is left. */
 uint64_t guest_mem_alloc(uint64_t size, uint64_t align);
 
+/* For migration: where the next piece would start, the end of what may
+ * be handed out, and a cursor that came with a stream (the higher of it
+ * and this one's wins, since every guest's section carries it). */
+uint64_t guest_mem_cursor(void);
+uint64_t guest_mem_limit(void);
+void guest_mem_adopt_cursor(uint64_t next);
+
 #endif

@@ -18,9 +18,11 @@
 bool guest_print_help(const char *arg, bool *printed, GError **errp);
 
 /* Parses one -guest argument and creates the guest (driver opened,
- * thread not yet started).  errp says which option is wrong and how to
- * fix it. */
-bool guest_add(SpaprMachineState *spapr, const char *arg, GError **errp);
+ * thread not yet started), with its migration section.  With @incoming
+ * the driver's state comes with the stream instead.  errp says which
+ * option is wrong and how to fix it. */
+bool guest_add(SpaprMachineState *spapr, const char *arg, bool incoming,
+               GError **errp);
 /* Starts every guest's vCPU thread. */
 bool guest_start_all(GError **errp);
 /* Stops every vCPU thread; after this no guest makes an hcall. */

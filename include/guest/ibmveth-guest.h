@@ -88,18 +88,35 @@ typedef struct IbmvethGuestStats {
 
 /* Checks @conf against the machine (the device exists and is a
  * spapr-vlan, a TAP opens), opens the driver as Linux does and claims the
- * device's interrupt.  The vCPU thread starts with ibmveth_guest_start(). */
+ * device's interrupt.  With @incoming the driver is not opened: its state
+ * comes with the migration stream (ibmveth_guest_adopt()).  The vCPU
+ * thread starts with ibmveth_guest_start(). */
 IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
-                                const IbmvethGuestConf *conf, GError **errp);
+                                const IbmvethGuestConf *conf, bool incoming,
+                                GError **errp);
 bool ibmveth_guest_start(IbmvethGuest *g, GError **errp);
 /* Stops and joins the vCPU thread; no hcall is made after this. */
 void ibmveth_guest_stop(IbmvethGuest *g);
 /* The machine was reset with the vCPU parked: closes the driver and opens
- * it again, as a rebooted guest would.  Main thread. */
+ * it again, as a rebooted guest would; a guest still waiting for its
+ * state from a stream (inmigrate) stays as it is.  Main thread. */
 void ibmveth_guest_machine_reset(IbmvethGuest *g);
 /* Closes the driver, gives the interrupt back and frees; call once no
  * backend can raise the interrupt any more. */
 void ibmveth_guest_free(IbmvethGuest *g);
+
+/* Migration (guest/ibmveth-guest-vmstate.c), main thread, vCPU parked:
+ * the driver (NULL while its state is awaited), the device's unit, the
+ * txonly pattern's position, and the driver carrying on from a stream's
+ * state. */
+IbmvethDriver *ibmveth_guest_driver(IbmvethGuest *g);
+uint32_t ibmveth_guest_unit(IbmvethGuest *g);
+uint32_t ibmveth_guest_tx_position(IbmvethGuest *g);
+void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
+                         uint32_t tx_position);
+/* The section "ibmveth-guest" for @g, instance @instance. */
+void ibmveth_guest_vmstate_register(IbmvethGuest *g, uint32_t instance);
+void ibmveth_guest_vmstate_unregister(IbmvethGuest *g);
 
 const char *ibmveth_guest_id(IbmvethGuest *g);
 const char *ibmveth_guest_dev(IbmvethGuest *g);

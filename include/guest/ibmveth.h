@@ -196,6 +196,41 @@ unsigned ibmveth_bds_per_add(IbmvethDriver *v);
 void ibmveth_set_bus(IbmvethDriver *v, const IbmvethBus *bus);
 
 /*
+ * The driver's state as plain data, for the built-in guest's migration
+ * section: what ibmveth_open() set up and everything the driver changed
+ * since.  free_map and posted are used up to count entries, and only in
+ * an active pool.
+ */
+typedef struct IbmvethPoolState {
+    bool active;
+    uint32_t size, count;
+    uint64_t base, stride;
+    uint32_t consumer, producer, available;
+    uint32_t free_map[IBMVETH_POOL_COUNT_MAX];
+    bool posted[IBMVETH_POOL_COUNT_MAX];
+} IbmvethPoolState;
+
+typedef struct IbmvethState {
+    uint32_t unit;
+    uint64_t tce_list, buffer_list, filter_list, rxq, tx_buf;
+    uint32_t rxq_len, rxq_index;
+    bool rxq_toggle;
+    uint32_t bds_per_add;
+    IbmvethPoolState pool[IBMVETH_NUM_POOLS];
+} IbmvethState;
+
+/* Into a zeroed @s. */
+void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s);
+/* False, saying which field, unless @s is a state the driver could have
+ * reached with every structure in guest memory below @mem_end: the
+ * driver trusts it as it trusts its own. */
+bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
+                         GError **errp);
+/* A driver that carries on from @s (checked), already registered with
+ * the device: no hcall is made. */
+IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s);
+
+/*
  * The driver's own state as text, and a driver rebuilt from it: for
  * streams kept as test fixtures, whose guest must carry on in a later
  * process.  A restored driver cannot open again (no allocator state).

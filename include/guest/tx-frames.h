@@ -21,4 +21,9 @@ void tx_frames_free(TxFrames *t);
 /* The next frame to send; valid until tx_frames_free(). */
 const uint8_t *tx_frames_next(TxFrames *t, size_t *len);
 
+/* Where the pattern of sizes stands: the index of the next frame.  A
+ * position from another pattern is taken modulo this one's length. */
+unsigned tx_frames_position(const TxFrames *t);
+void tx_frames_seek(TxFrames *t, unsigned position);
+
 #endif

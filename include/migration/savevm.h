@@ -45,6 +45,9 @@ typedef struct VMStateImageOps {
     void (*commit)(void *obj, const void *image);
     /* Frees what capture allocated inside the image; may be NULL. */
     void (*release)(void *image);
+    /* A stream read to its end without this section: false refuses it,
+     * errp saying why.  NULL: the object keeps its state. */
+    bool (*absent)(void *obj, GError **errp);
 } VMStateImageOps;
 
 /* A section "@idstr" with @instance_id; it lasts until unregistered. */

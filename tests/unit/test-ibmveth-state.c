@@ -1,0 +1,173 @@
+/*
+ * The ibmveth driver model's migrated state: what ibmveth_get_state()
+ * takes from an opened driver passes ibmveth_state_check(), a driver
+ * adopted from it holds the same state, and each kind of state the
+ * driver could not have reached is refused.  The driver runs on a bus
+ * of plain memory whose hcalls all succeed.
+ */
+#include "guest/ibmveth.h"
+#include "hw/ppc/hcall.h"
+
+#include <string.h>
+
+#define MEM_SIZE    (32u << 20)
+#define MEM_BASE    (1u << 20)
+#define UNIT        0x71000000u
+
+typedef struct FakeBus {
+    uint8_t *mem;
+    uint64_t next;
+} FakeBus;
+
+static int64_t fake_hcall(void *opaque, uint64_t opcode, unsigned nargs,
+                          uint64_t *args, unsigned nout)
+{
+    (void)opaque, (void)opcode, (void)nargs, (void)args, (void)nout;
+    return H_SUCCESS;
+}
+
+static void fake_read(void *opaque, uint64_t gpa, void *buf, size_t len)
+{
+    g_assert_cmpuint(gpa + len, <=, MEM_SIZE);
+    memcpy(buf, ((FakeBus *)opaque)->mem + gpa, len);
+}
+
+static void fake_write(void *opaque, uint64_t gpa, const void *buf,
+                       size_t len)
+{
+    g_assert_cmpuint(gpa + len, <=, MEM_SIZE);
+    memcpy(((FakeBus *)opaque)->mem + gpa, buf, len);
+}
+
+static void fake_fill(void *opaque, uint64_t gpa, uint8_t byte, size_t len)
+{
+    g_assert_cmpuint(gpa + len, <=, MEM_SIZE);
+    memset(((FakeBus *)opaque)->mem + gpa, byte, len);
+}
+
+static uint64_t fake_alloc(void *opaque, uint64_t size, uint64_t align)
+{
+    FakeBus *b = opaque;
+    uint64_t addr = (b->next + align - 1) & ~(align - 1);
+
+    if (addr + size > MEM_SIZE) {
+        return 0;
+    }
+    b->next = addr + size;
+    return addr;
+}
+
+typedef struct Fixture {
+    FakeBus fb;
+    IbmvethBus bus;
+    IbmvethDriver *drv;
+    IbmvethState s;
+} Fixture;
+
+/* Linux's pools, opened and replenished, with a few buffers consumed so
+ * that the free rings have turned. */
+static void fixture_init(Fixture *f)
+{
+    IbmvethConf conf;
+    g_autoptr(GError) err = NULL;
+
+    f->fb = (FakeBus){ g_malloc0(MEM_SIZE), MEM_BASE };
+    f->bus = (IbmvethBus){ .hcall = fake_hcall, .read = fake_read,
+                           .write = fake_write, .fill = fake_fill,
+                           .alloc = fake_alloc, .opaque = &f->fb };
+    ibmveth_conf_linux_defaults(&conf, UNIT);
+    f->drv = ibmveth_open(&f->bus, &conf, NULL, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(f->drv);
+    for (unsigned i = 0; i < 2; i++) {
+        IbmvethRxEntry e = { .valid = true, .pool = 0, .slot = 5 + 4 * i };
+
+        ibmveth_rx_consume(f->drv, &e);
+    }
+    ibmveth_get_state(f->drv, &f->s);
+    g_assert_cmpuint(f->s.pool[0].producer, ==, 2);
+    g_assert_cmpuint(f->s.rxq_index, ==, 2);
+    g_assert_true(ibmveth_state_check(&f->s, f->fb.next, &err));
+    g_assert_no_error(err);
+}
+
+static void fixture_free(Fixture *f)
+{
+    ibmveth_close(f->drv);
+    g_free(f->fb.mem);
+}
+
+static void test_adopt_round_trip(void)
+{
+    Fixture f;
+    IbmvethState *again = g_new0(IbmvethState, 1);
+    IbmvethDriver *adopted;
+
+    fixture_init(&f);
+    adopted = ibmveth_adopt(&f.bus, &f.s);
+    ibmveth_get_state(adopted, again);
+    g_assert_cmpmem(again, sizeof(*again), &f.s, sizeof(f.s));
+    g_assert_cmpuint(ibmveth_posted(adopted, 0), ==, 254);
+    g_assert_cmpuint(ibmveth_replenish(adopted), ==, 0);
+    g_assert_cmpuint(ibmveth_pool_size(adopted, 4), ==, 65536);
+    ibmveth_close(adopted);
+    g_free(again);
+    fixture_free(&f);
+}
+
+static void expect_refused(Fixture *f, const IbmvethState *s,
+                           uint64_t mem_end, const char *msg)
+{
+    g_autoptr(GError) err = NULL;
+
+    g_assert_false(ibmveth_state_check(s, mem_end, &err));
+    g_assert_nonnull(err);
+    g_test_message("%s", err->message);
+    g_assert_nonnull(strstr(err->message, msg));
+    (void)f;
+}
+
+static void test_refusals(void)
+{
+    Fixture f;
+    IbmvethState *s = g_new(IbmvethState, 1);
+
+    fixture_init(&f);
+#define MUTATE(stmt, mem_end, msg) do {                                  \
+        *s = f.s;                                                        \
+        stmt;                                                            \
+        expect_refused(&f, s, (mem_end), (msg));                         \
+    } while (0)
+    MUTATE(s->pool[1].count = 5000, f.fb.next, "count 5000 is over 4096");
+    MUTATE(s->pool[0].stride = 256, f.fb.next, "not a pool the driver");
+    MUTATE(s->pool[4].base = f.fb.next, f.fb.next, "not a pool the driver");
+    MUTATE(s->pool[0].available--, f.fb.next, "do not match the posted");
+    MUTATE(s->pool[0].posted[7] = false, f.fb.next,
+           "do not match the posted");
+    MUTATE(s->pool[0].free_map[0] = 7, f.fb.next,
+           "do not match the posted");
+    MUTATE(s->pool[0].free_map[1] = 5, f.fb.next,
+           "do not match the posted");
+    MUTATE(s->pool[0].free_map[1] = 300, f.fb.next,
+           "do not match the posted");
+    MUTATE(s->pool[0].producer = 3, f.fb.next, "do not match the posted");
+    MUTATE(s->pool[0].consumer = 256, f.fb.next, "do not match the posted");
+    MUTATE(s->rxq_index = s->rxq_len / 16, f.fb.next, "rx queue of");
+    MUTATE(s->rxq_len += 16, f.fb.next, "rx queue of");
+    MUTATE(s->bds_per_add = 3, f.fb.next, "bds_per_add 3");
+    MUTATE((void)0, MEM_BASE + 0x3000, "not a pool the driver");
+    MUTATE(s->tx_buf = f.fb.next - 4096, f.fb.next, "beyond the guest "
+           "memory");
+#undef MUTATE
+    g_free(s);
+    fixture_free(&f);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/ibmveth-state/adopt-round-trip",
+                    test_adopt_round_trip);
+    g_test_add_func("/ibmveth-state/refusals", test_refusals);
+    return g_test_run();
+}
