@@ -208,7 +208,7 @@ static void mem_write(QTestServer *qs, uint64_t addr, const void *buf,
     uint64_t inside = ram_part(qs, addr, len);
 
     if (inside) {
-        guest_ram_write(qtest_ram(qs), addr, buf, inside);
+        guest_ram_cpu_write(qtest_ram(qs), addr, buf, inside);
     }
 }
 
@@ -400,7 +400,7 @@ static void cmd_memset(QTestServer *qs, char **argv, int argc, GString *reply)
     }
     inside = ram_part(qs, v[0], v[1]);
     if (inside) {
-        guest_ram_fill(qtest_ram(qs), v[0], v[2], inside);
+        guest_ram_cpu_fill(qtest_ram(qs), v[0], v[2], inside);
     }
     g_string_assign(reply, "OK");
 }

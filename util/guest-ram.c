@@ -108,6 +108,39 @@ bool guest_ram_cpu_read(GuestRam *ram, uint64_t gpa, void *buf, uint64_t len)
     return true;
 }
 
+__attribute__((no_sanitize_thread))
+bool guest_ram_cpu_write(GuestRam *ram, uint64_t gpa, const void *buf,
+                         uint64_t len)
+{
+    volatile uint8_t *p = guest_ram_ptr(ram, gpa, len);
+    const uint8_t *in = buf;
+
+    if (!p) {
+        return false;
+    }
+    for (uint64_t i = 0; i < len; i++) {
+        p[i] = in[i];
+    }
+    guest_ram_mark_dirty(ram, gpa, len);
+    return true;
+}
+
+__attribute__((no_sanitize_thread))
+bool guest_ram_cpu_fill(GuestRam *ram, uint64_t gpa, uint8_t byte,
+                        uint64_t len)
+{
+    volatile uint8_t *p = guest_ram_ptr(ram, gpa, len);
+
+    if (!p) {
+        return false;
+    }
+    for (uint64_t i = 0; i < len; i++) {
+        p[i] = byte;
+    }
+    guest_ram_mark_dirty(ram, gpa, len);
+    return true;
+}
+
 bool guest_ram_write(GuestRam *ram, uint64_t gpa, const void *buf,
                      uint64_t len)
 {

@@ -31,6 +31,11 @@ bool guest_ram_fill(GuestRam *ram, uint64_t gpa, uint8_t byte, uint64_t len);
  * as on real hardware.  ThreadSanitizer is not asked to watch it.
  */
 bool guest_ram_cpu_read(GuestRam *ram, uint64_t gpa, void *buf, uint64_t len);
+/* Writes as the guest's CPU makes them, for the same reason. */
+bool guest_ram_cpu_write(GuestRam *ram, uint64_t gpa, const void *buf,
+                         uint64_t len);
+bool guest_ram_cpu_fill(GuestRam *ram, uint64_t gpa, uint8_t byte,
+                        uint64_t len);
 
 bool guest_ram_ld_be(GuestRam *ram, uint64_t gpa, unsigned size,
                      uint64_t *val);
