@@ -181,6 +181,9 @@ bool precopy_save(QEMUFile *f, const char *machine_type, GuestRam *ram,
     SaveVMImages *images = NULL;
     bool ok;
 
+    /* Until a window has measured the link, QEMU's guess: the limit. */
+    __atomic_store_n(&stats->expected_downtime_ms,
+                     migrate_downtime_limit_ms(), __ATOMIC_RELAXED);
     p.rs = ram_saver_new(f, ram, &stats->ram);
     ram_saver_sync(p.rs);
     hooks->active(hooks->opaque);
