@@ -1,10 +1,14 @@
 /*
- * The built-in guests' QMP command, x-query-guest-stats: what each guest
- * saw and did.
+ * The built-in guests' QMP commands: x-query-guest-stats, what each guest
+ * saw and did; x-guest-set-mac and x-guest-set-mtu, what "ip link set"
+ * does to a Linux guest's interface.
  */
 #include "guest/guest.h"
+#include "hw/qdev.h"
 #include "qemu/module.h"
 #include "qemu/qmp-registry.h"
+
+#include <string.h>
 
 static JsonObject *guest_pool_frames(const IbmvethGuestStats *st)
 {
@@ -99,8 +103,98 @@ static JsonNode *query_guest_stats(JsonObject *args, QmpError *err)
     return qmp_return_object(ret);
 }
 
+typedef struct GuestLookup {
+    const char *id;
+    IbmvethGuest *found;
+} GuestLookup;
+
+static void match_id(IbmvethGuest *g, void *opaque)
+{
+    GuestLookup *l = opaque;
+
+    if (!strcmp(ibmveth_guest_id(g), l->id)) {
+        l->found = g;
+    }
+}
+
+static IbmvethGuest *find_guest(JsonObject *args, QmpError *err)
+{
+    GuestLookup l = { json_object_get_string_member(args, "id"), NULL };
+
+    guest_foreach(match_id, &l);
+    if (!l.found) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "no built-in guest '%s' (see "
+                      "x-query-guest-stats)", l.id);
+    }
+    return l.found;
+}
+
+static JsonNode *guest_result(bool ok, GError *gerr, QmpError *err)
+{
+    if (!ok) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "%s", gerr->message);
+        g_error_free(gerr);
+        return NULL;
+    }
+    return qmp_return_empty();
+}
+
+static JsonNode *guest_set_mac(JsonObject *args, QmpError *err)
+{
+    IbmvethGuest *g = find_guest(args, err);
+    const char *str = json_object_get_string_member(args, "mac");
+    GError *gerr = NULL;
+    MACAddr mac;
+    uint64_t v = 0;
+    bool ok;
+
+    if (!g) {
+        return NULL;
+    }
+    if (!mac_parse(str, &mac) || (mac.a[0] & 1)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'mac' expects a "
+                      "unicast MAC address, not '%s'", str);
+        return NULL;
+    }
+    for (int i = 0; i < 6; i++) {
+        v = v << 8 | mac.a[i];
+    }
+    ok = ibmveth_guest_set_mac(g, v, &gerr);
+    return guest_result(ok, gerr, err);
+}
+
+static JsonNode *guest_set_mtu(JsonObject *args, QmpError *err)
+{
+    IbmvethGuest *g = find_guest(args, err);
+    int64_t mtu = json_object_get_int_member(args, "mtu");
+    GError *gerr = NULL;
+    bool ok;
+
+    if (!g) {
+        return NULL;
+    }
+    if (mtu < 0 || mtu > UINT32_MAX) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'mtu' expects an "
+                      "MTU in bytes, not %" G_GINT64_FORMAT, mtu);
+        return NULL;
+    }
+    ok = ibmveth_guest_set_mtu(g, mtu, &gerr);
+    return guest_result(ok, gerr, err);
+}
+
+static const QmpArg set_mac_args[] = {
+    { "id", QMP_ARG_STR, false }, { "mac", QMP_ARG_STR, false },
+    { NULL, 0, false }
+};
+static const QmpArg set_mtu_args[] = {
+    { "id", QMP_ARG_STR, false }, { "mtu", QMP_ARG_INT, false },
+    { NULL, 0, false }
+};
+
 static const QmpCommand guest_commands[] = {
     { "x-query-guest-stats", NULL, false, query_guest_stats, false },
+    { "x-guest-set-mac", set_mac_args, false, guest_set_mac, false },
+    { "x-guest-set-mtu", set_mtu_args, false, guest_set_mtu, false },
 };
 
 static void guest_commands_register(void)

@@ -79,6 +79,7 @@ static const VMStateDescription vmstate_ibmveth_driver = {
         VMSTATE_UINT32(rxq_index, IbmvethState),
         VMSTATE_BOOL(rxq_toggle, IbmvethState),
         VMSTATE_UINT32(bds_per_add, IbmvethState),
+        VMSTATE_UINT64(mac, IbmvethState),
         VMSTATE_STRUCT_ARRAY(pool, IbmvethState, IBMVETH_NUM_POOLS, 1,
                              vmstate_ibmveth_pool, IbmvethPoolState),
         VMSTATE_END_OF_LIST()

@@ -33,6 +33,9 @@
 
 struct IbmvethGuest {
     IbmvethGuestConf conf;
+    IbmvethConf boot_drv;   /* the driver's conf at boot: -guest's pools,
+                               the device tree's MAC */
+    uint32_t mcast_filters; /* the device's ibm,mac-address-filters */
     char *id, *dev_id, *ifname;
     SpaprMachineState *spapr;
     GuestRam *ram;
@@ -70,6 +73,7 @@ static const char *const drop_names[GUEST_DROP__MAX] = {
     [GUEST_DROP_TAP_WRITE] = "tap-write",
     [GUEST_DROP_TX_FAILED] = "tx-failed",
     [GUEST_DROP_MACHINE_RESET] = "machine-reset",
+    [GUEST_DROP_CLOSED] = "closed",
 };
 
 const char *guest_fwd_name(GuestFwd fwd)
@@ -528,8 +532,8 @@ static bool find_device(IbmvethGuest *g, const char *dev, GError **errp)
     SpaprVioDevice *vdev = spapr_vio_find_by_path(spapr_vio_bus(g->spapr),
                                                   dev);
     g_autofree void *fdt = NULL;
-    const fdt32_t *irq;
-    int node, len;
+    const fdt32_t *irq, *filters;
+    int node, len, flen;
 
     if (!vdev) {
         g_set_error(errp, ILLAN_ERROR, 0, "dev=%s: no such device (give "
@@ -547,14 +551,19 @@ static bool find_device(IbmvethGuest *g, const char *dev, GError **errp)
         return false;
     }
     irq = fdt_getprop(fdt, node, "interrupts", &len);
-    if (!irq || len < (int)sizeof(*irq) || !read_mac(fdt, node,
-                                                     &g->conf.drv.mac)) {
+    filters = fdt_getprop(fdt, node, "ibm,mac-address-filters", &flen);
+    if (!irq || len < (int)sizeof(*irq) ||
+        !filters || flen != (int)sizeof(*filters) ||
+        !read_mac(fdt, node, &g->conf.drv.mac)) {
         g_set_error(errp, ILLAN_ERROR, 0, "dev=%s: its device-tree node "
-                    "lacks interrupts or local-mac-address", dev);
+                    "lacks interrupts, ibm,mac-address-filters or "
+                    "local-mac-address", dev);
         return false;
     }
     g->conf.drv.unit = vdev->reg;
     g->irq = fdt32_to_cpu(*irq);
+    g->mcast_filters = fdt32_to_cpu(*filters);
+    g->boot_drv = g->conf.drv;
     return true;
 }
 
@@ -575,6 +584,11 @@ static void publish_pool_sizes(IbmvethGuest *g)
     }
 }
 
+/* The groups every Linux interface joins: IPv4 all-hosts, IPv6
+ * all-nodes. */
+static const uint64_t linux_groups[] = { 0x01005e000001ULL,
+                                         0x333300000001ULL };
+
 static bool open_driver(IbmvethGuest *g, GError **errp)
 {
     IbmvethBus bus = guest_bus(g);
@@ -587,6 +601,10 @@ static bool open_driver(IbmvethGuest *g, GError **errp)
      * the state the vCPU keeps at the top of its loop. */
     ibmveth_set_irq(g->drv, false);
     publish_pool_sizes(g);
+    /* The stack behind a TAP joins groups this model cannot see: all
+     * multicast, as a bridged interface has it. */
+    ibmveth_set_rx_mode(g->drv, g->conf.fwd == GUEST_FWD_TAP, linux_groups,
+                        G_N_ELEMENTS(linux_groups), g->mcast_filters);
     return true;
 }
 
@@ -658,9 +676,9 @@ bool ibmveth_guest_start(IbmvethGuest *g, GError **errp)
     return g->thread != NULL;
 }
 
-/* Frames the device delivered that the guest had not taken yet when the
- * machine was reset: a rebooting guest never sees them. */
-static void count_lost_at_reset(IbmvethGuest *g)
+/* Frames the device delivered that the guest had not taken yet when it
+ * closed (a reset, an MTU change): a closing guest never sees them. */
+static void count_lost(IbmvethGuest *g, GuestDrop why)
 {
     IbmvethRxEntry e;
     unsigned lost = 0;
@@ -671,7 +689,7 @@ static void count_lost_at_reset(IbmvethGuest *g)
         ibmveth_rx_consume(g->drv, &e);
         lost++;
     }
-    STAT_ADD(g, drops[GUEST_DROP_MACHINE_RESET], lost);
+    STAT_ADD(g, drops[why], lost);
 }
 
 void ibmveth_guest_machine_reset(IbmvethGuest *g)
@@ -681,13 +699,93 @@ void ibmveth_guest_machine_reset(IbmvethGuest *g)
     if (!g->drv) {
         return;                 /* inmigrate: the state is still to come */
     }
-    count_lost_at_reset(g);
+    count_lost(g, GUEST_DROP_MACHINE_RESET);
     ibmveth_close(g->drv);
     g->drv = NULL;
+    g->conf.drv = g->boot_drv;
     if (!open_driver(g, &err)) {
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
     }
     STAT_ADD(g, resets, 1);
+}
+
+bool ibmveth_guest_set_mac(IbmvethGuest *g, uint64_t mac, GError **errp)
+{
+    int64_t rc;
+
+    if (!g->drv) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s' has no driver yet "
+                    "(it waits for an incoming migration)", g->id);
+        return false;
+    }
+    pause_all();
+    rc = ibmveth_change_mac(g->drv, mac);
+    if (rc == H_SUCCESS) {
+        g->conf.drv.mac = mac;
+    }
+    resume_all();
+    if (rc != H_SUCCESS) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': "
+                    "H_CHANGE_LOGICAL_LAN_MAC returned %" G_GINT64_FORMAT,
+                    g->id, rc);
+    }
+    return rc == H_SUCCESS;
+}
+
+/* Linux's change_mtu: the first pool that holds the MTU, and every one
+ * before it, become active; -1 if none holds it. */
+static int pool_for_mtu(const IbmvethConf *drv, uint32_t mtu)
+{
+    for (unsigned i = 0; i < drv->npools; i++) {
+        if (drv->pool_size[i] >= (uint64_t)mtu + IBMVETH_BUFF_OH) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static uint32_t largest_pool(const IbmvethConf *drv)
+{
+    uint32_t size = 0;
+
+    for (unsigned i = 0; i < drv->npools; i++) {
+        size = MAX(size, drv->pool_size[i]);
+    }
+    return size;
+}
+
+bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
+{
+    g_autoptr(GError) err = NULL;
+    int last = pool_for_mtu(&g->conf.drv, mtu);
+
+    if (mtu < IBMVETH_MIN_MTU || last < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MTU %u is out of "
+                    "range %d to %u (a buffer holds the MTU + %d bytes, and "
+                    "the largest pool's are %u)", g->id, mtu,
+                    IBMVETH_MIN_MTU,
+                    largest_pool(&g->conf.drv) - IBMVETH_BUFF_OH,
+                    IBMVETH_BUFF_OH, largest_pool(&g->conf.drv));
+        return false;
+    }
+    if (!g->drv) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s' has no driver yet "
+                    "(it waits for an incoming migration)", g->id);
+        return false;
+    }
+    pause_all();
+    count_lost(g, GUEST_DROP_CLOSED);
+    ibmveth_close(g->drv);
+    g->drv = NULL;
+    for (int i = 0; i <= last; i++) {
+        g->conf.drv.pool_active[i] = true;
+    }
+    if (!open_driver(g, &err)) {
+        g_error("guest %s: reopening for MTU %u: %s", g->id, mtu,
+                err->message);
+    }
+    resume_all();
+    return true;
 }
 
 void ibmveth_guest_stop(IbmvethGuest *g)
@@ -751,6 +849,12 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
 
     g_assert(!g->drv);
     g->drv = ibmveth_adopt(&bus, s);
+    /* What the source's admin changed (address, MTU) the next open
+     * keeps, as the source's would have. */
+    g->conf.drv.mac = s->mac;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        g->conf.drv.pool_active[i] = s->pool[i].active;
+    }
     if (g->tx) {
         tx_frames_seek(g->tx, tx_position);
     }

@@ -59,6 +59,7 @@ typedef struct IbmvethPool {
 struct IbmvethDriver {
     IbmvethBus bus;
     uint32_t unit;
+    uint64_t mac;               /* the interface's address (dev_addr) */
     uint64_t tce_list;          /* scratch page for H_PUT_TCE_INDIRECT */
     uint64_t buffer_list, filter_list, rxq, tx_buf;
     uint32_t rxq_len;
@@ -419,6 +420,7 @@ IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
     v = g_new0(IbmvethDriver, 1);
     v->bus = *bus;
     v->unit = conf->unit;
+    v->mac = conf->mac;
     v->bds_per_add = conf->bulk_add ? query_bds_per_add(v) : 1;
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         pool_init(&v->pool[i], i, conf);
@@ -652,6 +654,55 @@ unsigned ibmveth_bds_per_add(IbmvethDriver *v)
     return v->bds_per_add;
 }
 
+/* ---- Addresses ---- */
+
+uint64_t ibmveth_mac(IbmvethDriver *v)
+{
+    return v->mac;
+}
+
+/* ndo_set_mac_address on a running interface. */
+int64_t ibmveth_change_mac(IbmvethDriver *v, uint64_t mac)
+{
+    int64_t rc = HCALL_IN(v, H_CHANGE_LOGICAL_LAN_MAC, v->unit, mac);
+
+    if (rc == H_SUCCESS) {
+        v->mac = mac;
+    }
+    return rc;
+}
+
+/* H_MULTICAST_CTRL flags, as ibmveth names them. */
+#define MCAST_ENABLE_RECV       0xA0000ULL
+#define MCAST_DISABLE_FILTERING 0x40000ULL
+#define MCAST_ENABLE_FILTERING  0x50000ULL
+#define MCAST_ADD_FILTER        0x1ULL
+#define MCAST_CLEAR_TABLE       0x3ULL
+
+/* ibmveth_set_multicast_list: what every open is followed by.  The
+ * errors are only counted, as Linux only logs them. */
+unsigned ibmveth_set_rx_mode(IbmvethDriver *v, bool all, const uint64_t *groups,
+                             unsigned ngroups, unsigned table_size)
+{
+    unsigned failed = 0;
+
+    if (all || ngroups > table_size) {
+        return HCALL_IN(v, H_MULTICAST_CTRL, v->unit,
+                        MCAST_ENABLE_RECV | MCAST_DISABLE_FILTERING, 0) !=
+               H_SUCCESS;
+    }
+    failed += HCALL_IN(v, H_MULTICAST_CTRL, v->unit, MCAST_ENABLE_RECV |
+                       MCAST_DISABLE_FILTERING | MCAST_CLEAR_TABLE, 0) !=
+              H_SUCCESS;
+    for (unsigned i = 0; i < ngroups; i++) {
+        failed += HCALL_IN(v, H_MULTICAST_CTRL, v->unit, MCAST_ADD_FILTER,
+                           groups[i]) != H_SUCCESS;
+    }
+    failed += HCALL_IN(v, H_MULTICAST_CTRL, v->unit, MCAST_ENABLE_FILTERING,
+                       0) != H_SUCCESS;
+    return failed;
+}
+
 /* ---- Migration ---- */
 
 void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s)
@@ -661,7 +712,7 @@ void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s)
         .buffer_list = v->buffer_list, .filter_list = v->filter_list,
         .rxq = v->rxq, .tx_buf = v->tx_buf, .rxq_len = v->rxq_len,
         .rxq_index = v->rxq_index, .rxq_toggle = v->rxq_toggle,
-        .bds_per_add = v->bds_per_add,
+        .bds_per_add = v->bds_per_add, .mac = v->mac,
     };
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         const IbmvethPool *p = &v->pool[i];
@@ -773,6 +824,11 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
                     "nor %d", s->bds_per_add, IBMVETH_MAX_BDS_PER_ADD);
         return false;
     }
+    if (!s->mac || s->mac >> 48 || (s->mac >> 40) & 1) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "MAC 0x%012" G_GINT64_MODIFIER
+                    "x is not an interface's unicast address", s->mac);
+        return false;
+    }
     if (!range_ok(s->tce_list, PAGE_SIZE, mem_end) ||
         !range_ok(s->buffer_list, PAGE_SIZE, mem_end) ||
         !range_ok(s->filter_list, PAGE_SIZE, mem_end) ||
@@ -801,6 +857,7 @@ IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
     v->rxq_index = s->rxq_index;
     v->rxq_toggle = s->rxq_toggle;
     v->bds_per_add = s->bds_per_add;
+    v->mac = s->mac;
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         const IbmvethPoolState *ps = &s->pool[i];
         IbmvethPool *p = &v->pool[i];

@@ -60,6 +60,8 @@ static const SchemaCommand commands[] = {
     { "netdev_del", "id:str", NULL },
     { "x-query-net-stats", NULL, "NetStats" },
     { "x-query-guest-stats", NULL, "GuestStatsInfo" },
+    { "x-guest-set-mac", "id:str mac:str", NULL },
+    { "x-guest-set-mtu", "id:str mtu:int", NULL },
     { "qom-list", "path:str", "[ObjectPropertyInfo]" },
     { "qom-get", "path:str property:str", "any" },
     { "qom-set", "path:str property:str value:any", NULL },

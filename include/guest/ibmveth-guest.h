@@ -59,6 +59,7 @@ typedef enum GuestDrop {
     GUEST_DROP_TAP_WRITE,       /* the TAP refused the frame */
     GUEST_DROP_TX_FAILED,       /* H_SEND_LOGICAL_LAN failed */
     GUEST_DROP_MACHINE_RESET,   /* delivered, not yet taken at a reset */
+    GUEST_DROP_CLOSED,          /* delivered, not yet taken at a close */
     GUEST_DROP__MAX,
 } GuestDrop;
 
@@ -117,6 +118,18 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
 /* The section "ibmveth-guest" for @g, instance @instance. */
 void ibmveth_guest_vmstate_register(IbmvethGuest *g, uint32_t instance);
 void ibmveth_guest_vmstate_unregister(IbmvethGuest *g);
+
+/*
+ * What a Linux admin does to a running interface, done as Linux's driver
+ * does it (main thread; the vCPU is parked meanwhile):
+ * "ip link set address": H_CHANGE_LOGICAL_LAN_MAC, and the next open
+ * registers with it.  "ip link set mtu": Linux's change_mtu, a close,
+ * every pool activated from the smallest up to the first that holds
+ * MTU + 22 bytes, and an open.  A machine reset brings back the
+ * device-tree MAC and the -guest pools, as a reboot would.
+ */
+bool ibmveth_guest_set_mac(IbmvethGuest *g, uint64_t mac, GError **errp);
+bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp);
 
 const char *ibmveth_guest_id(IbmvethGuest *g);
 const char *ibmveth_guest_dev(IbmvethGuest *g);

@@ -216,8 +216,29 @@ typedef struct IbmvethState {
     uint32_t rxq_len, rxq_index;
     bool rxq_toggle;
     uint32_t bds_per_add;
+    uint64_t mac;
     IbmvethPoolState pool[IBMVETH_NUM_POOLS];
 } IbmvethState;
+
+/* Linux's MTU limits: a buffer holds the MTU plus the Ethernet header
+ * and the 8-byte handle. */
+#define IBMVETH_BUFF_OH     22
+#define IBMVETH_MIN_MTU     68
+
+/* The interface's address: the conf's, or the last one changed. */
+uint64_t ibmveth_mac(IbmvethDriver *v);
+/* ndo_set_mac_address on a running interface: H_CHANGE_LOGICAL_LAN_MAC;
+ * the address changes when it succeeds.  Returns its rc. */
+int64_t ibmveth_change_mac(IbmvethDriver *v, uint64_t mac);
+/*
+ * Linux's set_multicast_list, which follows every open: with @all
+ * (promiscuous or all-multicast) or more @groups than the device's
+ * filter table holds (its ibm,mac-address-filters), reception on and
+ * filtering off; otherwise the table cleared, @groups added, and
+ * filtering on.  Returns how many hcalls failed (Linux logs them).
+ */
+unsigned ibmveth_set_rx_mode(IbmvethDriver *v, bool all, const uint64_t *groups,
+                             unsigned ngroups, unsigned table_size);
 
 /* Into a zeroed @s. */
 void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s);

@@ -170,6 +170,78 @@ static void test_spin(void)
     qrig_stop(&r);
 }
 
+/* ---- What "ip link set" does to a running guest ---- */
+
+static void guest_cmd_ok(QRig *r, const char *cmd)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->qts, "%s", cmd);
+
+    g_assert_true(json_object_has_member(rsp, "return"));
+}
+
+/* A frame of @len to @dst comes back whole, its MACs swapped. */
+static void assert_echoed(QRig *r, const uint8_t *dst, size_t len,
+                          uint16_t tag)
+{
+    static uint8_t f[9014], back[9014 + 64];
+
+    g_assert_cmpuint(len, <=, sizeof(f));
+    eth_frame_udp(f, len, dst, peer_mac, tag);
+    qrig_send(r, f, len);
+    g_assert_cmpint(qrig_recv(r, back, sizeof(back), QTEST_WAIT_S * 1000),
+                    ==, len);
+    g_assert_cmpmem(back, 6, peer_mac, 6);
+    g_assert_cmpmem(back + 6, 6, dst, 6);
+    g_assert_cmpmem(back + 12, len - 12, f + 12, len - 12);
+}
+
+static void send_to(QRig *r, const uint8_t *dst, uint16_t tag)
+{
+    uint8_t f[60];
+
+    eth_frame_udp(f, sizeof(f), dst, peer_mac, tag);
+    qrig_send(r, f, sizeof(f));
+}
+
+/*
+ * "ip link set address X", then "ip link set mtu 9000": Linux changes
+ * the MAC, then closes, activates the pools up to 16 KiB and opens
+ * again with X, and its rx mode turns filtering on.  Frames to X must
+ * arrive (9000-byte ones too, in 16 KiB buffers) and frames to the old
+ * MAC are filtered.  A reset is a reboot: the device tree's MAC again.
+ */
+static void test_mac_and_mtu(void)
+{
+    static const uint8_t new_mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x02 };
+    g_autoptr(JsonObject) big = NULL;
+    QRig r;
+
+    rig_start(&r, "on", "fwd=macswap");
+    guest_cmd_ok(&r, "{'execute': 'x-guest-set-mac', 'arguments': "
+                 "{'id': 'g0', 'mac': '52:54:00:ab:cd:02'}}");
+    guest_cmd_ok(&r, "{'execute': 'x-guest-set-mtu', 'arguments': "
+                 "{'id': 'g0', 'mtu': 9000}}");
+    send_to(&r, guest_mac, 1);
+    qrig_wait_stat(r.qts, "nic.rx.dropped.filtered", 1);
+    assert_echoed(&r, new_mac, 60, 2);
+    assert_echoed(&r, new_mac, 9014, 3);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.frames-by-buffer-size.16384"),
+                    ==, 1);
+    big = qtest_qmp(r.qts, "{'execute': 'x-guest-set-mtu', 'arguments': "
+                    "{'id': 'g0', 'mtu': 70000}}");
+    g_assert_cmpstr(json_object_get_string_member(
+                        json_object_get_object_member(big, "error"), "desc"),
+                    ==, "guest 'g0': MTU 70000 is out of range 68 to 65514 "
+                    "(a buffer holds the MTU + 22 bytes, and the largest "
+                    "pool's are 65536)");
+    guest_cmd_ok(&r, "{'execute': 'system_reset'}");
+    qrig_wait_stat(r.qts, "guest.resets", 1);
+    assert_echoed(&r, guest_mac, 60, 4);
+    send_to(&r, new_mac, 5);
+    qrig_wait_stat(r.qts, "nic.rx.dropped.filtered", 2);
+    qrig_stop(&r);
+}
+
 /* ---- macswap and txonly ---- */
 
 static void test_macswap(void)
@@ -564,6 +636,7 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/rxonly", test_rxonly);
     g_test_add_func("/guest/spin", test_spin);
     g_test_add_func("/guest/macswap", test_macswap);
+    g_test_add_func("/guest/mac-and-mtu", test_mac_and_mtu);
     g_test_add_func("/guest/txonly", test_txonly);
     g_test_add_func("/guest/txonly-mix", test_txonly_mix);
     g_test_add_func("/guest/reassembly/page-mode", test_reassembly_page_mode);
