@@ -48,7 +48,18 @@ typedef struct Echoes {
     bool dst_up;                /* as the rest below */
     unsigned times[MAX_TAGS];   /* echoes of each tag */
     unsigned total;
+    const uint8_t *guest_mac;   /* the guest's address: its frames' */
 } Echoes;
+
+/* An address the guest sets with x-guest-set-mac. */
+static const uint8_t set_mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x03 };
+
+static void use_mac(Echoes *e, const uint8_t *mac)
+{
+    pthread_mutex_lock(&e->lock);
+    e->guest_mac = mac;
+    pthread_mutex_unlock(&e->lock);
+}
 
 static char *netdev_path(Rig *r, const char *name)
 {
@@ -92,7 +103,11 @@ static void write_all(int fd, const void *buf, size_t len)
 static void send_to(Echoes *e, Link *l, unsigned n)
 {
     uint8_t f[4 + 128];
+    const uint8_t *dst;
 
+    pthread_mutex_lock(&e->lock);
+    dst = e->guest_mac;
+    pthread_mutex_unlock(&e->lock);
     for (unsigned i = 0; i < n; i++) {
         uint16_t tag = e->sent++;
         size_t len = 60 + tag % 64;
@@ -100,7 +115,7 @@ static void send_to(Echoes *e, Link *l, unsigned n)
         g_assert_cmpuint(tag, <, MAX_TAGS);
         f[0] = f[1] = f[2] = 0;
         f[3] = len;
-        eth_frame_tagged(f + 4, len, qrig_mac, peer_mac, ETH_P_TEST, tag,
+        eth_frame_tagged(f + 4, len, dst, peer_mac, ETH_P_TEST, tag,
                          ETH_FRAME_TAG_LAST);
         write_all(l->fd, f, 4 + len);
     }
@@ -116,8 +131,8 @@ static void take_frame(Echoes *e, Link *l)
 
     g_assert_cmpuint(len, >=, 14);
     if (f[12] != ETH_P_RARP >> 8 || f[13] != (ETH_P_RARP & 0xff)) {
-        tag = eth_frame_assert_tagged(f, len, peer_mac, qrig_mac, ETH_P_TEST,
-                                      ETH_FRAME_TAG_LAST);
+        tag = eth_frame_assert_tagged(f, len, peer_mac, e->guest_mac,
+                                      ETH_P_TEST, ETH_FRAME_TAG_LAST);
         g_assert_cmpuint(tag, <, MAX_TAGS);
         g_assert_cmpuint(len, ==, 60 + tag % 64);
         e->times[tag]++;
@@ -217,6 +232,16 @@ static unsigned echoes(Echoes *e)
     return n;
 }
 
+/* @n frames to @l and their @n echoes: counted before sending, since
+ * the first may be back before the count is read. */
+static void send_and_collect(Echoes *e, Link *l, unsigned n)
+{
+    unsigned want = echoes(e) + n;
+
+    send_to(e, l, n);
+    collect(e, want);
+}
+
 static gint64 stat(QTestState *qts, const char *path)
 {
     return qrig_stat(qts, path);
@@ -285,12 +310,19 @@ static void test_guest_migrates(void)
 
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
+    e->guest_mac = qrig_mac;
     rig_init(r);
     sock = rig_path(r, "mig.sock");
     uri = g_strdup_printf("unix:%s", sock);
     incoming = g_strdup_printf("%s -incoming %s", GUEST, uri);
     r->src = start(r, &e->src, "src", GUEST);
     e->reader = g_thread_new("echoes", reader, e);
+    /* The guest's admin sets an address of its own: it must follow the
+     * guest, and the destination's guest open with it again. */
+    json_object_unref(qmp_ok(r->src, "{'execute': 'x-guest-set-mac', "
+                             "'arguments': {'id': 'g0', "
+                             "'mac': '52:54:00:ab:cd:03'}}"));
+    use_mac(e, set_mac);
     send_to(e, &e->src, 32);
     collect(e, 32);
 
@@ -341,11 +373,19 @@ static void test_guest_migrates(void)
     g_assert_cmpint(stat(r->src, "guest.tx-frames"), ==, src_rx);
     g_assert_cmpint(stat(r->dst, "guest.tx-frames"), ==, dst_rx);
 
-    /* A reset on the destination: the guest opens its device again. */
+    /* An MTU change on the destination closes and opens again, with
+     * the address set on the source (filtering on: a frame to any other
+     * address would not come back). */
+    json_object_unref(qmp_ok(r->dst, "{'execute': 'x-guest-set-mtu', "
+                             "'arguments': {'id': 'g0', 'mtu': 9000}}"));
+    send_and_collect(e, &e->dst, 16);
+
+    /* A reset on the destination is a reboot: the guest opens its device
+     * again, with the device tree's address. */
     json_object_unref(qmp_ok(r->dst, "{'execute': 'system_reset'}"));
     qrig_wait_stat(r->dst, "guest.resets", 1);
-    send_to(e, &e->dst, 16);
-    collect(e, echoes(e) + 16);
+    use_mac(e, qrig_mac);
+    send_and_collect(e, &e->dst, 16);
 
     stop_reader(e);
     qtest_quit(r->src);
