@@ -9,8 +9,10 @@
  */
 #include "qemu/hmp-registry.h"
 #include "qemu/module.h"
+#include "qemu/option.h"
 #include "qemu/qmp-registry.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* Runs QMP command @name; takes @args (may be NULL).  On error, prints
@@ -252,7 +254,7 @@ static void print_ram_stats(JsonObject *ram, GString *out)
 {
     g_string_append_printf(out,
         "RAM info:\n"
-        "  Throughput (Mbps): 0.00\n"
+        "  Throughput (Mbps): %.2f\n"
         "  Sizes:\n"
         "    Pagesize: %" G_GINT64_FORMAT " B\n"
         "    Total: %" G_GINT64_FORMAT " B\n"
@@ -260,6 +262,7 @@ static void print_ram_stats(JsonObject *ram, GString *out)
         "  Pages:\n"
         "    Normal: %" G_GINT64_FORMAT " pages\n"
         "    Zero: %" G_GINT64_FORMAT " pages\n",
+        json_object_get_double_member(ram, "mbps"),
         json_object_get_int_member(ram, "page-size"),
         json_object_get_int_member(ram, "total"),
         json_object_get_int_member(ram, "transferred"),
@@ -404,6 +407,99 @@ static void hmp_qom_set(const char *args, GString *out)
     run_qmp_quietly("qom-set", a, out);
 }
 
+/* migrate_set_capability NAME on|off. */
+static void hmp_migrate_set_capability(const char *args, GString *out)
+{
+    g_auto(GStrv) words = g_strsplit_set(args, " \t", -1);
+    JsonObject *a, *cap;
+    JsonArray *caps;
+
+    if (g_strv_length(words) != 2 ||
+        (strcmp(words[1], "on") && strcmp(words[1], "off"))) {
+        g_string_append(out, "Error: usage: migrate_set_capability "
+                        "capability on|off\n");
+        return;
+    }
+    cap = json_object_new();
+    json_object_set_string_member(cap, "capability", words[0]);
+    json_object_set_boolean_member(cap, "state", !strcmp(words[1], "on"));
+    caps = json_array_new();
+    json_array_add_object_element(caps, cap);
+    a = json_object_new();
+    json_object_set_array_member(a, "capabilities", caps);
+    run_qmp_quietly("migrate-set-capabilities", a, out);
+}
+
+/* migrate_set_parameter NAME VALUE: bandwidths in MiB/s unless a suffix
+ * says otherwise, as QEMU's HMP reads them, other sizes in bytes; the
+ * downtime in ms.  Which names illan has is migration's to say. */
+static void hmp_migrate_set_parameter(const char *args, GString *out)
+{
+    g_auto(GStrv) words = g_strsplit_set(args, " \t", -1);
+    g_autoptr(GError) err = NULL;
+    bool bandwidth, size;
+    uint64_t v;
+    JsonObject *a;
+
+    if (g_strv_length(words) != 2) {
+        g_string_append(out, "Error: usage: migrate_set_parameter "
+                        "parameter value\n");
+        return;
+    }
+    bandwidth = g_str_has_suffix(words[0], "bandwidth");
+    size = bandwidth || g_str_has_suffix(words[0], "-size");
+    if (size ? !qemu_parse_size(words[0], words[1], bandwidth ? 'M' : 0, &v,
+                                &err)
+             : !qemu_parse_uint64(words[0], words[1], &v, &err)) {
+        g_string_append_printf(out, "Error: %s\n", err->message);
+        return;
+    }
+    a = json_object_new();
+    json_object_set_int_member(a, words[0], MIN(v, (uint64_t)INT64_MAX));
+    run_qmp_quietly("migrate-set-parameters", a, out);
+}
+
+static void hmp_info_migrate_capabilities(const char *args, GString *out)
+{
+    JsonNode *ret = run_qmp("query-migrate-capabilities", NULL, out);
+    JsonArray *caps;
+
+    (void)args;
+    if (!ret) {
+        return;
+    }
+    caps = json_node_get_array(ret);
+    for (guint i = 0; i < json_array_get_length(caps); i++) {
+        JsonObject *c = json_array_get_object_element(caps, i);
+
+        g_string_append_printf(out, "%s: %s\n",
+                               json_object_get_string_member(c, "capability"),
+                               json_object_get_boolean_member(c, "state")
+                               ? "on" : "off");
+    }
+    json_node_unref(ret);
+}
+
+static void hmp_info_migrate_parameters(const char *args, GString *out)
+{
+    JsonNode *ret = run_qmp("query-migrate-parameters", NULL, out);
+    JsonObject *p;
+
+    (void)args;
+    if (!ret) {
+        return;
+    }
+    p = json_node_get_object(ret);
+    g_string_append_printf(out,
+        "max-bandwidth: %" G_GINT64_FORMAT " bytes/second\n"
+        "avail-switchover-bandwidth: %" G_GINT64_FORMAT " bytes/second\n"
+        "downtime-limit: %" G_GINT64_FORMAT " ms\n",
+        json_object_get_int_member(p, "max-bandwidth"),
+        json_object_get_int_member(p, "avail-switchover-bandwidth"),
+        json_object_get_int_member(p, "downtime-limit"));
+    json_node_unref(ret);
+}
+
 static const HmpCommand hmp_commands[] = {
     { "help", "[cmd]", "show the help", hmp_help },
     { "info", "[subcommand]", "show various information about the system "
@@ -413,6 +509,14 @@ static const HmpCommand hmp_commands[] = {
     { "info version", "", "show the version of QEMU", hmp_info_version },
     { "info name", "", "show the current VM name", hmp_info_name },
     { "info migrate", "", "show migration status", hmp_info_migrate },
+    { "info migrate_capabilities", "", "show current migration "
+      "capabilities", hmp_info_migrate_capabilities },
+    { "info migrate_parameters", "", "show current migration parameters",
+      hmp_info_migrate_parameters },
+    { "migrate_set_capability", "capability state", "Enable/Disable the "
+      "usage of a capability for migration", hmp_migrate_set_capability },
+    { "migrate_set_parameter", "parameter value", "Set the parameter for "
+      "migration", hmp_migrate_set_parameter },
     { "stop", "", "stop emulation", hmp_stop },
     { "cont", "", "resume emulation", hmp_cont },
     { "system_reset", "", "reset the system", hmp_system_reset },

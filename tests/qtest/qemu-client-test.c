@@ -611,6 +611,39 @@ static void test_hmp_info(void)
     qrig_stop(&r);
 }
 
+/* QEMU's HMP migration settings (test-hmp sends the first two): a bare
+ * bandwidth is MiB/s, and what illan lacks is refused by name. */
+static void test_hmp_migrate(void)
+{
+    QTestState *qts = qtest_init("-M pseries");
+    g_autofree char *dt = hmp(qts, "migrate_set_parameter downtime-limit 1");
+    g_autofree char *bw = hmp(qts, "migrate_set_parameter max-bandwidth 1");
+    g_autofree char *ev = hmp(qts, "migrate_set_capability events on");
+    g_autofree char *params = hmp(qts, "info migrate_parameters");
+    g_autofree char *caps = hmp(qts, "info migrate_capabilities");
+    g_autofree char *size = hmp(qts, "migrate_set_parameter "
+                                "xbzrle-cache-size 64k");
+    g_autofree char *cap = hmp(qts, "migrate_set_capability xbzrle on");
+    g_autofree char *usage = hmp(qts, "migrate_set_capability events");
+
+    g_assert_cmpstr(dt, ==, "");
+    g_assert_cmpstr(bw, ==, "");
+    g_assert_cmpstr(ev, ==, "");
+    g_assert_cmpstr(params, ==, "max-bandwidth: 1048576 bytes/second\r\n"
+                    "avail-switchover-bandwidth: 0 bytes/second\r\n"
+                    "downtime-limit: 1 ms\r\n");
+    g_assert_true(g_str_has_prefix(caps, "xbzrle: off\r\n"));
+    g_assert_nonnull(strstr(caps, "\r\nevents: on\r\n"));
+    g_assert_cmpstr(size, ==, "Error: Parameter 'xbzrle-cache-size' is not "
+                    "supported by illan (it has downtime-limit, "
+                    "max-bandwidth and avail-switchover-bandwidth)\r\n");
+    g_assert_cmpstr(cap, ==, "Error: Capability 'xbzrle' is not supported "
+                    "by illan (its only capability is 'events')\r\n");
+    g_assert_cmpstr(usage, ==, "Error: usage: migrate_set_capability "
+                    "capability on|off\r\n");
+    qtest_quit(qts);
+}
+
 static void test_hmp_errors(void)
 {
     QTestState *qts = qtest_init("-device spapr-vlan");
@@ -663,6 +696,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qemu-client/queries", test_blind_queries);
     g_test_add_func("/qemu-client/query-machines", test_query_machines);
     g_test_add_func("/qemu-client/hmp/info", test_hmp_info);
+    g_test_add_func("/qemu-client/hmp/migrate", test_hmp_migrate);
     g_test_add_func("/qemu-client/hmp/errors", test_hmp_errors);
     return g_test_run();
 }
