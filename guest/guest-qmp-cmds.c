@@ -145,7 +145,6 @@ static JsonNode *guest_set_mac(JsonObject *args, QmpError *err)
     const char *str = json_object_get_string_member(args, "mac");
     GError *gerr = NULL;
     MACAddr mac;
-    uint64_t v = 0;
     bool ok;
 
     if (!g) {
@@ -156,10 +155,7 @@ static JsonNode *guest_set_mac(JsonObject *args, QmpError *err)
                       "unicast MAC address, not '%s'", str);
         return NULL;
     }
-    for (int i = 0; i < 6; i++) {
-        v = v << 8 | mac.a[i];
-    }
-    ok = ibmveth_guest_set_mac(g, v, &gerr);
+    ok = ibmveth_guest_set_mac(g, mac.a, &gerr);
     return guest_result(ok, gerr, err);
 }
 

@@ -506,6 +506,17 @@ static int find_devnode(const void *fdt, uint32_t reg)
     return -FDT_ERR_NOTFOUND;
 }
 
+/* A MAC as hcalls carry it: the low 48 bits, first octet highest. */
+static uint64_t mac_to_u64(const uint8_t *p)
+{
+    uint64_t mac = 0;
+
+    for (int i = 0; i < ETH_ALEN; i++) {
+        mac = mac << 8 | p[i];
+    }
+    return mac;
+}
+
 /* As Linux's ibmveth_probe() does: local-mac-address is 6 bytes, or 8
  * with two leading zero bytes (older firmware's form). */
 static bool read_mac(const void *fdt, int node, uint64_t *mac)
@@ -516,11 +527,7 @@ static bool read_mac(const void *fdt, int node, uint64_t *mac)
     if (!p || (len != ETH_ALEN && len != ETH_ALEN + 2)) {
         return false;
     }
-    p += len - ETH_ALEN;
-    *mac = 0;
-    for (int i = 0; i < ETH_ALEN; i++) {
-        *mac = *mac << 8 | p[i];
-    }
+    *mac = mac_to_u64(p + len - ETH_ALEN);
     return true;
 }
 
@@ -709,13 +716,23 @@ void ibmveth_guest_machine_reset(IbmvethGuest *g)
     STAT_ADD(g, resets, 1);
 }
 
-bool ibmveth_guest_set_mac(IbmvethGuest *g, uint64_t mac, GError **errp)
+/* An admin's command needs a running interface. */
+static bool has_driver(IbmvethGuest *g, GError **errp)
 {
-    int64_t rc;
-
     if (!g->drv) {
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s' has no driver yet "
                     "(it waits for an incoming migration)", g->id);
+    }
+    return g->drv != NULL;
+}
+
+bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
+                           GError **errp)
+{
+    uint64_t mac = mac_to_u64(addr);
+    int64_t rc;
+
+    if (!has_driver(g, errp)) {
         return false;
     }
     pause_all();
@@ -768,9 +785,7 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
                     IBMVETH_BUFF_OH, largest_pool(&g->conf.drv));
         return false;
     }
-    if (!g->drv) {
-        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s' has no driver yet "
-                    "(it waits for an incoming migration)", g->id);
+    if (!has_driver(g, errp)) {
         return false;
     }
     pause_all();

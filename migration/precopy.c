@@ -84,11 +84,11 @@ static void window_end(Precopy *p, int64_t now)
 /* How many more bytes this window may send (max-bandwidth 0: any). */
 static uint64_t window_budget(Precopy *p)
 {
-    uint64_t per_window = migrate_max_bandwidth() / (G_USEC_PER_SEC /
-                                                     WINDOW_US);
+    uint64_t max = migrate_max_bandwidth();
+    uint64_t per_window = max / (G_USEC_PER_SEC / WINDOW_US);
     uint64_t used = qemu_file_transferred(p->f) - p->window_bytes;
 
-    if (!migrate_max_bandwidth()) {
+    if (!max) {
         return UINT64_MAX;
     }
     return used < per_window ? per_window - used : 0;

@@ -88,14 +88,12 @@ static void set_pending(RamSaver *rs, uint64_t pages)
                      __ATOMIC_RELAXED);
 }
 
+/* The dirty log starts with every page marked: one sync takes them. */
 void ram_saver_mark_all(RamSaver *rs)
 {
-    uint64_t pages = guest_ram_size(rs->ram) / MIGRATION_PAGE_SIZE;
-
-    for (size_t i = 0; i < rs->words; i++) {
-        rs->bitmap[i] = i < pages / 64 ? ~0ull : (1ull << (pages % 64)) - 1;
-    }
-    set_pending(rs, pages);
+    guest_ram_dirty_log_start(rs->ram);
+    set_pending(rs, guest_ram_dirty_sync(rs->ram, rs->bitmap));
+    guest_ram_dirty_log_stop(rs->ram);
 }
 
 uint64_t ram_saver_sync(RamSaver *rs)

@@ -128,7 +128,8 @@ void ibmveth_guest_vmstate_unregister(IbmvethGuest *g);
  * MTU + 22 bytes, and an open.  A machine reset brings back the
  * device-tree MAC and the -guest pools, as a reboot would.
  */
-bool ibmveth_guest_set_mac(IbmvethGuest *g, uint64_t mac, GError **errp);
+bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
+                           GError **errp);
 bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp);
 
 const char *ibmveth_guest_id(IbmvethGuest *g);

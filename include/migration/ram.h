@@ -47,7 +47,8 @@ typedef struct RamSaver RamSaver;
 
 RamSaver *ram_saver_new(QEMUFile *f, GuestRam *ram, RamStats *stats);
 void ram_saver_free(RamSaver *rs);
-/* Every page to send, for a stream written without the dirty log. */
+/* Every page to send, for a stream written with the machine stopped
+ * (nothing writes RAM meanwhile). */
 void ram_saver_mark_all(RamSaver *rs);
 /* Takes the pages logged since the last sync; returns how many pages
  * are now to send, and counts a sync. */

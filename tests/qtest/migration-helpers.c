@@ -100,6 +100,13 @@ JsonObject *qmp_ok(QTestState *qts, const char *cmd)
     return rsp;
 }
 
+void migration_events_on(QTestState *qts)
+{
+    json_object_unref(qmp_ok(qts, "{'execute': 'migrate-set-capabilities', "
+                             "'arguments': {'capabilities': [{'capability': "
+                             "'events', 'state': true}]}}"));
+}
+
 char *run_state(QTestState *qts)
 {
     g_autoptr(JsonObject) rsp = qmp_ok(qts, "{'execute': 'query-status'}");

@@ -45,6 +45,8 @@ void rig_inject(Rig *r, const char *dev_path);
 void rig_expect_next(Rig *r);
 
 JsonObject *qmp_ok(QTestState *qts, const char *cmd);
+/* The "events" capability on: MIGRATION and MIGRATION_PASS are sent. */
+void migration_events_on(QTestState *qts);
 char *run_state(QTestState *qts);
 /* Waits (QTEST_WAIT_S) until the NIC has delivered exactly @n frames. */
 void wait_delivered(QTestState *qts, gint64 n);

@@ -19,13 +19,6 @@
 #define WRITE_LEN       0x1000
 #define WRITE_BASE      (8ULL << 20)
 
-static void set_events(QTestState *qts)
-{
-    json_object_unref(qmp_ok(qts, "{'execute': 'migrate-set-capabilities',"
-                             " 'arguments': {'capabilities': [{'capability':"
-                             " 'events', 'state': true}]}}"));
-}
-
 static void set_parameters(QTestState *qts, const char *json)
 {
     g_autofree char *cmd = g_strdup_printf(
@@ -181,7 +174,7 @@ static void test_dirty_writes(void)
     uint64_t stopped_at = UINT64_MAX;
     bool saw_expected = false;
 
-    set_events(r.src);
+    migration_events_on(r.src);
     qtest_memset(r.src, FILL_BASE, 0x11, 4 << 20);
     set_parameters(r.src, "{'max-bandwidth': 16777216}");
     migrate_start(r.src, uri);
@@ -293,7 +286,7 @@ static void test_no_convergence(void)
     g_autoptr(JsonObject) rsp = NULL;
     Churn c = { .qts = r.src };
 
-    set_events(r.src);
+    migration_events_on(r.src);
     set_parameters(r.src, "{'max-bandwidth': 2097152, 'downtime-limit': 10}");
     migrate_start(r.src, uri);
     qtest_wait_until(churned_passes, &c, QTEST_WAIT_S,
