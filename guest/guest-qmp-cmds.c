@@ -57,6 +57,24 @@ static JsonObject *guest_drops(const IbmvethGuestStats *st)
     return o;
 }
 
+/* What was negotiated with the device, and what it carried. */
+static JsonObject *guest_offloads(const IbmvethGuestConf *c,
+                                  const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    json_object_set_boolean_member(o, "rx-csum", c->drv.rx_csum);
+    json_object_set_boolean_member(o, "large-send", c->drv.large_send);
+    json_object_set_int_member(o, "rx-csum-good", st->rx_csum_good);
+    json_object_set_int_member(o, "rx-large", st->rx_large);
+    json_object_set_int_member(o, "tx-csum-offloaded", st->tx_csum_offloaded);
+    json_object_set_int_member(o, "tx-large-sends", st->tx_large_sends);
+    json_object_set_int_member(o, "gro-packets", st->gro_packets);
+    json_object_set_int_member(o, "gro-merged", st->gro_merged);
+    json_object_set_int_member(o, "gro-csum-checked", st->gro_csum_checked);
+    return o;
+}
+
 static void add_guest_stats(IbmvethGuest *g, void *opaque)
 {
     const IbmvethGuestConf *c = ibmveth_guest_conf(g);
@@ -82,6 +100,7 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_int_member(o, "woken-late", st.woken_late);
     json_object_set_int_member(o, "resets", st.resets);
     json_object_set_int_member(o, "napi-polls", st.napi_polls);
+    json_object_set_object_member(o, "offloads", guest_offloads(c, &st));
     json_object_set_object_member(o, "frames-by-buffer-size",
                                   guest_pool_frames(&st));
     json_object_set_int_member(o, "buffer-bytes", st.buffer_bytes);

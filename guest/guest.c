@@ -27,6 +27,8 @@ static const char ibmveth_help[] =
     "pools=SxC[:SxC...]  active rx pools, size x count (default Linux's\n"
     "                    512x256:2048x512:65536x256)\n"
     "bulk-add=on|off     H_ADD_LOGICAL_LAN_BUFFERS when offered (default on)\n"
+    "offloads=on|off     checksum offload and TSO when the device offers\n"
+    "                    them, as Linux's default features (default on)\n"
     "page-size=N         guest kernel page size for memory charges\n"
     "                    (default 65536, ppc64le's)\n"
     "ipfrag-high-thresh=SIZE  reassembly memory limit (default 4M, Linux's)\n"
@@ -34,7 +36,7 @@ static const char ibmveth_help[] =
 
 static const char *const ibmveth_keys[] = {
     "type", "dev", "id", "fwd", "ifname", "poll", "budget", "size", "dst",
-    "pools", "bulk-add", "page-size", "ipfrag-high-thresh", "ipfrag-time",
+    "pools", "bulk-add", "offloads", "page-size", "ipfrag-high-thresh", "ipfrag-time",
     NULL,
 };
 
@@ -147,6 +149,7 @@ static void conf_defaults(IbmvethGuestConf *c)
         .tx_dst = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
         .page_size = 65536, .ipfrag_high_thresh = 4 << 20,
         .ipfrag_time_ns = 30 * G_TIME_SPAN_SECOND * 1000ULL,
+        .offloads = true,
     };
     ibmveth_conf_linux_defaults(&c->drv, 0);
     c->drv.bulk_add = true;
@@ -184,6 +187,8 @@ static bool parse_key(IbmvethGuestConf *c, const char *key, const char *v,
         memcpy(c->tx_dst, mac.a, sizeof(c->tx_dst));
     } else if (!strcmp(key, "pools")) {
         return parse_pools(v, &c->drv, errp);
+    } else if (!strcmp(key, "offloads")) {
+        return qemu_parse_bool(key, v, &c->offloads, errp);
     } else if (!strcmp(key, "bulk-add")) {
         return qemu_parse_bool(key, v, &c->drv.bulk_add, errp);
     } else if (!strcmp(key, "page-size")) {

@@ -11,10 +11,13 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "guest/gro.h"
 #include "guest/guest-mem.h"
+#include "guest/ibmveth-xmit.h"
 #include "guest/ip-reasm.h"
 #include "guest/skb-truesize.h"
 #include "guest/tap.h"
@@ -36,6 +39,7 @@ struct IbmvethGuest {
     IbmvethConf boot_drv;   /* the driver's conf at boot: -guest's pools,
                                the device tree's MAC */
     uint32_t mcast_filters; /* the device's ibm,mac-address-filters */
+    bool illan_options;     /* the device tree offers checksum offload */
     char *id, *dev_id, *ifname;
     SpaprMachineState *spapr;
     GuestRam *ram;
@@ -44,6 +48,7 @@ struct IbmvethGuest {
     IbmvethDriver *drv;     /* NULL while the state is awaited from an
                                incoming stream */
     IpReasm *reasm;
+    Gro *gro;               /* fwd=tap */
     TxFrames *tx;
     int tap_fd;
     int wake_fd;            /* eventfd: the device's interrupt, or stop */
@@ -74,6 +79,7 @@ static const char *const drop_names[GUEST_DROP__MAX] = {
     [GUEST_DROP_TX_FAILED] = "tx-failed",
     [GUEST_DROP_MACHINE_RESET] = "machine-reset",
     [GUEST_DROP_CLOSED] = "closed",
+    [GUEST_DROP_TX_BAD_OFFLOAD] = "tx-bad-offload",
 };
 
 const char *guest_fwd_name(GuestFwd fwd)
@@ -160,11 +166,43 @@ static uint64_t now_ns(void)
     return (uint64_t)g_get_monotonic_time() * 1000;
 }
 
-static void tap_deliver(IbmvethGuest *g, const uint8_t *frame, size_t len)
+static void tap_write(IbmvethGuest *g, const struct iovec *iov, int iovcnt)
 {
-    if (write(g->tap_fd, frame, len) != (ssize_t)len) {
+    ssize_t want = 0;
+
+    for (int i = 0; i < iovcnt; i++) {
+        want += iov[i].iov_len;
+    }
+    if (writev(g->tap_fd, iov, iovcnt) != want) {
         STAT_ADD(g, drops[GUEST_DROP_TAP_WRITE], 1);
     }
+}
+
+static void gro_output(void *opaque, const struct iovec *iov, int iovcnt)
+{
+    tap_write(opaque, iov, iovcnt);
+}
+
+/* A frame as it is: no offload asked of the kernel. */
+static void tap_deliver(IbmvethGuest *g, const uint8_t *frame, size_t len)
+{
+    struct virtio_net_hdr none = { 0 };
+    struct iovec iov[2] = {
+        { &none, sizeof(none) }, { (void *)frame, len },
+    };
+
+    tap_write(g, iov, 2);
+}
+
+static void publish_gro_stats(IbmvethGuest *g)
+{
+    GroStats gs;
+
+    gro_get_stats(g->gro, &gs);
+    __atomic_store_n(&g->st.gro_packets, gs.packets, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->st.gro_merged, gs.merged, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->st.gro_csum_checked, gs.csum_checked,
+                     __ATOMIC_RELAXED);
 }
 
 static void publish_reasm_stats(IbmvethGuest *g)
@@ -198,13 +236,22 @@ static void publish_reasm_stats(IbmvethGuest *g)
  * datagram completes or times out, and only a whole datagram goes up.
  */
 static void stack_receive(IbmvethGuest *g, uint8_t *frame, uint32_t len,
-                          uint32_t buf_size)
+                          uint32_t buf_size, GroCsum csum, uint16_t mss)
 {
     uint32_t truesize = ibmveth_rx_truesize(len, buf_size,
                                             g->conf.page_size);
     size_t dlen;
     const uint8_t *dgram;
 
+    /* Every TCP segment goes through GRO, as napi_gro_receive() has it;
+     * IP reassembly sees the rest. */
+    if (g->gro && gro_receive(g->gro, frame, len, csum, mss)) {
+        __atomic_store_n(&g->st.charged_peak_bytes,
+                         MAX(g->st.charged_peak_bytes,
+                             g->st.charged_bytes + truesize),
+                         __ATOMIC_RELAXED);
+        return;
+    }
     switch (ip_reasm_input(g->reasm, frame, len, truesize, g->now_ns)) {
     case IP_REASM_PASS:
         __atomic_store_n(&g->st.charged_peak_bytes,
@@ -249,6 +296,20 @@ static void macswap(uint8_t *frame)
     memcpy(frame + ETH_ALEN, tmp, ETH_ALEN);
 }
 
+/* What ibmveth_poll() makes of the entry's flags: CSUM_GOOD means
+ * CHECKSUM_UNNECESSARY; a large packet carries its MSS. */
+static GroCsum rx_csum_state(IbmvethGuest *g, const IbmvethRxEntry *e)
+{
+    if (e->control & IBMVETH_RXQ_LRG_PKT) {
+        STAT_ADD(g, rx_large, 1);
+    }
+    if (e->control & IBMVETH_RXQ_CSUM_GOOD) {
+        STAT_ADD(g, rx_csum_good, 1);
+        return GRO_CSUM_UNNECESSARY;
+    }
+    return GRO_CSUM_NONE;
+}
+
 static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
 {
     uint8_t *frame = guest_ram_ptr(g->ram, ibmveth_rx_data_addr(g->drv, e),
@@ -272,7 +333,9 @@ static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
         break;
     case GUEST_FWD_RXONLY:
     case GUEST_FWD_TAP:
-        stack_receive(g, frame, e->len, e->buf_size);
+        stack_receive(g, frame, e->len, e->buf_size, rx_csum_state(g, e),
+                      (e->control & IBMVETH_RXQ_LRG_PKT) ?
+                      ibmveth_rx_mss(g->drv, e) : 0);
         break;
     default:
         break;
@@ -313,6 +376,11 @@ static unsigned napi_poll(IbmvethGuest *g)
             receive_frame(g, &e[i]);
         }
     }
+    /* GRO's packets point into the buffers the replenish posts again. */
+    if (g->gro) {
+        gro_flush(g->gro);
+        publish_gro_stats(g);
+    }
     ibmveth_replenish(g->drv);
     STAT_ADD(g, napi_polls, 1);
     return n;
@@ -320,19 +388,47 @@ static unsigned napi_poll(IbmvethGuest *g)
 
 /* ---- Transmit sources ---- */
 
+/* ibmveth_start_xmit() of a packet the stack may have left unfinished. */
+static void xmit_from_stack(IbmvethGuest *g, const struct virtio_net_hdr *vnet,
+                            size_t len)
+{
+    IbmvethXmit x;
+    int64_t rc;
+
+    if (ibmveth_xmit_prepare(vnet, g->frame, len, g->conf.drv.rx_csum,
+                             g->conf.drv.large_send, &x) !=
+            IBMVETH_XMIT_OK) {
+        STAT_ADD(g, drops[GUEST_DROP_TX_BAD_OFFLOAD], 1);
+        return;
+    }
+    rc = ibmveth_send_offload(g->drv, g->frame, len, x.bd_flags, x.mss);
+    if (rc == H_SUCCESS || rc == H_DROPPED) {
+        STAT_ADD(g, tx_frames, 1);
+        STAT_ADD(g, tx_bytes, len);
+        STAT_ADD(g, tx_csum_offloaded, !!(x.bd_flags & IBMVETH_BD_NO_CSUM));
+        STAT_ADD(g, tx_large_sends, !!(x.bd_flags & IBMVETH_BD_LRG_SND));
+    } else {
+        STAT_ADD(g, drops[GUEST_DROP_TX_FAILED], 1);
+    }
+}
+
 /* The guest's stack hands the driver what the TAP's namespace sends. */
 static unsigned tap_poll(IbmvethGuest *g)
 {
     unsigned n = 0;
 
     while (n < g->conf.budget) {
-        ssize_t len = read(g->tap_fd, g->frame, IBMVETH_TX_BUF_SIZE);
+        struct virtio_net_hdr vnet;
+        struct iovec iov[2] = {
+            { &vnet, sizeof(vnet) }, { g->frame, IBMVETH_TX_BUF_SIZE },
+        };
+        ssize_t len = readv(g->tap_fd, iov, 2);
 
-        if (len <= 0) {
+        if (len <= (ssize_t)sizeof(vnet)) {
             break;
         }
         STAT_ADD(g, tap_rx_frames, 1);
-        send_frame(g, g->frame, len);
+        xmit_from_stack(g, &vnet, len - sizeof(vnet));
         n++;
     }
     return n;
@@ -570,6 +666,8 @@ static bool find_device(IbmvethGuest *g, const char *dev, GError **errp)
     g->conf.drv.unit = vdev->reg;
     g->irq = fdt32_to_cpu(*irq);
     g->mcast_filters = fdt32_to_cpu(*filters);
+    g->illan_options = fdt_getprop(fdt, node, "ibm,illan-options",
+                                   NULL) != NULL;
     g->boot_drv = g->conf.drv;
     return true;
 }
@@ -595,6 +693,25 @@ static void publish_pool_sizes(IbmvethGuest *g)
  * all-nodes. */
 static const uint64_t linux_groups[] = { 0x01005e000001ULL,
                                          0x333300000001ULL };
+
+/* The TAP's kernel may leave to us what the device does for us. */
+static bool tap_offloads(IbmvethGuest *g, GError **errp)
+{
+    return g->tap_fd < 0 ||
+           tap_set_offload(g->tap_fd, g->conf.drv.rx_csum,
+                           g->conf.drv.large_send, errp);
+}
+
+/* Linux's probe: the features it asks the device for (after a reset the
+ * device has forgotten them). */
+static bool probe_driver(IbmvethGuest *g, GError **errp)
+{
+    IbmvethBus bus = guest_bus(g);
+
+    ibmveth_probe_features(&bus, &g->conf.drv, g->illan_options,
+                           g->conf.offloads);
+    return tap_offloads(g, errp);
+}
 
 static bool open_driver(IbmvethGuest *g, GError **errp)
 {
@@ -624,6 +741,7 @@ static bool open_workload(IbmvethGuest *g, GError **errp)
     if (g->conf.fwd == GUEST_FWD_TAP) {
         g->tap_fd = tap_open(g->ifname, errp);
         g->frame = g_malloc(IBMVETH_TX_BUF_SIZE);
+        g->gro = gro_new(gro_output, g);
         return g->tap_fd >= 0;
     }
     if (g->conf.fwd == GUEST_FWD_TXONLY) {
@@ -654,7 +772,7 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
     if (g->wake_fd < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "eventfd: %s", g_strerror(errno));
     } else if (find_device(g, dev, errp) && open_workload(g, errp) &&
-               (incoming || open_driver(g, errp))) {
+               (incoming || (probe_driver(g, errp) && open_driver(g, errp)))) {
         g->irq_claimed = spapr_irq_claim(spapr, g->irq, on_irq, g);
         if (g->irq_claimed) {
             return g;
@@ -710,7 +828,7 @@ void ibmveth_guest_machine_reset(IbmvethGuest *g)
     ibmveth_close(g->drv);
     g->drv = NULL;
     g->conf.drv = g->boot_drv;
-    if (!open_driver(g, &err)) {
+    if (!probe_driver(g, &err) || !open_driver(g, &err)) {
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
     }
     STAT_ADD(g, resets, 1);
@@ -829,6 +947,9 @@ void ibmveth_guest_free(IbmvethGuest *g)
         ip_reasm_free(g->reasm);
     }
     tx_frames_free(g->tx);
+    if (g->gro) {
+        gro_free(g->gro);
+    }
     if (g->tap_fd >= 0) {
         close(g->tap_fd);
     }
@@ -861,9 +982,17 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
                          uint32_t tx_position)
 {
     IbmvethBus bus = guest_bus(g);
+    g_autoptr(GError) err = NULL;
 
     g_assert(!g->drv);
     g->drv = ibmveth_adopt(&bus, s);
+    /* The source's probe set the device's attributes, which came with
+     * the device's state. */
+    ibmveth_read_features(&bus, &g->conf.drv);
+    ibmveth_set_large_send(g->drv, g->conf.drv.large_send);
+    if (!tap_offloads(g, &err)) {
+        g_warning("guest %s: %s", g->id, err->message);
+    }
     /* What the source's admin changed (address, MTU) the next open
      * keeps, as the source's would have. */
     g->conf.drv.mac = s->mac;

@@ -66,6 +66,7 @@ struct IbmvethDriver {
     uint32_t rxq_index;
     bool rxq_toggle;
     unsigned bds_per_add;
+    bool large_send;
     uint64_t add_failures;
     IbmvethPool pool[IBMVETH_NUM_POOLS];
 };
@@ -342,6 +343,58 @@ static unsigned query_bds_per_add(IbmvethDriver *v)
     return 1;
 }
 
+static uint64_t read_attributes(IbmvethDriver *v, int64_t *rc)
+{
+    uint64_t args[] = { v->unit, 0, 0 };
+
+    *rc = hcall(v, H_ILLAN_ATTRIBUTES, G_N_ELEMENTS(args), args, 1);
+    return *rc == H_SUCCESS ? args[0] : 0;
+}
+
+/* One attribute on; undone with the masks swapped if refused. */
+static bool set_attribute(IbmvethDriver *v, uint64_t bit)
+{
+    if (HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, 0, bit) == H_SUCCESS) {
+        return true;
+    }
+    HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, bit, 0);
+    return false;
+}
+
+void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
+                            bool illan_options, bool want)
+{
+    IbmvethDriver probe = { .bus = *bus, .unit = conf->unit };
+    int64_t rc;
+    uint64_t attrs = read_attributes(&probe, &rc);
+    bool v4, v6;
+
+    conf->rx_csum = conf->large_send = false;
+    if (!want || rc != H_SUCCESS) {
+        return;
+    }
+    if (illan_options && (attrs & IBMVETH_ILLAN_PADDED_PKT_CSUM)) {
+        v4 = set_attribute(&probe, IBMVETH_ILLAN_IPV4_TCP_CSUM);
+        v6 = set_attribute(&probe, IBMVETH_ILLAN_IPV6_TCP_CSUM);
+        conf->rx_csum = v4 || v6;
+    }
+    if (attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT) {
+        conf->large_send = set_attribute(&probe,
+                                         IBMVETH_ILLAN_LRG_SR_ENABLED);
+    }
+}
+
+void ibmveth_read_features(const IbmvethBus *bus, IbmvethConf *conf)
+{
+    IbmvethDriver probe = { .bus = *bus, .unit = conf->unit };
+    int64_t rc;
+    uint64_t attrs = read_attributes(&probe, &rc);
+
+    conf->rx_csum = attrs & (IBMVETH_ILLAN_IPV4_TCP_CSUM |
+                             IBMVETH_ILLAN_IPV6_TCP_CSUM);
+    conf->large_send = attrs & IBMVETH_ILLAN_LRG_SR_ENABLED;
+}
+
 static uint32_t rxq_entries(const IbmvethDriver *v)
 {
     uint32_t entries = 1;
@@ -422,6 +475,7 @@ IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
     v->unit = conf->unit;
     v->mac = conf->mac;
     v->bds_per_add = conf->bulk_add ? query_bds_per_add(v) : 1;
+    v->large_send = conf->large_send;
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         pool_init(&v->pool[i], i, conf);
     }
@@ -548,6 +602,15 @@ uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e)
     return pool_buf_addr(&v->pool[e->pool], e->slot) + e->offset;
 }
 
+uint16_t ibmveth_rx_mss(IbmvethDriver *v, const IbmvethRxEntry *e)
+{
+    uint64_t mss;
+
+    v->bus.read(v->bus.opaque, pool_buf_addr(&v->pool[e->pool], e->slot) + 8,
+                &mss, sizeof(mss));
+    return (uint16_t)GUINT64_FROM_BE(mss);
+}
+
 void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e)
 {
     IbmvethPool *p = pool_of_handle(v, e);
@@ -566,7 +629,20 @@ void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e)
 
 int64_t ibmveth_send(IbmvethDriver *v, const void *frame, size_t len)
 {
-    uint64_t args[8] = { v->unit };
+    return ibmveth_send_offload(v, frame, len, 0, 0);
+}
+
+void ibmveth_set_large_send(IbmvethDriver *v, bool large_send)
+{
+    v->large_send = large_send;
+}
+
+int64_t ibmveth_send_offload(IbmvethDriver *v, const void *frame, size_t len,
+                             uint64_t bd_flags, uint64_t mss)
+{
+    /* Linux passes the MSS in r12 only with large send in force. */
+    uint64_t args[9] = { v->unit };
+    unsigned nargs = v->large_send ? 9 : 8;
     uint64_t token = 0;
     unsigned retries = 0;
     int64_t rc;
@@ -580,10 +656,11 @@ int64_t ibmveth_send(IbmvethDriver *v, const void *frame, size_t len)
     /* args[7] is the continue-token the device returned with H_BUSY. */
     do {
         args[0] = v->unit;
-        args[1] = ibmveth_bd(len, v->tx_buf);
+        args[1] = ibmveth_bd(len, v->tx_buf) | bd_flags;
         memset(&args[2], 0, 5 * sizeof(args[0]));
         args[7] = token;
-        rc = hcall(v, H_SEND_LOGICAL_LAN, G_N_ELEMENTS(args), args, 1);
+        args[8] = mss;
+        rc = hcall(v, H_SEND_LOGICAL_LAN, nargs, args, 1);
         token = rc == H_BUSY ? args[0] : 0;
     } while (rc == H_BUSY && retries++ < SEND_BUSY_RETRIES);
     return rc;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <linux/virtio_net.h>
 #include <net/if.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -13,7 +14,8 @@
 
 int tap_open(const char *ifname, GError **errp)
 {
-    struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
+    struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
+    int hdr_len = sizeof(struct virtio_net_hdr);
     int fd;
 
     if (strlen(ifname) >= IFNAMSIZ) {
@@ -39,5 +41,24 @@ int tap_open(const char *ifname, GError **errp)
         close(fd);
         return -1;
     }
+    if (ioctl(fd, TUNSETVNETHDRSZ, &hdr_len) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "ifname=%s: TUNSETVNETHDRSZ: %s",
+                    ifname, g_strerror(errno));
+        close(fd);
+        return -1;
+    }
     return fd;
+}
+
+bool tap_set_offload(int fd, bool csum, bool tso, GError **errp)
+{
+    unsigned flags = (csum ? TUN_F_CSUM : 0) |
+                     (csum && tso ? TUN_F_TSO4 | TUN_F_TSO6 : 0);
+
+    if (ioctl(fd, TUNSETOFFLOAD, flags) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0, "TUNSETOFFLOAD 0x%x: %s", flags,
+                    g_strerror(errno));
+        return false;
+    }
+    return true;
 }

@@ -136,9 +136,12 @@ static const SchemaObject objects[] = {
       "rx-bytes:int tx-frames:int tx-bytes:int tap-rx-frames:int "
       "rx-invalid:int tx-failed:int replenish-add-failures:int "
       "rx-no-buffer:int wakeups:int woken-late:int resets:int "
-      "napi-polls:int frames-by-buffer-size:any buffer-bytes:int "
-      "memory:GuestMemoryStats reasm:GuestReasmStats drops:GuestDrops "
-      "cpu-ns:int", NULL, NULL },
+      "napi-polls:int offloads:GuestOffloads frames-by-buffer-size:any "
+      "buffer-bytes:int memory:GuestMemoryStats reasm:GuestReasmStats "
+      "drops:GuestDrops cpu-ns:int", NULL, NULL },
+    { "GuestOffloads", "rx-csum:bool large-send:bool rx-csum-good:int "
+      "rx-large:int tx-csum-offloaded:int tx-large-sends:int "
+      "gro-packets:int gro-merged:int gro-csum-checked:int", NULL, NULL },
     { "GuestMemoryStats", "charged-bytes:int peak-bytes:int", NULL, NULL },
     { "GuestReasmStats", "fragments:int fragments-refused:int "
       "datagrams-ok:int datagrams-failed:int timeouts:int", NULL, NULL },

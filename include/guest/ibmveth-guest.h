@@ -46,6 +46,7 @@ typedef struct IbmvethGuestConf {
     uint32_t page_size;     /* the guest kernel's page size */
     uint64_t ipfrag_high_thresh;
     uint64_t ipfrag_time_ns;
+    bool offloads;          /* checksum offload and TSO, when offered */
     IbmvethConf drv;        /* unit and MAC are the device's */
 } IbmvethGuestConf;
 
@@ -60,6 +61,8 @@ typedef enum GuestDrop {
     GUEST_DROP_TX_FAILED,       /* H_SEND_LOGICAL_LAN failed */
     GUEST_DROP_MACHINE_RESET,   /* delivered, not yet taken at a reset */
     GUEST_DROP_CLOSED,          /* delivered, not yet taken at a close */
+    GUEST_DROP_TX_BAD_OFFLOAD,  /* the TAP asked for an offload the
+                                   driver cannot do with this frame */
     GUEST_DROP__MAX,
 } GuestDrop;
 
@@ -69,6 +72,13 @@ typedef struct IbmvethGuestStats {
     uint64_t rx_frames, rx_bytes;
     uint64_t tx_frames, tx_bytes;       /* H_SEND succeeded or H_DROPPED */
     uint64_t tap_rx_frames;
+    uint64_t rx_csum_good;              /* frames the device flagged */
+    uint64_t rx_large;                  /* LRG_PKT frames */
+    uint64_t tx_csum_offloaded;         /* sent with NO_CSUM */
+    uint64_t tx_large_sends;            /* sent with LRG_SND */
+    uint64_t gro_packets, gro_merged;   /* GRO's packets to the TAP, and
+                                           the segments merged into them */
+    uint64_t gro_csum_checked;          /* checksums GRO computed */
     uint64_t wakeups;                   /* interrupts that woke the vCPU */
     uint64_t woken_late;        /* a frame waited over 10 ms for its
                                    interrupt while the vCPU slept */

@@ -50,12 +50,21 @@ typedef struct IbmvethBus {
 #define IBMVETH_POOL_SIZE_MIN       23
 #define IBMVETH_POOL_SIZE_MAX       131072
 
-/* H_ILLAN_ATTRIBUTES: the firmware takes up to 8 rx buffers per hcall. */
+/* H_ILLAN_ATTRIBUTES bits (PAPR's, by Linux's names). */
+#define IBMVETH_ILLAN_IPV4_TCP_CSUM         0x2ULL
+#define IBMVETH_ILLAN_IPV6_TCP_CSUM         0x4ULL
+#define IBMVETH_ILLAN_PADDED_PKT_CSUM       0x2000ULL
+#define IBMVETH_ILLAN_LRG_SND_SUPPORT       0x8000ULL
+#define IBMVETH_ILLAN_LRG_SR_ENABLED        0x10000ULL
+/* The firmware takes up to 8 rx buffers per hcall. */
 #define IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT 0x40000ULL
 
 /* Buffer descriptor: flags and a 24-bit length above a 32-bit I/O address. */
 #define IBMVETH_BD_VALID            0x8000000000000000ULL
 #define IBMVETH_BD_TOGGLE           0x4000000000000000ULL
+#define IBMVETH_BD_LRG_SND          0x0400000000000000ULL
+#define IBMVETH_BD_NO_CSUM          0x0200000000000000ULL
+#define IBMVETH_BD_CSUM_GOOD        0x0100000000000000ULL
 #define IBMVETH_BD_LEN_SHIFT        32
 #define IBMVETH_BD_LEN_MASK         0xFFFFFFULL
 
@@ -63,6 +72,9 @@ typedef struct IbmvethBus {
 #define IBMVETH_RXQ_ENTRY_SIZE      16
 #define IBMVETH_RXQ_TOGGLE          0x80
 #define IBMVETH_RXQ_VALID           0x40
+#define IBMVETH_RXQ_LRG_PKT         0x04
+#define IBMVETH_RXQ_NO_CSUM         0x02
+#define IBMVETH_RXQ_CSUM_GOOD       0x01
 
 /* Buffer-list page: the device's count of frames dropped for want of a
  * buffer sits in its last 8 bytes. */
@@ -85,6 +97,11 @@ typedef struct IbmvethConf {
     bool pool_active[IBMVETH_NUM_POOLS];
     bool bulk_add;               /* use H_ADD_LOGICAL_LAN_BUFFERS when
                                     H_ILLAN_ATTRIBUTES offers it */
+    /* The offloads in force, as ibmveth_probe_features() left them:
+     * checksum offload (Linux's rx_csum, both ways), and large send
+     * (fw_large_send_support: the MSS goes in r12). */
+    bool rx_csum;
+    bool large_send;
 } IbmvethConf;
 
 /*
@@ -96,6 +113,22 @@ void ibmveth_conf_linux_defaults(IbmvethConf *conf, uint32_t unit);
 /* False, saying why, unless Linux would accept the pools (counts
  * 1..4096, sizes 23..131072). */
 bool ibmveth_conf_check(const IbmvethConf *conf, GError **errp);
+
+/*
+ * What Linux's probe does through ibmveth_set_features() with its default
+ * features: H_ILLAN_ATTRIBUTES(unit, 0, 0); then, if the device tree has
+ * "ibm,illan-options" (@illan_options) and the device reports
+ * PADDED_PKT_CSUM, it sets IPV4_TCP_CSUM and IPV6_TCP_CSUM, one hcall
+ * each (a failed one is undone with the masks swapped); if the device
+ * reports LRG_SND_SUPPORT, it sets LRG_SR_ENABLED.  Without @want (the
+ * admin's "ethtool -K ... rx off tso off") nothing is set.  Fills
+ * @conf's rx_csum and large_send with what is in force.
+ */
+void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
+                            bool illan_options, bool want);
+/* The same flags from the device's attributes as they stand (after a
+ * migration, what the source's probe set): one H_ILLAN_ATTRIBUTES(0, 0). */
+void ibmveth_read_features(const IbmvethBus *bus, IbmvethConf *conf);
 
 /*
  * Opens as Linux does: with bulk_add, H_ILLAN_ATTRIBUTES(unit, 0, 0) first
@@ -154,6 +187,9 @@ typedef enum IbmvethRxStatus {
 IbmvethRxStatus ibmveth_rx_peek(IbmvethDriver *v, IbmvethRxEntry *e);
 /* Guest address of the frame data of a READY entry. */
 uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e);
+/* The MSS of a large packet (IBMVETH_RXQ_LRG_PKT): the big-endian u64 the
+ * device put 8 bytes into the buffer. */
+uint16_t ibmveth_rx_mss(IbmvethDriver *v, const IbmvethRxEntry *e);
 /* Consumes the entry @e from peek: a READY entry's buffer goes back to its
  * pool's free slots for the next replenish, as current Linux does for
  * every entry; the index advances, flipping the toggle when it wraps. */
@@ -169,6 +205,13 @@ int64_t ibmveth_send(IbmvethDriver *v, const void *frame, size_t len);
  * continue-token 0; no retry.  For gather and hostile tests. */
 int64_t ibmveth_send_bds(IbmvethDriver *v, const uint64_t *bds,
                          unsigned nbds);
+/* ibmveth_send() with offload flags on its BD (IBMVETH_BD_NO_CSUM, ...)
+ * and, while large send is in force, @mss in r12. */
+int64_t ibmveth_send_offload(IbmvethDriver *v, const void *frame, size_t len,
+                             uint64_t bd_flags, uint64_t mss);
+/* Whether large send is in force (after a migration, as the device's
+ * attributes say). */
+void ibmveth_set_large_send(IbmvethDriver *v, bool large_send);
 
 /* H_VIO_SIGNAL(enable ? 1 : 0); returns its rc. */
 int64_t ibmveth_set_irq(IbmvethDriver *v, bool enable);
