@@ -9,9 +9,16 @@ As root it joins two network namespaces through illan:
 runs `ping -i 0.2 -s 65507` for 20 s and a 10 s iperf3 TCP stream from the
 peer to the guest, once with use-rx-buffer-pools=off and once with on, and
 prints the two side by side with the figures measured on a real ppc64le
-Linux 6.1 guest.  Without root it sends the same pings itself through a
-dgram netdev to the model (no TAP, no TCP) and says what it skipped.
-Everything it creates is removed at the end, also on Ctrl-C.
+Linux 6.1 guest.
+
+Then TCP in both directions through illan for pools off and on, the
+guest's offloads (checksum, large send) off and on, MTU 1500 and 9000,
+beside its ceilings: a plain veth pair joining the same two namespaces,
+offloads off and on, in the same run.
+
+Without root it sends the same pings itself through a dgram netdev to the
+model (no TAP, no TCP) and says what it skipped.  Everything it creates is
+removed at the end, also on Ctrl-C.
 """
 
 import argparse
@@ -27,6 +34,10 @@ import tempfile
 import time
 
 PEER_IP, GUEST_IP = "10.77.0.1", "10.77.0.2"
+# The ceiling: a plain veth pair between the same two namespaces.
+PLAIN_PEER_IP, PLAIN_GUEST_IP = "10.78.0.1", "10.78.0.2"
+MTUS = (1500, 9000)
+OFFLOAD_FEATURES = ("tx", "rx", "sg", "tso", "gso", "gro")
 GUEST_MAC = "52:54:00:12:34:56"
 PEER_MAC = bytes.fromhex("020000000001")
 PING_SIZE = 65507
@@ -86,6 +97,8 @@ class Demo:
         self.tag = str(os.getpid())
         self.ns = {k: f"il{k}{self.tag}" for k in ("peer", "dut", "guest")}
         self.veth_peer, self.veth_dut = f"ilp{self.tag}", f"ild{self.tag}"
+        self.plain_peer, self.plain_guest = (f"ilcp{self.tag}",
+                                             f"ilcg{self.tag}")
         self.tap = f"ilt{self.tag}"
         self.tmp = tempfile.mkdtemp(prefix="illan-demo-")
         self.procs = []
@@ -128,12 +141,25 @@ class Demo:
                 "netns", self.ns["dut"])
         self.sh("ip", "addr", "add", PEER_IP + "/24", "dev", self.veth_peer,
                 ns=self.ns["peer"])
-        # veth leaves TCP/UDP checksums to an offload that AF_XDP never
-        # performs: the peer must compute them in software.
-        self.sh("ethtool", "-K", self.veth_peer, "tx", "off",
-                ns=self.ns["peer"])
         self.sh("ip", "link", "set", self.veth_peer, "up", ns=self.ns["peer"])
         self.sh("ip", "link", "set", self.veth_dut, "up", ns=self.ns["dut"])
+        self.sh("ip", "link", "add", self.plain_peer, "netns",
+                self.ns["peer"], "type", "veth", "peer", "name",
+                self.plain_guest, "netns", self.ns["guest"])
+        for dev, ns, ip in ((self.plain_peer, "peer", PLAIN_PEER_IP),
+                            (self.plain_guest, "guest", PLAIN_GUEST_IP)):
+            self.sh("ip", "addr", "add", ip + "/24", "dev", dev,
+                    ns=self.ns[ns])
+            self.sh("ip", "link", "set", dev, "up", ns=self.ns[ns])
+
+    def set_offloads(self, dev, ns, on):
+        self.sh("ethtool", "-K", dev,
+                *[x for f in OFFLOAD_FEATURES for x in (f, "on" if on
+                                                         else "off")],
+                ns=ns, check=False)
+
+    def set_mtu(self, dev, ns, mtu):
+        self.sh("ip", "link", "set", dev, "mtu", str(mtu), ns=ns)
 
     # ---- one run ----
 
@@ -153,26 +179,94 @@ class Demo:
         proc.wait(timeout=10)
         self.procs.remove(proc)
 
-    def run_root(self, pools, ping_secs, tcp_secs):
-        dut, guest = self.ns["dut"], self.ns["guest"]
+    def start_guest(self, pools, offloads=True, mtu=1500):
+        """illan between the peer's veth and a TAP in the guest's
+        namespace: the guest's MTU set as an admin would, inside the
+        guest (x-guest-set-mtu) and on the TAP its stack is."""
+        dut, guest, peer = self.ns["dut"], self.ns["guest"], self.ns["peer"]
+        # AF_XDP never computes a checksum a sender left to the NIC: only
+        # a guest that takes partial checksums can have the peer skip it.
+        self.sh("ethtool", "-K", self.veth_peer, "tx",
+                "on" if offloads else "off", ns=peer)
+        self.set_mtu(self.veth_peer, peer, mtu)
+        self.set_mtu(self.veth_dut, dut, mtu)
         self.sh("ip", "tuntap", "add", "dev", self.tap, "mode", "tap", ns=dut)
         proc, qmp = self.start_illan(
             pools, f"af-xdp,id=n0,ifname={self.veth_dut},mode=native",
-            f"fwd=tap,ifname={self.tap}", ns=dut)
+            f"fwd=tap,ifname={self.tap},"
+            f"offloads={'on' if offloads else 'off'}", ns=dut)
         # illan holds the TAP open; the guest's kernel gets it.
         self.sh("ip", "link", "set", self.tap, "netns", guest, ns=dut)
+        if mtu != 1500:
+            qmp.cmd("x-guest-set-mtu", id="guest0", mtu=mtu)
+            self.set_mtu(self.tap, guest, mtu)
         self.sh("ip", "link", "set", self.tap, "address", GUEST_MAC, "up",
                 ns=guest)
         self.sh("ip", "addr", "add", GUEST_IP + "/24", "dev", self.tap,
                 ns=guest)
-        self.sh("ping", "-c", "1", "-W", "2", GUEST_IP, ns=self.ns["peer"],
+        self.sh("ping", "-c", "1", "-W", "2", GUEST_IP, ns=peer, check=False)
+        return proc, qmp
+
+    def stop_guest(self, proc, qmp):
+        self.stop_illan(proc, qmp)
+        self.sh("ip", "link", "del", self.tap, ns=self.ns["guest"],
                 check=False)
+
+    def run_root(self, pools, ping_secs, tcp_secs):
+        proc, qmp = self.start_guest(pools)
         row = {"ping": self.ping(ping_secs)}
         row["tcp"] = self.iperf(tcp_secs)
         row.update(self.collect(qmp))
-        self.stop_illan(proc, qmp)
-        self.sh("ip", "link", "del", self.tap, ns=guest)
+        self.stop_guest(proc, qmp)
         return row
+
+    def tcp_matrix(self, tcp_secs):
+        """Mbit/s peer->guest and guest->peer for every configuration,
+        keyed (what, mtu, direction); a cell that failed holds its
+        reason."""
+        cells = {}
+        peer, guest = self.ns["peer"], self.ns["guest"]
+        for mtu in MTUS:
+            for offloads in (False, True):
+                self.set_offloads(self.plain_peer, peer, offloads)
+                self.set_offloads(self.plain_guest, guest, offloads)
+                self.set_mtu(self.plain_peer, peer, mtu)
+                self.set_mtu(self.plain_guest, guest, mtu)
+                for rev in (False, True):
+                    cells[("veth", offloads, mtu, rev)] = self.iperf(
+                        tcp_secs, PLAIN_GUEST_IP, rev)
+            for pools in ("off", "on"):
+                for offloads in (False, True):
+                    print(f"demo: TCP, pools {pools}, offloads "
+                          f"{'on' if offloads else 'off'}, MTU {mtu}",
+                          file=sys.stderr)
+                    try:
+                        proc, qmp = self.start_guest(pools, offloads, mtu)
+                    except (subprocess.CalledProcessError,
+                            RuntimeError) as e:
+                        detail = getattr(e, "stderr", "") or str(e)
+                        for rev in (False, True):
+                            cells[(pools, offloads, mtu, rev)] = (
+                                detail.strip().splitlines() or ["?"])[-1]
+                        self.cleanup_guest()
+                        continue
+                    for rev in (False, True):
+                        cells[(pools, offloads, mtu, rev)] = self.iperf(
+                            tcp_secs, GUEST_IP, rev)
+                    cells[(pools, offloads, mtu, "stats")] = \
+                        qmp.cmd("x-query-guest-stats")["guests"][0]
+                    self.stop_guest(proc, qmp)
+        return cells
+
+    def cleanup_guest(self):
+        for p in [p for p in self.procs if self.illan in p.args]:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(timeout=10)
+            self.procs.remove(p)
+        for ns in ("dut", "guest"):
+            self.sh("ip", "link", "del", self.tap, ns=self.ns[ns],
+                    check=False)
 
     def ping(self, secs):
         out = self.sh("ping", "-i", "0.2", "-s", str(PING_SIZE), "-w",
@@ -182,11 +276,12 @@ class Demo:
         sent, got = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
         return {"sent": sent, "received": got}
 
-    def iperf(self, secs):
-        server = self.spawn("iperf3", "-s", "-1", "-B", GUEST_IP,
+    def iperf(self, secs, addr=GUEST_IP, reverse=False):
+        server = self.spawn("iperf3", "-s", "-1", "-B", addr,
                             ns=self.ns["guest"], stdout=subprocess.DEVNULL)
         time.sleep(0.5)
-        out = self.sh("iperf3", "-c", GUEST_IP, "-t", str(secs), "-J",
+        out = self.sh("iperf3", "-c", addr, "-t", str(secs), "-J",
+                      *(["-R"] if reverse else []),
                       ns=self.ns["peer"], check=False).stdout
         try:
             server.wait(timeout=5)
@@ -321,11 +416,86 @@ def print_table(off, on, root):
         print(line)
 
 
+def mbit(cell):
+    if isinstance(cell, float):
+        return f"{cell:.0f}"
+    return "failed" if cell is None else f"failed: {cell}"[:40]
+
+
+def print_tcp_table(cells):
+    rows = [("plain veth, offloads off (ceiling)", "veth", False),
+            ("plain veth, offloads on", "veth", True)]
+    rows += [(f"illan pools {p}, offloads {'on' if o else 'off'}", p, o)
+             for p in ("off", "on") for o in (False, True)]
+    cols = [(m, r) for m in MTUS for r in (False, True)]
+    head = [f"MTU {m} {'guest->peer' if r else 'peer->guest'}"
+            for m, r in cols]
+    w0 = max(len(r[0]) for r in rows)
+    table = [[mbit(cells.get((what, o, m, r))) for m, r in cols]
+             for _, what, o in rows]
+    ws = [max(len(h), *(len(t[i]) for t in table))
+          for i, h in enumerate(head)]
+    print()
+    print("TCP, Mbit/s (iperf3, one stream; the same two namespaces)")
+    line = f"{'':{w0}}  " + "  ".join(f"{h:>{w}}" for h, w in zip(head, ws))
+    print(line)
+    print("-" * len(line))
+    for (name, _, _), t in zip(rows, table):
+        print(f"{name:{w0}}  " +
+              "  ".join(f"{c:>{w}}" for c, w in zip(t, ws)))
+    print_tcp_checks(cells)
+
+
+def ratio(cells, a, b):
+    x, y = cells.get(a), cells.get(b)
+    if isinstance(x, float) and isinstance(y, float) and y:
+        return x / y
+    return None
+
+
+def print_tcp_checks(cells):
+    base = ("veth", False, 1500, False)
+    checks = [
+        ("illan pools on, offloads on, MTU 1500, peer->guest / plain veth "
+         "offloads off", ratio(cells, ("on", True, 1500, False), base), 0.8),
+        ("illan pools on, offloads on, MTU 1500, guest->peer (large send) "
+         "/ plain veth offloads off",
+         ratio(cells, ("on", True, 1500, True), ("veth", False, 1500, True)),
+         1.0),
+        ("illan pools on, offloads on, MTU 9000, peer->guest / plain veth "
+         "offloads off, MTU 1500",
+         ratio(cells, ("on", True, 9000, False), base), 1.0),
+    ]
+    for m in MTUS:
+        for o in (False, True):
+            for r in (False, True):
+                checks.append((f"pools on / pools off, offloads "
+                               f"{'on' if o else 'off'}, MTU {m}, "
+                               f"{'guest->peer' if r else 'peer->guest'}",
+                               ratio(cells, ("on", o, m, r),
+                                     ("off", o, m, r)), 1.0))
+    print()
+    for name, value, want in checks:
+        got = "-" if value is None else f"{value:.2f}"
+        print(f"{name}: {got} (want >= {want})")
+    stats = cells.get(("on", True, 1500, "stats"))
+    if stats:
+        o = stats["offloads"]
+        print(f"guest offloads (pools on, offloads on, MTU 1500): rx-csum "
+              f"{o['rx-csum']}, large-send {o['large-send']}, "
+              f"rx-csum-good {o['rx-csum-good']}, rx-large {o['rx-large']}, "
+              f"tx-csum-offloaded {o['tx-csum-offloaded']}, "
+              f"tx-large-sends {o['tx-large-sends']}, GRO {o['gro-merged']} "
+              f"segments merged into {o['gro-packets']} packets")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--ping-secs", type=int, default=20)
     ap.add_argument("--tcp-secs", type=int, default=10)
+    ap.add_argument("--matrix-secs", type=int, default=5,
+                    help="each iperf3 of the TCP table (0: no table)")
     args = ap.parse_args()
     demo = Demo(args.build)
     root = os.geteuid() == 0
@@ -351,6 +521,8 @@ def main():
             rows[pools] = (demo.run_root(pools, args.ping_secs, args.tcp_secs)
                            if root else demo.run_dgram(pools, args.ping_secs))
         print_table(rows["off"], rows["on"], root)
+        if root and args.matrix_secs:
+            print_tcp_table(demo.tcp_matrix(args.matrix_secs))
     except KeyboardInterrupt:
         print("demo: interrupted; cleaning up", file=sys.stderr)
         return 130
