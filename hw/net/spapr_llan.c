@@ -11,6 +11,7 @@
  */
 #include "hw/net/spapr_llan.h"
 #include "hw/net/llan_bd.h"
+#include "hw/net/llan_lro.h"
 #include "hw/net/llan_rx_page.h"
 #include "hw/net/llan_tso.h"
 #include "migration/savevm.h"
@@ -31,8 +32,12 @@
 #define RXQ_ENTRY_SIZE      16
 #define RXQ_CTRL_TOGGLE     0x80
 #define RXQ_CTRL_VALID      0x40
-/* Frame data starts after the guest's 8-byte handle. */
+/* Frame data starts after the guest's 8-byte handle; a merged frame after
+ * the handle and its MSS. */
 #define RX_DATA_OFFSET      8
+#define RX_LRO_OFFSET       16
+#define RX_LRO_FRAME_MAX    (LLAN_MAX_FRAME - RX_LRO_OFFSET)
+#define RX_CSUM_ATTRS       (ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM)
 #define BUF_LIST_RXQ_BD     0
 #define BUF_LIST_FILTER_BD  8
 #define BUF_LIST_NO_BUFFER  4088
@@ -301,12 +306,12 @@ static bool wrap_rxq(SpaprVlanState *s, RxBatch *b)
     return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, b->qbd);
 }
 
-/* Writes the entry for a frame of @len in the buffer whose handle is
- * @handle, with the checksum flags @csum; the control byte goes last,
- * with release semantics, so a guest polling it never sees a
+/* Writes the entry for a frame of @len at @offset in the buffer whose
+ * handle is @handle, with the offload flags @flags; the control byte goes
+ * last, with release semantics, so a guest polling it never sees a
  * half-written entry. */
 static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
-                            uint32_t len, uint8_t csum)
+                            uint16_t offset, uint32_t len, uint8_t flags)
 {
     uint8_t entry[RXQ_ENTRY_SIZE] = { 0 };
     uint32_t qlen = LLAN_BD_LEN(b->qbd);
@@ -325,10 +330,10 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
                              DMA_DEVICE_WRITES)) {
         return false;
     }
-    stn_be_p(entry + 2, 2, RX_DATA_OFFSET);
+    stn_be_p(entry + 2, 2, offset);
     stn_be_p(entry + 4, 4, len);
     stn_be_p(entry + 8, 8, handle);
-    entry[0] = RXQ_CTRL_VALID | csum |
+    entry[0] = RXQ_CTRL_VALID | flags |
                ((b->qbd & LLAN_BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
     if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(b->qbd) + s->rxq_ptr + 1,
                              entry + 1, sizeof(entry) - 1)) {
@@ -343,6 +348,40 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
     return s->rxq_ptr < qlen || wrap_rxq(s, b);
 }
 
+/* The verdict on a received frame's checksum, reached before delivery. */
+typedef struct RxCsum {
+    bool checked;           /* a TCP/UDP frame the attributes cover */
+    LlanRxCsum verdict;
+    uint8_t proto;
+    uint16_t csum_at, completed;
+} RxCsum;
+
+/* What a batch learns of its frames when the guest has offloads on. */
+typedef struct RxOffload {
+    RxCsum csum[NET_BATCH_MAX];
+    bool mergeable[NET_BATCH_MAX];
+    LlanLroSeg seg[NET_BATCH_MAX];
+} RxOffload;
+
+static void rx_csum_check(const SpaprVlanState *s, const NetFrame *f,
+                          LlanL4 *l4, RxCsum *c)
+{
+    LlanOffloadError why;
+    uint64_t want;
+
+    c->checked = false;
+    if (!llan_find_l4(f->data, f->len, l4, &why)) {
+        return;
+    }
+    want = l4->ip_version == 4 ? ILLAN_IPV4_TCP_CSUM : ILLAN_IPV6_TCP_CSUM;
+    if (!(s->attrs & want)) {
+        return;
+    }
+    *c = (RxCsum){ .checked = true, .proto = l4->proto,
+                   .csum_at = l4->csum_at };
+    c->verdict = llan_rx_csum(f->data, l4, &c->completed);
+}
+
 /*
  * Receive checksum offload, for a frame already in the guest's buffer at
  * @data: a checksum that verifies is flagged good; one that holds only
@@ -351,35 +390,27 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
  * CHECKSUM_PARTIAL, its UDP field completed; a bad one gets no flag, for
  * the guest's stack to drop.  Returns the entry's flags.
  */
-static uint8_t rx_csum_locked(SpaprVlanState *s, const NetFrame *f,
-                              uint64_t data)
+static uint8_t rx_csum_apply_locked(SpaprVlanState *s, const RxCsum *c,
+                                    uint64_t data)
 {
-    uint64_t want;
-    LlanOffloadError why;
-    uint16_t completed;
     uint8_t be[2] = { 0 };
-    LlanL4 l4;
 
-    if (!llan_find_l4(f->data, f->len, &l4, &why)) {
+    if (!c->checked) {
         return 0;
     }
-    want = l4.ip_version == 4 ? ILLAN_IPV4_TCP_CSUM : ILLAN_IPV6_TCP_CSUM;
-    if (!(s->attrs & want)) {
-        return 0;
-    }
-    switch (llan_rx_csum(f->data, &l4, &completed)) {
+    switch (c->verdict) {
     case LLAN_RX_CSUM_GOOD:
         s->stats.rx_csum_good++;
         return LLAN_RXQ_CSUM_GOOD;
     case LLAN_RX_CSUM_PARTIAL:
         s->stats.rx_csum_partial++;
-        if (l4.proto == LLAN_IPPROTO_UDP) {
-            stn_be_p(be, 2, completed);
+        if (c->proto == LLAN_IPPROTO_UDP) {
+            stn_be_p(be, 2, c->completed);
         }
-        if (!spapr_vio_dma_write(&s->vdev, data + l4.csum_at, be, 2)) {
+        if (!spapr_vio_dma_write(&s->vdev, data + c->csum_at, be, 2)) {
             return 0;
         }
-        return l4.proto == LLAN_IPPROTO_TCP
+        return c->proto == LLAN_IPPROTO_TCP
                ? LLAN_RXQ_NO_CSUM | LLAN_RXQ_CSUM_GOOD : LLAN_RXQ_CSUM_GOOD;
     case LLAN_RX_CSUM_BAD:
         break;
@@ -388,12 +419,13 @@ static uint8_t rx_csum_locked(SpaprVlanState *s, const NetFrame *f,
     return 0;
 }
 
+/* One frame into one buffer; @csum is NULL when no offload is on. */
 static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
-                               const NetFrame *f)
+                               const NetFrame *f, const RxCsum *csum)
 {
     uint64_t bd, handle;
     NetRxResult drop;
-    uint8_t csum = 0;
+    uint8_t flags = 0;
 
     if (!s->isopen) {
         return NET_RX_DROP_NOT_REGISTERED;
@@ -414,12 +446,12 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
                              f->data, f->len)) {
         return NET_RX_DROP_DMA_ERROR;
     }
-    /* One test when the guest has no checksum offload on. */
-    if (s->attrs & (ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM)) {
-        csum = rx_csum_locked(s, f, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET);
+    if (csum) {
+        flags = rx_csum_apply_locked(s, csum, LLAN_BD_ADDR(bd) +
+                                              RX_DATA_OFFSET);
     }
     if (!dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
-        !write_rxq_entry(s, b, handle, f->len, csum)) {
+        !write_rxq_entry(s, b, handle, RX_DATA_OFFSET, f->len, flags)) {
         return NET_RX_DROP_DMA_ERROR;
     }
     s->stats.rx_frames++;
@@ -428,12 +460,162 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     return NET_RX_DELIVERED;
 }
 
+/* Every frame's checksum verdict, and with large receive on which frames
+ * could be merged: once per frame, before any is delivered. */
+static void rx_offload_scan(const SpaprVlanState *s, const NetFrame *frames,
+                            unsigned n, RxOffload *off)
+{
+    bool lro = s->attrs & ILLAN_LRG_SR_ENABLED;
+
+    for (unsigned i = 0; i < n; i++) {
+        LlanL4 l4;
+
+        rx_csum_check(s, &frames[i], &l4, &off->csum[i]);
+        off->mergeable[i] = lro && off->csum[i].checked &&
+                            off->csum[i].verdict == LLAN_RX_CSUM_GOOD &&
+                            llan_lro_segment(frames[i].data, frames[i].len,
+                                             &l4, &off->seg[i]);
+    }
+}
+
+/* How many frames from @i on make one merged frame (1: none merge). */
+static unsigned lro_run(const RxOffload *off, const NetFrame *frames,
+                        unsigned i, unsigned n)
+{
+    const LlanLroSeg *first = &off->seg[i];
+    uint32_t len;
+    unsigned j;
+
+    if (!off->mergeable[i]) {
+        return 1;
+    }
+    len = first->hdr_len + first->payload;
+    for (j = i + 1; j < n && off->mergeable[j] &&
+                    len + off->seg[j].payload <= RX_LRO_FRAME_MAX &&
+                    llan_lro_continues(frames[i].data, first,
+                                       &off->seg[j - 1], frames[j].data,
+                                       &off->seg[j]); j++) {
+        len += off->seg[j].payload;
+    }
+    return j - i;
+}
+
+/* A buffer for a merged frame, or false (nothing counted) when none is
+ * big enough: the segments then go one by one. */
+static bool take_lro_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd)
+{
+    if (s->use_rx_buffer_pools) {
+        return llan_rx_pool_take_best_fit(&s->pools, need, bd);
+    }
+    return llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
+                                       &s->use_buf_ptr, need, bd) ==
+           LLAN_PAGE_OK;
+}
+
+/* Writes the merged frame's headers and each segment's data into the
+ * buffer at @data. */
+static bool write_merged(SpaprVlanState *s, uint64_t data,
+                         const NetFrame *frames, const LlanLroSeg *segs,
+                         unsigned run, uint32_t payload)
+{
+    uint8_t hdr[LLAN_LRO_MAX_HDR];
+    uint32_t at = segs[0].hdr_len;
+
+    llan_lro_header(hdr, frames[0].data, &segs[0], frames[run - 1].data,
+                    &segs[run - 1], payload);
+    if (!spapr_vio_dma_write(&s->vdev, data, hdr, segs[0].hdr_len)) {
+        return false;
+    }
+    for (unsigned k = 0; k < run; k++) {
+        if (!spapr_vio_dma_write(&s->vdev, data + at,
+                                 frames[k].data + segs[k].hdr_len,
+                                 segs[k].payload)) {
+            return false;
+        }
+        at += segs[k].payload;
+    }
+    return true;
+}
+
+/*
+ * Delivers @run (> 1) segments as one large packet: the frame at offset
+ * 16, the first segment's payload length as the MSS (big-endian u64) at
+ * offset 8, where Linux reads it, and LRG_PKT | NO_CSUM | CSUM_GOOD, so
+ * that Linux makes it a GSO packet of that MSS, marked CHECKSUM_PARTIAL
+ * over the zeroed TCP field (correct whether it is delivered locally or
+ * forwarded and segmented again).  False, with nothing done, when the
+ * frames cannot be merged here; the caller then delivers them one by one,
+ * and its drop reasons apply.
+ */
+static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
+                           const NetFrame *frames, const LlanLroSeg *segs,
+                           unsigned run, NetRxResult *results)
+{
+    NetRxResult result = NET_RX_DROP_DMA_ERROR;
+    uint32_t payload = 0, len;
+    uint64_t bd, handle;
+
+    if (!s->isopen || !filter_accepts(s, frames[0].data)) {
+        return false;
+    }
+    for (unsigned k = 0; k < run; k++) {
+        payload += segs[k].payload;
+    }
+    len = segs[0].hdr_len + payload;
+    if (!take_lro_buffer(s, len + RX_LRO_OFFSET, &bd)) {
+        return false;
+    }
+    if (s->rx_bufs) {
+        s->rx_bufs--;
+    }
+    if (write_merged(s, LLAN_BD_ADDR(bd) + RX_LRO_OFFSET, frames, segs, run,
+                     payload) &&
+        dma_st64(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET,
+                 segs[0].payload) &&
+        dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) &&
+        write_rxq_entry(s, b, handle, RX_LRO_OFFSET, len,
+                        LLAN_RXQ_LRG_PKT | LLAN_RXQ_NO_CSUM |
+                        LLAN_RXQ_CSUM_GOOD)) {
+        result = NET_RX_DELIVERED;
+        s->stats.rx_frames++;
+        s->stats.rx_bytes += len;
+        s->stats.rx_buffer_bytes += LLAN_BD_LEN(bd);
+        s->stats.rx_csum_good += run;
+        s->stats.rx_lro_frames++;
+        s->stats.rx_lro_segments += run;
+    }
+    for (unsigned k = 0; k < run; k++) {
+        results[k] = result;
+    }
+    return true;
+}
+
+/* Delivers the frames from @i on, merging a run of segments when it can;
+ * returns how many it took. */
+static unsigned receive_offloaded(SpaprVlanState *s, RxBatch *b,
+                                  const RxOffload *off,
+                                  const NetFrame *frames, unsigned i,
+                                  unsigned n, NetRxResult *results)
+{
+    unsigned run = lro_run(off, frames, i, n);
+
+    if (run > 1 && deliver_merged(s, b, frames + i, off->seg + i, run,
+                                  results + i)) {
+        return run;
+    }
+    results[i] = receive_one(s, b, &frames[i], &off->csum[i]);
+    return 1;
+}
+
 /* Returns how many of the frames it took; the rest are held. */
 static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
                                      unsigned n, bool may_hold,
                                      NetRxResult *results)
 {
     RxBatch b = { 0 };
+    /* Filled only when an offload is on: a branch otherwise. */
+    RxOffload off;
+    bool offload = s->attrs & RX_CSUM_ATTRS;
     unsigned i;
 
     /* Stopped means no frame touches guest memory.  Only the main-loop
@@ -452,14 +634,23 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
     if (s->isopen) {
         b.qbd_ok = dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &b.qbd);
     }
+    g_assert(n <= NET_BATCH_MAX);
+    if (offload) {
+        rx_offload_scan(s, frames, n, &off);
+    }
     /* Running was checked above, once per batch. */
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n;) {
         if (may_hold && nothing_posted_locked(s)) {
             s->rx_held = true;
             s->stats.rx_held++;
             break;
         }
-        results[i] = receive_one(s, &b, &frames[i]);
+        if (offload) {
+            i += receive_offloaded(s, &b, &off, frames, i, n, results);
+        } else {
+            results[i] = receive_one(s, &b, &frames[i], NULL);
+            i++;
+        }
     }
     if (b.no_buffer) {
         count_no_buffer(s, b.no_buffer);
@@ -1590,6 +1781,9 @@ static GVariant *spapr_vlan_query(void *opaque)
     dict_add(&b, "rx-csum-good", g_variant_new_uint64(vs.rx_csum_good));
     dict_add(&b, "rx-csum-partial", g_variant_new_uint64(vs.rx_csum_partial));
     dict_add(&b, "rx-csum-bad", g_variant_new_uint64(vs.rx_csum_bad));
+    dict_add(&b, "rx-lro-frames", g_variant_new_uint64(vs.rx_lro_frames));
+    dict_add(&b, "rx-lro-segments",
+             g_variant_new_uint64(vs.rx_lro_segments));
     dict_add(&b, "tx-csum-completed",
              g_variant_new_uint64(vs.tx_csum_completed));
     dict_add(&b, "tx-segmented", g_variant_new_uint64(vs.tx_segmented));

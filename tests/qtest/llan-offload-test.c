@@ -154,6 +154,8 @@ typedef struct FrameSpec {
     unsigned ip_opts;       /* IPv4 option bytes, a multiple of 4 */
     uint8_t flags;          /* TCP */
     size_t payload;
+    size_t payload_off;     /* of the first byte in the stream */
+    uint16_t sport;         /* 0: 40000 */
 } FrameSpec;
 
 /* A TCP (12 bytes of options) or UDP frame from us to the peer, with
@@ -188,12 +190,14 @@ static size_t build(uint8_t *f, const FrameSpec *s)
         memset(ip + 20, 1, s->ip_opts);     /* NOPs */
         put16(ip + 10, ~fold16(sum_words(ip, l3, 0)));
     }
-    put16(l4, 40000);
+    put16(l4, s->sport ? s->sport : 40000);
     put16(l4 + 2, 5001);
     if (s->udp) {
         put16(l4 + 4, l4h + s->payload);
     } else {
-        l4[4] = 0x10, l4[5] = 0x20, l4[6] = 0x30, l4[7] = 0x40;
+        uint32_t seq = 0x10203040 + s->payload_off;
+
+        l4[4] = seq >> 24, l4[5] = seq >> 16, l4[6] = seq >> 8, l4[7] = seq;
         memset(l4 + 8, 0x11, 4);
         l4[12] = (l4h / 4) << 4;
         l4[13] = s->flags;
@@ -203,7 +207,7 @@ static size_t build(uint8_t *f, const FrameSpec *s)
         memset(l4 + 24, 0x5a, 8);
     }
     for (size_t i = 0; i < s->payload; i++) {
-        f[14 + l3 + l4h + i] = payload_byte(i);
+        f[14 + l3 + l4h + i] = payload_byte(s->payload_off + i);
     }
     fill_l4_csum(f);
     return len;
@@ -223,7 +227,7 @@ static void rig_up(QRig *r, const char *nic)
  * only ten.  A frame from the test and its arrival in the guest say the
  * connection is up.
  */
-static void rig_up_stream(QRig *r)
+static void rig_up_stream(QRig *r, const char *nic)
 {
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
     struct timeval tv = { .tv_sec = QTEST_WAIT_S };
@@ -233,7 +237,8 @@ static void rig_up_stream(QRig *r)
     qrig_init(r);
     netdev = g_strdup_printf("stream,id=n0,server=on,addr.type=unix,"
                              "addr.path=%s", r->dev_path);
-    qrig_start(r, &(QRigOpts){ .mem = "512M", .netdev = netdev });
+    qrig_start(r, &(QRigOpts){ .mem = "512M", .netdev = netdev,
+                               .nic = nic });
     qrig_open_guest(r, NULL);
     g_strlcpy(addr.sun_path, r->dev_path, sizeof(addr.sun_path));
     r->peer = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -384,7 +389,7 @@ static void test_tx_csum(void)
 {
     QRig r;
 
-    rig_up_stream(&r);
+    rig_up_stream(&r, NULL);
     linux_probe(r.qts);
     send_partial_and_check(&r, &(FrameSpec){ .flags = TCP_ACK | TCP_PSH,
                                              .payload = 1000 });
@@ -450,7 +455,7 @@ static void test_tso(void)
     size_t len;
     QRig r;
 
-    rig_up_stream(&r);
+    rig_up_stream(&r, NULL);
     linux_probe(r.qts);
     /* LRG_SND with the MSS in r12: 20,000 bytes are 14 segments. */
     len = build(f, &v4);
@@ -498,7 +503,7 @@ static void test_tx_malformed(void)
     };
     QRig r;
 
-    rig_up_stream(&r);
+    rig_up_stream(&r, NULL);
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         const char *why = cases[i].reason;
         bool udp = !strcmp(why, "not-tcp");
@@ -603,6 +608,184 @@ static void test_rx_csum(void)
     qrig_stop(&r);
 }
 
+/* Frames written to the stream netdev in one write: one receive batch. */
+typedef struct Burst {
+    uint8_t buf[32 * (4 + 1600)];
+    size_t len;
+    unsigned frames;
+} Burst;
+
+static void burst_add(Burst *b, const FrameSpec *spec)
+{
+    size_t len = build(b->buf + b->len + 4, spec);
+
+    b->buf[b->len] = len >> 24;
+    b->buf[b->len + 1] = len >> 16;
+    b->buf[b->len + 2] = len >> 8;
+    b->buf[b->len + 3] = len;
+    b->len += 4 + len;
+    b->frames++;
+}
+
+static void burst_send(QRig *r, Burst *b)
+{
+    g_assert_cmpint(write(r->peer, b->buf, b->len), ==, b->len);
+    b->len = 0;
+    b->frames = 0;
+}
+
+/* @n segments of @mss from stream offset @from, flow @sport. */
+static void burst_segments(Burst *b, size_t from, unsigned n, size_t mss,
+                           uint16_t sport)
+{
+    for (unsigned i = 0; i < n; i++) {
+        burst_add(b, &(FrameSpec){ .flags = TCP_ACK, .payload = mss,
+                                   .payload_off = from + i * mss,
+                                   .sport = sport });
+    }
+}
+
+/* The next entry: its flags, length and, for a large packet, its MSS;
+ * the frame goes to @got. */
+static IbmvethRxEntry next_entry(QRig *r, uint8_t *got, uint64_t *mss)
+{
+    IbmvethRxEntry e = qibmveth_wait_rx(r->guest, got, 65536);
+
+    *mss = (e.control & 0x04)
+           ? qtest_readq(r->qts, qibmveth_rx_buffer_addr(r->guest, &e) + 8)
+           : 0;
+    return e;
+}
+
+/* A merged frame of @payload bytes from stream offset @from, whose first
+ * segment carried @mss. */
+static void expect_merged(QRig *r, size_t from, size_t payload, size_t mss)
+{
+    static uint8_t got[65536];
+    uint64_t got_mss;
+    IbmvethRxEntry e = next_entry(r, got, &got_mss);
+    Layers l = layers(got);
+
+    g_assert_cmphex(e.control & RXQ_FLAGS, ==, 0x04 | RXQ_NO_CSUM |
+                    RXQ_CSUM_GOOD);
+    g_assert_cmpuint(e.offset, ==, 16);
+    g_assert_cmpuint(got_mss, ==, mss);
+    g_assert_cmpuint(e.len, ==, 66 + payload);
+    g_assert_cmpuint(l.l4_len, ==, 32 + payload);
+    g_assert_true(ip_verifies(got));
+    g_assert_cmpuint(be32(got + l.l4 + 4), ==, 0x10203040 + from);
+    /* NO_CSUM: the field holds nothing, and Linux makes the packet
+     * CHECKSUM_PARTIAL over it. */
+    g_assert_cmphex(csum_field(got), ==, 0);
+    for (size_t i = 0; i < payload; i++) {
+        if (got[66 + i] != payload_byte(from + i)) {
+            g_error("merged byte %zu: %#x", i, got[66 + i]);
+        }
+    }
+    qibmveth_replenish(r->guest);
+}
+
+/* A segment delivered on its own, checksum verified. */
+static void expect_single(QRig *r, size_t len)
+{
+    static uint8_t got[65536];
+    uint64_t mss;
+    IbmvethRxEntry e = next_entry(r, got, &mss);
+
+    g_assert_cmphex(e.control & RXQ_FLAGS, ==, RXQ_CSUM_GOOD);
+    g_assert_cmpuint(e.offset, ==, 8);
+    g_assert_cmpuint(e.len, ==, len);
+    qibmveth_replenish(r->guest);
+}
+
+static void lro_merges(const char *nic)
+{
+    static Burst b;
+    QRig r;
+
+    rig_up_stream(&r, nic);
+    linux_probe(r.qts);
+    burst_segments(&b, 0, 10, 1448, 0);
+    burst_send(&r, &b);
+    expect_merged(&r, 0, 10 * 1448, 1448);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-lro-frames"), ==, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-lro-segments"), ==, 10);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.delivered"), ==, 11);
+    qrig_stop(&r);
+}
+
+/* Ten in-order segments in one batch: one entry. */
+static void test_lro_merges(void)
+{
+    lro_merges(NULL);
+}
+
+/* The same in page mode, from the page's buffers. */
+static void test_lro_page_mode(void)
+{
+    lro_merges(",use-rx-buffer-pools=off");
+}
+
+/* What ends a merge: a gap, PSH (which joins, then ends it), another
+ * flow in between, FIN (which never joins), a size change. */
+static void test_lro_breaks(void)
+{
+    static Burst b;
+    QRig r;
+
+    rig_up_stream(&r, NULL);
+    linux_probe(r.qts);
+    burst_segments(&b, 0, 3, 1000, 0);
+    burst_segments(&b, 4000, 1, 1000, 0);               /* a gap */
+    burst_send(&r, &b);
+    expect_merged(&r, 0, 3000, 1000);
+    expect_single(&r, 1066);
+
+    burst_segments(&b, 0, 1, 1000, 0);
+    burst_add(&b, &(FrameSpec){ .flags = TCP_ACK | TCP_PSH, .payload = 1000,
+                                .payload_off = 1000 });
+    burst_segments(&b, 2000, 1, 1000, 0);
+    burst_send(&r, &b);
+    expect_merged(&r, 0, 2000, 1000);
+    expect_single(&r, 1066);
+
+    burst_segments(&b, 0, 1, 1000, 0);
+    burst_segments(&b, 0, 1, 1000, 1234);               /* another flow */
+    burst_segments(&b, 1000, 1, 1000, 0);
+    burst_add(&b, &(FrameSpec){ .flags = TCP_ACK | TCP_FIN, .payload = 1000,
+                                .payload_off = 2000 });
+    burst_send(&r, &b);
+    for (int i = 0; i < 4; i++) {
+        expect_single(&r, 1066);
+    }
+
+    burst_segments(&b, 0, 2, 500, 0);
+    burst_segments(&b, 1000, 2, 400, 0);                /* shorter: ends */
+    burst_send(&r, &b);
+    expect_merged(&r, 0, 1400, 500);   /* the first 400 joins and ends it */
+    expect_single(&r, 466);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-lro-frames"), ==, 3);
+    qrig_stop(&r);
+}
+
+/* Without LRG_SR_ENABLED nothing merges. */
+static void test_lro_off(void)
+{
+    static Burst b;
+    QRig r;
+
+    rig_up_stream(&r, NULL);
+    linux_probe(r.qts);
+    g_assert_cmpint(attributes(r.qts, ATTR_LRG_SR, 0, NULL), ==, H_SUCCESS);
+    burst_segments(&b, 0, 10, 1448, 0);
+    burst_send(&r, &b);
+    for (int i = 0; i < 10; i++) {
+        expect_single(&r, 66 + 1448);
+    }
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-lro-frames"), ==, 0);
+    qrig_stop(&r);
+}
+
 /* A stream of a machine whose guest turned the offloads on or not, in
  * @r's directory; returns its URI. */
 static char *make_stream(Rig *r, const char *machine, const char *nic,
@@ -672,6 +855,10 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/tso", test_tso);
     g_test_add_func("/llan-offload/tx-malformed", test_tx_malformed);
     g_test_add_func("/llan-offload/rx-csum", test_rx_csum);
+    g_test_add_func("/llan-offload/lro/merges", test_lro_merges);
+    g_test_add_func("/llan-offload/lro/page-mode", test_lro_page_mode);
+    g_test_add_func("/llan-offload/lro/breaks", test_lro_breaks);
+    g_test_add_func("/llan-offload/lro/off", test_lro_off);
     g_test_add_func("/llan-offload/migration", test_migration);
     return g_test_run();
 }

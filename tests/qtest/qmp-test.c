@@ -1255,7 +1255,8 @@ static void check_nic_stats(JsonObject *nic)
             "rx-buffer-bytes", "rx-interrupts", "rx-held",
             "rx-bufs-posted", "rx-dropped", "tx-frames", "tx-bytes",
             "tx-errors", "attributes", "attribute-names", "rx-csum-good",
-            "rx-csum-partial", "rx-csum-bad", "tx-csum-completed",
+            "rx-csum-partial", "rx-csum-bad", "rx-lro-frames",
+            "rx-lro-segments", "tx-csum-completed",
             "tx-segmented", "tx-segments", "tx-offload-errors", "pools");
     get_bool(dev, "rx-buffer-pools");
     get_int(dev, "rx-frames");
@@ -1275,6 +1276,8 @@ static void check_nic_stats(JsonObject *nic)
     get_int(dev, "rx-csum-good");
     get_int(dev, "rx-csum-partial");
     get_int(dev, "rx-csum-bad");
+    get_int(dev, "rx-lro-frames");
+    get_int(dev, "rx-lro-segments");
     get_int(dev, "tx-csum-completed");
     get_int(dev, "tx-segmented");
     get_int(dev, "tx-segments");
