@@ -858,13 +858,10 @@ static void send_frame(void *opaque, const uint8_t *frame, uint32_t len)
 /* Linux's large send without firmware support ("old large send") marks
  * a TCP/IPv4 frame with 0xFFFF as its IP header checksum, which no real
  * header can have, and puts the MSS in the TCP checksum field. */
-static uint32_t old_large_send_mss(const uint8_t *f, const LlanL4 *l4)
+static bool old_large_send(const uint8_t *f, const LlanL4 *l4)
 {
-    if (l4->ip_version != 4 || l4->proto != LLAN_IPPROTO_TCP ||
-        ldn_be_p(f + LLAN_ETH_HLEN + 10, 2) != 0xFFFF) {
-        return 0;
-    }
-    return ldn_be_p(f + l4->csum_at, 2);
+    return l4->ip_version == 4 && l4->proto == LLAN_IPPROTO_TCP &&
+           ldn_be_p(f + LLAN_ETH_HLEN + 10, 2) == 0xFFFF;
 }
 
 /*
@@ -893,8 +890,13 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
             s->tx.offload_errors[why]++;
             mss = 0;
         }
-    } else {
-        mss = old_large_send_mss(s->tx_buf, &l4);
+    } else if (old_large_send(s->tx_buf, &l4)) {
+        mss = ldn_be_p(s->tx_buf + l4.csum_at, 2);
+        /* The marking must not reach the wire, segmented or not. */
+        llan_ipv4_fill_csum(s->tx_buf + LLAN_ETH_HLEN);
+        if (!mss) {
+            s->tx.offload_errors[LLAN_OFFLOAD_MSS_ZERO]++;
+        }
     }
     if (mss) {
         s->tx.segmented++;

@@ -482,6 +482,21 @@ static void test_tso(void)
     qrig_stop(&r);
 }
 
+/* The old large-send marking with no MSS: sent whole, but with a real
+ * IP header checksum and a complete TCP one. */
+static void send_old_marking_without_mss(QRig *r)
+{
+    static uint8_t f[4096], got[65536];
+    size_t len = build(f, &(FrameSpec){ .flags = TCP_ACK, .payload = 2000 });
+
+    put16(f + 24, 0xFFFF);
+    set_csum_field(f, 0);
+    g_assert_cmpint(send_flagged(r, f, len, BD_NO_CSUM, 0), ==, H_SUCCESS);
+    g_assert_cmpuint(recv_frame(r, got), ==, len);
+    g_assert_true(ip_verifies(got));
+    g_assert_true(l4_verifies(got));
+}
+
 /* Frames the device cannot complete go out exactly as given, counted. */
 static void test_tx_malformed(void)
 {
@@ -530,6 +545,9 @@ static void test_tx_malformed(void)
         g_assert_cmpmem(got, len, f, len);
         g_assert_cmpint(qrig_stat(r.qts, path), ==, 1);
     }
+    send_old_marking_without_mss(&r);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.tx-offload-errors.mss-zero"),
+                    ==, 2);
     /* TCP headers that lie about their own length. */
     build(f, &(FrameSpec){ .flags = TCP_ACK, .payload = 10 });
     f[46] = 0x10;   /* data offset 4 */
@@ -541,9 +559,9 @@ static void test_tx_malformed(void)
     g_assert_cmpuint(recv_frame(&r, got), ==, 76);
     g_assert_cmpint(qrig_stat(r.qts, "nic.device.tx-offload-errors."
                               "bad-length"), ==, 3);
-    /* The two large sends that could not be split still got their
-     * checksums (the ones build() had put there). */
-    g_assert_cmpint(qrig_stat(r.qts, "nic.device.tx-csum-completed"), ==, 2);
+    /* The three large sends that could not be split still got their
+     * checksums. */
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.tx-csum-completed"), ==, 3);
     qrig_stop(&r);
 }
 
