@@ -883,11 +883,11 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
         return;
     }
     if (bd & LLAN_TX_LRG_SND) {
-        mss = r12_mss > UINT16_MAX ? UINT16_MAX : r12_mss;
-        why = l4.proto != LLAN_IPPROTO_TCP ? LLAN_OFFLOAD_NOT_TCP
-              : !mss ? LLAN_OFFLOAD_MSS_ZERO : LLAN_OFFLOAD_ERROR__MAX;
-        if (why != LLAN_OFFLOAD_ERROR__MAX) {
-            s->tx.offload_errors[why]++;
+        mss = MIN(r12_mss, UINT16_MAX);
+        if (l4.proto != LLAN_IPPROTO_TCP || !mss) {
+            s->tx.offload_errors[l4.proto != LLAN_IPPROTO_TCP
+                                 ? LLAN_OFFLOAD_NOT_TCP
+                                 : LLAN_OFFLOAD_MSS_ZERO]++;
             mss = 0;
         }
     } else if (old_large_send(s->tx_buf, &l4)) {
