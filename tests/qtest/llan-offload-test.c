@@ -804,6 +804,54 @@ static void test_lro_off(void)
     qrig_stop(&r);
 }
 
+/* Received frames whose headers lie are delivered as they are, with no
+ * flag and no merge, in one batch with good ones. */
+static void test_rx_malformed(void)
+{
+    static Burst b;
+    static uint8_t got[65536];
+    QRig r;
+
+    rig_up_stream(&r, NULL);
+    linux_probe(r.qts);
+    for (int i = 0; i < 5; i++) {
+        uint8_t *f = b.buf + b.len + 4;
+
+        burst_segments(&b, i * 1000, 1, 1000, 0);
+        switch (i) {
+        case 0:
+            f[14] = 0x44;                   /* IHL 4 */
+            break;
+        case 1:
+            put16(f + 16, 0xFFF0);          /* longer than the frame */
+            break;
+        case 2:
+            f[46] = 0xF0;                   /* TCP header past the data */
+            put16(f + 16, 20 + 40);
+            break;
+        case 3:
+            put16(f + 20, 0x2001);          /* a fragment */
+            break;
+        case 4:
+            put16(f + 12, 0x86DD);          /* IPv6 with an IPv4 header */
+            break;
+        }
+    }
+    burst_segments(&b, 5000, 2, 1000, 0);
+    burst_send(&r, &b);
+    for (int i = 0; i < 5; i++) {
+        uint64_t mss;
+        IbmvethRxEntry e = next_entry(&r, got, &mss);
+
+        g_assert_cmphex(e.control & RXQ_FLAGS, ==, 0);
+        g_assert_cmpuint(e.len, ==, 1066);
+        qibmveth_replenish(r.guest);
+    }
+    expect_merged(&r, 5000, 2000, 1000);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-csum-bad"), ==, 0);
+    qrig_stop(&r);
+}
+
 /* A stream of a machine whose guest turned the offloads on or not, in
  * @r's directory; returns its URI. */
 static char *make_stream(Rig *r, const char *machine, const char *nic,
@@ -873,6 +921,7 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/tso", test_tso);
     g_test_add_func("/llan-offload/tx-malformed", test_tx_malformed);
     g_test_add_func("/llan-offload/rx-csum", test_rx_csum);
+    g_test_add_func("/llan-offload/rx-malformed", test_rx_malformed);
     g_test_add_func("/llan-offload/lro/merges", test_lro_merges);
     g_test_add_func("/llan-offload/lro/page-mode", test_lro_page_mode);
     g_test_add_func("/llan-offload/lro/breaks", test_lro_breaks);
