@@ -11,7 +11,9 @@
  */
 #include "hw/net/spapr_llan.h"
 #include "hw/net/llan_bd.h"
+#include "hw/net/llan_lro.h"
 #include "hw/net/llan_rx_page.h"
+#include "hw/net/llan_tso.h"
 #include "migration/savevm.h"
 #include "migration/vmstate.h"
 #include "qemu/bswap.h"
@@ -30,8 +32,12 @@
 #define RXQ_ENTRY_SIZE      16
 #define RXQ_CTRL_TOGGLE     0x80
 #define RXQ_CTRL_VALID      0x40
-/* Frame data starts after the guest's 8-byte handle. */
+/* Frame data starts after the guest's 8-byte handle; a merged frame after
+ * the handle and its MSS. */
 #define RX_DATA_OFFSET      8
+#define RX_LRO_OFFSET       16
+#define RX_LRO_FRAME_MAX    (LLAN_MAX_FRAME - RX_LRO_OFFSET)
+#define RX_CSUM_ATTRS       (ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM)
 #define BUF_LIST_RXQ_BD     0
 #define BUF_LIST_FILTER_BD  8
 #define BUF_LIST_NO_BUFFER  4088
@@ -58,6 +64,7 @@ struct SpaprVlanState {
     MACAddr perm_mac;       /* the command-line MAC, restored on reset */
     char *netdev;
     bool use_rx_buffer_pools;
+    bool offloads;          /* checksum offload and large send offered */
     int32_t bootindex;      /* kept for QEMU's command lines: no firmware */
 
     NetClientState *nic;
@@ -71,12 +78,15 @@ struct SpaprVlanState {
     bool rx_filter_changed;     /* by this hcall; announced after it */
     bool rx_held;               /* the backend holds frames for lack of
                                    buffers: wake it when there are some */
+    uint64_t attrs;             /* the attributes the guest turned on */
     SpaprVlanStats stats;       /* all but tx_*, which are in tx */
 
     QemuMutex tx_lock;          /* H_SEND_LOGICAL_LAN: the gather buffer,
                                    the backend's send, the tx counters */
     struct {
         uint64_t frames, bytes, errors;
+        uint64_t csum_completed, segmented, segments;
+        uint64_t offload_errors[LLAN_OFFLOAD_ERROR__MAX];
     } tx;
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
 };
@@ -185,11 +195,14 @@ static void vlan_close_locked(SpaprVlanState *s)
     filter_reset(&s->filter);
 }
 
-/* Device and machine reset: closed, with the command line's MAC. */
+/* Device and machine reset: closed, with the command line's MAC and no
+ * offload on.  Closing keeps the attributes: Linux sets them once, at
+ * probe, and then opens and closes at will. */
 static void vlan_reset_locked(SpaprVlanState *s)
 {
     vlan_close_locked(s);
     s->mac = s->perm_mac;
+    s->attrs = 0;
 }
 
 /*
@@ -293,11 +306,12 @@ static bool wrap_rxq(SpaprVlanState *s, RxBatch *b)
     return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, b->qbd);
 }
 
-/* Writes the entry for a frame of @len in the buffer whose handle is
- * @handle; the control byte goes last, with release semantics, so a guest
- * polling it never sees a half-written entry. */
+/* Writes the entry for a frame of @len at @offset in the buffer whose
+ * handle is @handle, with the offload flags @flags; the control byte goes
+ * last, with release semantics, so a guest polling it never sees a
+ * half-written entry. */
 static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
-                            uint32_t len)
+                            uint16_t offset, uint32_t len, uint8_t flags)
 {
     uint8_t entry[RXQ_ENTRY_SIZE] = { 0 };
     uint32_t qlen = LLAN_BD_LEN(b->qbd);
@@ -316,10 +330,10 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
                              DMA_DEVICE_WRITES)) {
         return false;
     }
-    stn_be_p(entry + 2, 2, RX_DATA_OFFSET);
+    stn_be_p(entry + 2, 2, offset);
     stn_be_p(entry + 4, 4, len);
     stn_be_p(entry + 8, 8, handle);
-    entry[0] = RXQ_CTRL_VALID |
+    entry[0] = RXQ_CTRL_VALID | flags |
                ((b->qbd & LLAN_BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
     if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(b->qbd) + s->rxq_ptr + 1,
                              entry + 1, sizeof(entry) - 1)) {
@@ -334,11 +348,84 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
     return s->rxq_ptr < qlen || wrap_rxq(s, b);
 }
 
+/* The verdict on a received frame's checksum, reached before delivery. */
+typedef struct RxCsum {
+    bool checked;           /* a TCP/UDP frame the attributes cover */
+    LlanRxCsum verdict;
+    uint8_t proto;
+    uint16_t csum_at, completed;
+} RxCsum;
+
+/* What a batch learns of its frames when the guest has offloads on. */
+typedef struct RxOffload {
+    RxCsum csum[NET_BATCH_MAX];
+    bool mergeable[NET_BATCH_MAX];
+    LlanLroSeg seg[NET_BATCH_MAX];
+} RxOffload;
+
+static void rx_csum_check(const SpaprVlanState *s, const NetFrame *f,
+                          LlanL4 *l4, RxCsum *c)
+{
+    LlanOffloadError why;
+    uint64_t want;
+
+    c->checked = false;
+    if (!llan_find_l4(f->data, f->len, l4, &why)) {
+        return;
+    }
+    want = l4->ip_version == 4 ? ILLAN_IPV4_TCP_CSUM : ILLAN_IPV6_TCP_CSUM;
+    if (!(s->attrs & want)) {
+        return;
+    }
+    *c = (RxCsum){ .checked = true, .proto = l4->proto,
+                   .csum_at = l4->csum_at };
+    c->verdict = llan_rx_csum(f->data, l4, &c->completed);
+}
+
+/*
+ * Receive checksum offload, for a frame already in the guest's buffer at
+ * @data: a checksum that verifies is flagged good; one that holds only
+ * the pseudo-header sum (a local sender's, left for hardware to finish)
+ * is flagged good too, its TCP field zeroed so that Linux marks it
+ * CHECKSUM_PARTIAL, its UDP field completed; a bad one gets no flag, for
+ * the guest's stack to drop.  Returns the entry's flags.
+ */
+static uint8_t rx_csum_apply_locked(SpaprVlanState *s, const RxCsum *c,
+                                    uint64_t data)
+{
+    uint8_t be[2] = { 0 };
+
+    if (!c->checked) {
+        return 0;
+    }
+    switch (c->verdict) {
+    case LLAN_RX_CSUM_GOOD:
+        s->stats.rx_csum_good++;
+        return LLAN_RXQ_CSUM_GOOD;
+    case LLAN_RX_CSUM_PARTIAL:
+        s->stats.rx_csum_partial++;
+        if (c->proto == LLAN_IPPROTO_UDP) {
+            stn_be_p(be, 2, c->completed);
+        }
+        if (!spapr_vio_dma_write(&s->vdev, data + c->csum_at, be, 2)) {
+            return 0;
+        }
+        return c->proto == LLAN_IPPROTO_TCP
+               ? LLAN_RXQ_NO_CSUM | LLAN_RXQ_CSUM_GOOD : LLAN_RXQ_CSUM_GOOD;
+    case LLAN_RX_CSUM_BAD:
+        break;
+    }
+    s->stats.rx_csum_bad++;
+    return 0;
+}
+
+/* One frame into one buffer; @csum is NULL when no offload is on. */
 static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
-                               const NetFrame *f)
+                               const NetFrame *f, const RxCsum *csum)
 {
     uint64_t bd, handle;
     NetRxResult drop;
+    uint8_t flags = 0;
 
     if (!s->isopen) {
         return NET_RX_DROP_NOT_REGISTERED;
@@ -356,9 +443,15 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     /* The buffer is the guest's again only through its queue entry: if a
      * DMA below fails, the buffer is lost, as on PAPR firmware. */
     if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET,
-                             f->data, f->len) ||
-        !dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
-        !write_rxq_entry(s, b, handle, f->len)) {
+                             f->data, f->len)) {
+        return NET_RX_DROP_DMA_ERROR;
+    }
+    if (csum) {
+        flags = rx_csum_apply_locked(s, csum, LLAN_BD_ADDR(bd) +
+                                              RX_DATA_OFFSET);
+    }
+    if (!dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
+        !write_rxq_entry(s, b, handle, RX_DATA_OFFSET, f->len, flags)) {
         return NET_RX_DROP_DMA_ERROR;
     }
     s->stats.rx_frames++;
@@ -367,12 +460,162 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     return NET_RX_DELIVERED;
 }
 
+/* Every frame's checksum verdict, and with large receive on which frames
+ * could be merged: once per frame, before any is delivered. */
+static void rx_offload_scan(const SpaprVlanState *s, const NetFrame *frames,
+                            unsigned n, RxOffload *off)
+{
+    bool lro = s->attrs & ILLAN_LRG_SR_ENABLED;
+
+    for (unsigned i = 0; i < n; i++) {
+        LlanL4 l4;
+
+        rx_csum_check(s, &frames[i], &l4, &off->csum[i]);
+        off->mergeable[i] = lro && off->csum[i].checked &&
+                            off->csum[i].verdict == LLAN_RX_CSUM_GOOD &&
+                            llan_lro_segment(frames[i].data, frames[i].len,
+                                             &l4, &off->seg[i]);
+    }
+}
+
+/* How many frames from @i on make one merged frame (1: none merge). */
+static unsigned lro_run(const RxOffload *off, const NetFrame *frames,
+                        unsigned i, unsigned n)
+{
+    const LlanLroSeg *first = &off->seg[i];
+    uint32_t len;
+    unsigned j;
+
+    if (!off->mergeable[i]) {
+        return 1;
+    }
+    len = first->hdr_len + first->payload;
+    for (j = i + 1; j < n && off->mergeable[j] &&
+                    len + off->seg[j].payload <= RX_LRO_FRAME_MAX &&
+                    llan_lro_continues(frames[i].data, first,
+                                       &off->seg[j - 1], frames[j].data,
+                                       &off->seg[j]); j++) {
+        len += off->seg[j].payload;
+    }
+    return j - i;
+}
+
+/* A buffer for a merged frame, or false (nothing counted) when none is
+ * big enough: the segments then go one by one. */
+static bool take_lro_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd)
+{
+    if (s->use_rx_buffer_pools) {
+        return llan_rx_pool_take_best_fit(&s->pools, need, bd);
+    }
+    return llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
+                                       &s->use_buf_ptr, need, bd) ==
+           LLAN_PAGE_OK;
+}
+
+/* Writes the merged frame's headers and each segment's data into the
+ * buffer at @data. */
+static bool write_merged(SpaprVlanState *s, uint64_t data,
+                         const NetFrame *frames, const LlanLroSeg *segs,
+                         unsigned run, uint32_t payload)
+{
+    uint8_t hdr[LLAN_LRO_MAX_HDR];
+    uint32_t at = segs[0].hdr_len;
+
+    llan_lro_header(hdr, frames[0].data, &segs[0], frames[run - 1].data,
+                    &segs[run - 1], payload);
+    if (!spapr_vio_dma_write(&s->vdev, data, hdr, segs[0].hdr_len)) {
+        return false;
+    }
+    for (unsigned k = 0; k < run; k++) {
+        if (!spapr_vio_dma_write(&s->vdev, data + at,
+                                 frames[k].data + segs[k].hdr_len,
+                                 segs[k].payload)) {
+            return false;
+        }
+        at += segs[k].payload;
+    }
+    return true;
+}
+
+/*
+ * Delivers @run (> 1) segments as one large packet: the frame at offset
+ * 16, the first segment's payload length as the MSS (big-endian u64) at
+ * offset 8, where Linux reads it, and LRG_PKT | NO_CSUM | CSUM_GOOD, so
+ * that Linux makes it a GSO packet of that MSS, marked CHECKSUM_PARTIAL
+ * over the zeroed TCP field (correct whether it is delivered locally or
+ * forwarded and segmented again).  False, with nothing done, when the
+ * frames cannot be merged here; the caller then delivers them one by one,
+ * and its drop reasons apply.
+ */
+static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
+                           const NetFrame *frames, const LlanLroSeg *segs,
+                           unsigned run, NetRxResult *results)
+{
+    NetRxResult result = NET_RX_DROP_DMA_ERROR;
+    uint32_t payload = 0, len;
+    uint64_t bd, handle;
+
+    if (!s->isopen || !filter_accepts(s, frames[0].data)) {
+        return false;
+    }
+    for (unsigned k = 0; k < run; k++) {
+        payload += segs[k].payload;
+    }
+    len = segs[0].hdr_len + payload;
+    if (!take_lro_buffer(s, len + RX_LRO_OFFSET, &bd)) {
+        return false;
+    }
+    if (s->rx_bufs) {
+        s->rx_bufs--;
+    }
+    if (write_merged(s, LLAN_BD_ADDR(bd) + RX_LRO_OFFSET, frames, segs, run,
+                     payload) &&
+        dma_st64(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET,
+                 segs[0].payload) &&
+        dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) &&
+        write_rxq_entry(s, b, handle, RX_LRO_OFFSET, len,
+                        LLAN_RXQ_LRG_PKT | LLAN_RXQ_NO_CSUM |
+                        LLAN_RXQ_CSUM_GOOD)) {
+        result = NET_RX_DELIVERED;
+        s->stats.rx_frames++;
+        s->stats.rx_bytes += len;
+        s->stats.rx_buffer_bytes += LLAN_BD_LEN(bd);
+        s->stats.rx_csum_good += run;
+        s->stats.rx_lro_frames++;
+        s->stats.rx_lro_segments += run;
+    }
+    for (unsigned k = 0; k < run; k++) {
+        results[k] = result;
+    }
+    return true;
+}
+
+/* Delivers the frames from @i on, merging a run of segments when it can;
+ * returns how many it took. */
+static unsigned receive_offloaded(SpaprVlanState *s, RxBatch *b,
+                                  const RxOffload *off,
+                                  const NetFrame *frames, unsigned i,
+                                  unsigned n, NetRxResult *results)
+{
+    unsigned run = lro_run(off, frames, i, n);
+
+    if (run > 1 && deliver_merged(s, b, frames + i, off->seg + i, run,
+                                  results + i)) {
+        return run;
+    }
+    results[i] = receive_one(s, b, &frames[i], &off->csum[i]);
+    return 1;
+}
+
 /* Returns how many of the frames it took; the rest are held. */
 static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
                                      unsigned n, bool may_hold,
                                      NetRxResult *results)
 {
     RxBatch b = { 0 };
+    /* Filled only when an offload is on: a branch otherwise. */
+    RxOffload off;
+    bool offload = s->attrs & RX_CSUM_ATTRS;
     unsigned i;
 
     /* Stopped means no frame touches guest memory.  Only the main-loop
@@ -391,14 +634,23 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
     if (s->isopen) {
         b.qbd_ok = dma_ld64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, &b.qbd);
     }
+    g_assert(n <= NET_BATCH_MAX);
+    if (offload) {
+        rx_offload_scan(s, frames, n, &off);
+    }
     /* Running was checked above, once per batch. */
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n;) {
         if (may_hold && nothing_posted_locked(s)) {
             s->rx_held = true;
             s->stats.rx_held++;
             break;
         }
-        results[i] = receive_one(s, &b, &frames[i]);
+        if (offload) {
+            i += receive_offloaded(s, &b, &off, frames, i, n, results);
+        } else {
+            results[i] = receive_one(s, &b, &frames[i], NULL);
+            i++;
+        }
     }
     if (b.no_buffer) {
         count_no_buffer(s, b.no_buffer);
@@ -593,6 +845,69 @@ static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
     return H_SUCCESS;
 }
 
+/* One frame to the backend, counted; under the transmit lock. */
+static void send_frame(void *opaque, const uint8_t *frame, uint32_t len)
+{
+    SpaprVlanState *s = opaque;
+
+    s->tx.frames++;
+    s->tx.bytes += len;
+    net_nic_send(s->nic, frame, len);
+}
+
+/* Linux's large send without firmware support ("old large send") marks
+ * a TCP/IPv4 frame with 0xFFFF as its IP header checksum, which no real
+ * header can have, and puts the MSS in the TCP checksum field. */
+static bool old_large_send(const uint8_t *f, const LlanL4 *l4)
+{
+    return l4->ip_version == 4 && l4->proto == LLAN_IPPROTO_TCP &&
+           ldn_be_p(f + LLAN_ETH_HLEN + 10, 2) == 0xFFFF;
+}
+
+/*
+ * What the guest left to the device in the frame in tx_buf: with NO_CSUM
+ * the TCP or UDP checksum, with LRG_SND (MSS in r12) or the old marking
+ * the segmentation too.  What it cannot parse goes out as it is, counted
+ * by reason, as a NIC would send it.
+ */
+static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
+                             uint64_t r12_mss)
+{
+    LlanOffloadError why;
+    uint32_t mss = 0;
+    LlanL4 l4;
+
+    if (!llan_find_l4(s->tx_buf, len, &l4, &why)) {
+        s->tx.offload_errors[why]++;
+        send_frame(s, s->tx_buf, len);
+        return;
+    }
+    if (bd & LLAN_TX_LRG_SND) {
+        mss = MIN(r12_mss, UINT16_MAX);
+        if (l4.proto != LLAN_IPPROTO_TCP || !mss) {
+            s->tx.offload_errors[l4.proto != LLAN_IPPROTO_TCP
+                                 ? LLAN_OFFLOAD_NOT_TCP
+                                 : LLAN_OFFLOAD_MSS_ZERO]++;
+            mss = 0;
+        }
+    } else if (old_large_send(s->tx_buf, &l4)) {
+        mss = ldn_be_p(s->tx_buf + l4.csum_at, 2);
+        /* The marking must not reach the wire, segmented or not. */
+        llan_ipv4_fill_csum(s->tx_buf + LLAN_ETH_HLEN);
+        if (!mss) {
+            s->tx.offload_errors[LLAN_OFFLOAD_MSS_ZERO]++;
+        }
+    }
+    if (mss) {
+        s->tx.segmented++;
+        s->tx.segments += llan_tso(s->tx_buf, &l4, mss, send_frame, s);
+        return;
+    }
+    llan_fill_l4_csum(s->tx_buf, &l4);
+    s->tx.csum_completed++;
+    send_frame(s, s->tx_buf, len);
+}
+
 /*
  * H_SEND_LOGICAL_LAN.  Only the open check needs the device lock; the
  * gather and the backend's send (a sendto(), a stream write) run under
@@ -616,10 +931,12 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
     } else {
         ret = gather_tx_frame(s, &args[1], &len);
     }
-    if (ret == H_SUCCESS && len) {
-        s->tx.frames++;
-        s->tx.bytes += len;
-        net_nic_send(s->nic, s->tx_buf, len);
+    /* Linux puts the same flags on every descriptor of a frame. */
+    if (ret == H_SUCCESS && len && s->offloads &&
+        (args[1] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
+        transmit_offload(s, len, args[1], args[8]);
+    } else if (ret == H_SUCCESS && len) {
+        send_frame(s, s->tx_buf, len);
     } else if (ret != H_SUCCESS) {
         s->tx.errors++;
     }
@@ -763,15 +1080,45 @@ static int64_t vlan_change_mac(SpaprVlanState *s, uint64_t *args)
     return H_SUCCESS;
 }
 
-/* The only attribute is a capability the guest cannot change. */
+/* What the guest may change, and what is always reported. */
+static uint64_t changeable_attrs(const SpaprVlanState *s)
+{
+    return s->offloads ? ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM |
+                         ILLAN_LRG_SR_ENABLED : 0;
+}
+
+static uint64_t current_attrs_locked(const SpaprVlanState *s)
+{
+    uint64_t fixed = ILLAN_RX_MULTI_BUFF_SUPPORT;
+
+    if (s->offloads) {
+        /* Linux turns checksum offload on only with PADDED_PKT_CSUM, and
+         * large send only with LRG_SND_SUPPORT. */
+        fixed |= ILLAN_PADDED_PKT_CSUM | ILLAN_LRG_SND_SUPPORT;
+    }
+    return fixed | s->attrs;
+}
+
+/*
+ * r4 = (current & ~reset) | set.  Changing anything but the checksum and
+ * large-send bits (turning on one the device lacks, or off one it always
+ * has) changes nothing and is H_CONSTRAINED: the request is well formed,
+ * the device declines it, which is what PAPR's Constrained reports;
+ * Parameter is for a unit address that names no adapter.  r4 is the
+ * attributes in force either way.  Allowed open or closed.
+ */
 static int64_t vlan_attributes(SpaprVlanState *s, uint64_t *args)
 {
-    const uint64_t attrs = ILLAN_RX_MULTI_BUFF_SUPPORT;
-    uint64_t wanted = (attrs & ~args[1]) | args[2];
+    uint64_t cur = current_attrs_locked(s);
+    uint64_t wanted = (cur & ~args[1]) | args[2];
 
-    (void)s;
-    args[0] = attrs;
-    return wanted == attrs ? H_SUCCESS : H_CONSTRAINED;
+    if ((wanted ^ cur) & ~changeable_attrs(s)) {
+        args[0] = cur;
+        return H_CONSTRAINED;
+    }
+    s->attrs = wanted & changeable_attrs(s);
+    args[0] = current_attrs_locked(s);
+    return H_SUCCESS;
 }
 
 static const struct {
@@ -897,6 +1244,9 @@ typedef struct SpaprVlanImage {
     uint32_t nmcast;
     uint8_t mcast[LLAN_MCAST_FILTERS * 6];      /* nmcast in use, then 0 */
     uint8_t perm_mac[6];                        /* this device's mac= */
+    /* spapr_llan/illan_attributes */
+    uint64_t attrs;
+    bool offloads;                              /* this device's property */
 } SpaprVlanImage;
 
 static const VMStateDescription vmstate_rx_buffer_pool = {
@@ -1120,8 +1470,52 @@ static const VMStateDescription vmstate_mac_filters = {
     },
 };
 
+/* The attributes the guest turned on (H_ILLAN_ATTRIBUTES), sent only
+ * when there are some, so that a guest that turned on none still gives
+ * the layout of QEMU and of illan before offloads. */
+static bool attributes_needed(void *opaque)
+{
+    return ((SpaprVlanImage *)opaque)->attrs != 0;
+}
+
+static bool attributes_post_load(void *opaque, int version_id,
+                                 GError **errp)
+{
+    SpaprVlanImage *img = opaque;
+    uint64_t allowed = ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM |
+                       ILLAN_LRG_SR_ENABLED;
+
+    (void)version_id;
+    if (!img->offloads) {
+        g_set_error(errp, ILLAN_ERROR, 0, "the guest turned on attributes "
+                    "0x%" G_GINT64_MODIFIER "x but this device has "
+                    "offloads=off (pinned by pseries-2.5)", img->attrs);
+        return false;
+    }
+    if (img->attrs & ~allowed) {
+        g_set_error(errp, ILLAN_ERROR, 0, "attributes 0x%" G_GINT64_MODIFIER
+                    "x are not ones a guest can turn on (0x%"
+                    G_GINT64_MODIFIER "x)", img->attrs, allowed);
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_attributes = {
+    .name = "spapr_llan/illan_attributes",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = attributes_needed,
+    .post_load = attributes_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(attrs, SpaprVlanImage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /* A stream without a subsection means its state is as registering left
- * it: the pools empty, this device's own MAC, filtering off. */
+ * it: the pools empty, this device's own MAC, filtering off, no
+ * attributes turned on. */
 static bool vlan_pre_load(void *opaque, GError **errp)
 {
     SpaprVlanImage *img = opaque;
@@ -1136,6 +1530,7 @@ static bool vlan_pre_load(void *opaque, GError **errp)
     filter_reset(&fresh);
     memcpy(perm.a, img->perm_mac, 6);
     filter_to_image(img, &perm, &fresh);
+    img->attrs = 0;
     return true;
 }
 
@@ -1236,6 +1631,7 @@ static const VMStateDescription vmstate_spapr_llan = {
     .subsections = (const VMStateDescription *const[]) {
         &vmstate_rx_pools,
         &vmstate_mac_filters,
+        &vmstate_attributes,
         NULL
     },
 };
@@ -1261,6 +1657,8 @@ static void vlan_capture(void *obj, void *image)
     img->use_rx_buffer_pools = s->use_rx_buffer_pools;
     filter_to_image(img, &s->mac, &s->filter);
     memcpy(img->perm_mac, s->perm_mac.a, 6);
+    img->attrs = s->attrs;
+    img->offloads = s->offloads;
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -1285,6 +1683,7 @@ static void vlan_commit(void *obj, const void *image)
     }
     llan_rx_pools_sort(&s->pools);
     filter_from_image(img, &s->mac, &s->filter);
+    s->attrs = img->attrs;
     release = rx_release_locked(s);
     qemu_mutex_unlock(&s->lock);
     if (release) {
@@ -1322,6 +1721,43 @@ static GVariant *pool_stats(const SpaprVlanStats *vs)
     return g_variant_builder_end(&b);
 }
 
+/* The attribute bits by their Linux names, as ethtool would say them. */
+static GVariant *attribute_names(uint64_t attrs)
+{
+    static const struct {
+        uint64_t bit;
+        const char *name;
+    } names[] = {
+        { ILLAN_IPV4_TCP_CSUM, "ipv4-tcp-csum" },
+        { ILLAN_IPV6_TCP_CSUM, "ipv6-tcp-csum" },
+        { ILLAN_PADDED_PKT_CSUM, "padded-pkt-csum" },
+        { ILLAN_LRG_SND_SUPPORT, "lrg-snd-support" },
+        { ILLAN_LRG_SR_ENABLED, "lrg-sr-enabled" },
+        { ILLAN_RX_MULTI_BUFF_SUPPORT, "rx-multi-buff-support" },
+    };
+    GVariantBuilder b;
+
+    g_variant_builder_init(&b, G_VARIANT_TYPE_STRING_ARRAY);
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        if (attrs & names[i].bit) {
+            g_variant_builder_add(&b, "s", names[i].name);
+        }
+    }
+    return g_variant_builder_end(&b);
+}
+
+static GVariant *offload_errors(const SpaprVlanStats *vs)
+{
+    GVariantBuilder b;
+
+    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+    for (int i = 0; i < LLAN_OFFLOAD_ERROR__MAX; i++) {
+        dict_add(&b, llan_offload_error_name(i),
+                 g_variant_new_uint64(vs->tx_offload_errors[i]));
+    }
+    return g_variant_builder_end(&b);
+}
+
 static GVariant *spapr_vlan_query(void *opaque)
 {
     SpaprVlanState *s = opaque;
@@ -1342,6 +1778,19 @@ static GVariant *spapr_vlan_query(void *opaque)
     dict_add(&b, "tx-frames", g_variant_new_uint64(vs.tx_frames));
     dict_add(&b, "tx-bytes", g_variant_new_uint64(vs.tx_bytes));
     dict_add(&b, "tx-errors", g_variant_new_uint64(vs.tx_errors));
+    dict_add(&b, "attributes", g_variant_new_uint64(vs.attributes));
+    dict_add(&b, "attribute-names", attribute_names(vs.attributes));
+    dict_add(&b, "rx-csum-good", g_variant_new_uint64(vs.rx_csum_good));
+    dict_add(&b, "rx-csum-partial", g_variant_new_uint64(vs.rx_csum_partial));
+    dict_add(&b, "rx-csum-bad", g_variant_new_uint64(vs.rx_csum_bad));
+    dict_add(&b, "rx-lro-frames", g_variant_new_uint64(vs.rx_lro_frames));
+    dict_add(&b, "rx-lro-segments",
+             g_variant_new_uint64(vs.rx_lro_segments));
+    dict_add(&b, "tx-csum-completed",
+             g_variant_new_uint64(vs.tx_csum_completed));
+    dict_add(&b, "tx-segmented", g_variant_new_uint64(vs.tx_segmented));
+    dict_add(&b, "tx-segments", g_variant_new_uint64(vs.tx_segments));
+    dict_add(&b, "tx-offload-errors", offload_errors(&vs));
     dict_add(&b, "pools", pool_stats(&vs));
     return g_variant_builder_end(&b);
 }
@@ -1480,6 +1929,15 @@ static bool spapr_vlan_devnode(SpaprVioDevice *dev, void *fdt, int node,
     }
     FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,mac-address-filters",
                              LLAN_MCAST_FILTERS));
+    /*
+     * Linux offers checksum offload only when this property exists; PAPR
+     * gives it as one cell.  One cell of 0 serves both: a presence test
+     * finds it, a client reading a cell finds a value, and 0 claims
+     * nothing beyond what H_ILLAN_ATTRIBUTES reports.
+     */
+    if (s->offloads) {
+        FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,illan-options", 0));
+    }
     return true;
 }
 
@@ -1488,6 +1946,7 @@ void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
     qemu_mutex_lock(&s->lock);
     *stats = s->stats;
     stats->rx_bufs = s->rx_bufs;
+    stats->attributes = current_attrs_locked(s);
     stats->npools = 0;
     for (int i = 0; s->use_rx_buffer_pools && i < LLAN_RX_MAX_POOLS; i++) {
         const LlanRxPool *p = s->pools.sorted[i];
@@ -1504,6 +1963,11 @@ void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
     stats->tx_frames = s->tx.frames;
     stats->tx_bytes = s->tx.bytes;
     stats->tx_errors = s->tx.errors;
+    stats->tx_csum_completed = s->tx.csum_completed;
+    stats->tx_segmented = s->tx.segmented;
+    stats->tx_segments = s->tx.segments;
+    memcpy(stats->tx_offload_errors, s->tx.offload_errors,
+           sizeof(stats->tx_offload_errors));
     qemu_mutex_unlock(&s->tx_lock);
 }
 
@@ -1546,6 +2010,10 @@ static const Property spapr_vlan_props[] = {
       offsetof(SpaprVlanState, use_rx_buffer_pools), "on",
       "receive into size-sorted buffer pools (off: legacy page mode, "
       "pinned by pseries-2.5 alias pseries-1.0)" },
+    { "offloads", PROP_BOOL, offsetof(SpaprVlanState, offloads), "on",
+      "offer checksum offload and large send (ibm,illan-options and "
+      "H_ILLAN_ATTRIBUTES; off: QEMU's tree and attributes, pinned by "
+      "pseries-2.5 alias pseries-1.0)" },
     { "bootindex", PROP_INT32, offsetof(SpaprVlanState, bootindex), "-1",
       "boot order, as in QEMU; stored only, illan has no firmware" },
     PROP_END

@@ -307,6 +307,7 @@ bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
  */
 static const char *const pseries_2_5_compat[] = {
     "spapr-vlan.use-rx-buffer-pools=off",
+    "spapr-vlan.offloads=off",
     NULL,
 };
 

@@ -92,6 +92,8 @@ static void test_lan_node(void)
     /* 52: locally administered unicast, so 6 bytes. */
     check_prop(&d, "bx", lan, "local-mac-address", "52 54 0 12 34 56");
     check_prop(&d, "u", lan, "ibm,mac-address-filters", "16");
+    /* Linux offers checksum offload only when it is there. */
+    check_prop(&d, "u", lan, "ibm,illan-options", "0");
     dtb_free(&d);
 }
 
@@ -156,8 +158,14 @@ static void test_defaults_avoid_collisions(void)
 static void test_legacy_machine(void)
 {
     Dtb d = dump_machine("pseries-1.0", "-nodefaults -device spapr-vlan");
+    g_autofree char *args = NULL, *props = NULL;
 
     check_prop(&d, "s", "/vdevice/l-lan@71000000", "compatible", "IBM,l-lan");
+    /* QEMU's tree: offloads=off, so no ibm,illan-options. */
+    args = g_strdup_printf("-l -p %s /vdevice/l-lan@71000000", d.path);
+    props = tool("FDTGET", args);
+    g_assert_null(strstr(props, "ibm,illan-options"));
+    g_assert_nonnull(strstr(props, "ibm,mac-address-filters"));
     dtb_free(&d);
 }
 

@@ -1109,6 +1109,7 @@ static void test_qom_list(void)
                 " {\"name\": \"netdev\", \"type\": \"str\"},"
                 " {\"name\": \"reg\", \"type\": \"uint32\"},"
                 " {\"name\": \"use-rx-buffer-pools\", \"type\": \"bool\"},"
+                " {\"name\": \"offloads\", \"type\": \"bool\"},"
                 " {\"name\": \"bootindex\", \"type\": \"int32\"}]");
     json_object_unref(rsp);
     /* A bare id names the same device. */
@@ -1253,7 +1254,10 @@ static void check_nic_stats(JsonObject *nic)
     MEMBERS(dev, "rx-buffer-pools", "rx-frames", "rx-bytes",
             "rx-buffer-bytes", "rx-interrupts", "rx-held",
             "rx-bufs-posted", "rx-dropped", "tx-frames", "tx-bytes",
-            "tx-errors", "pools");
+            "tx-errors", "attributes", "attribute-names", "rx-csum-good",
+            "rx-csum-partial", "rx-csum-bad", "rx-lro-frames",
+            "rx-lro-segments", "tx-csum-completed",
+            "tx-segmented", "tx-segments", "tx-offload-errors", "pools");
     get_bool(dev, "rx-buffer-pools");
     get_int(dev, "rx-frames");
     get_int(dev, "rx-bytes");
@@ -1265,6 +1269,21 @@ static void check_nic_stats(JsonObject *nic)
     get_int(dev, "tx-frames");
     get_int(dev, "tx-bytes");
     get_int(dev, "tx-errors");
+    /* A device that offers offloads, none turned on. */
+    g_assert_cmpint(get_int(dev, "attributes"), ==, 0x4A000);
+    g_assert_cmpuint(json_array_get_length(get_arr(dev, "attribute-names")),
+                     ==, 3);
+    get_int(dev, "rx-csum-good");
+    get_int(dev, "rx-csum-partial");
+    get_int(dev, "rx-csum-bad");
+    get_int(dev, "rx-lro-frames");
+    get_int(dev, "rx-lro-segments");
+    get_int(dev, "tx-csum-completed");
+    get_int(dev, "tx-segmented");
+    get_int(dev, "tx-segments");
+    MEMBERS(get_obj(dev, "tx-offload-errors"), "not-ip", "not-tcp-udp",
+            "truncated", "bad-length", "bad-ihl", "fragment", "mss-zero",
+            "not-tcp");
     pools = get_arr(dev, "pools");
     for (guint i = 0; i < json_array_get_length(pools); i++) {
         JsonObject *p = json_array_get_object_element(pools, i);

@@ -8,6 +8,7 @@
 #ifndef HW_NET_SPAPR_LLAN_H
 #define HW_NET_SPAPR_LLAN_H
 
+#include "hw/net/llan_offload.h"
 #include "hw/net/llan_rx_pools.h"
 #include "hw/ppc/spapr_vio.h"
 #include "net/net.h"
@@ -18,8 +19,23 @@
 #define LLAN_MAX_TX_BDS         6
 #define LLAN_MAX_FRAME          65536
 
-/* H_ILLAN_ATTRIBUTES bits. */
+/* H_ILLAN_ATTRIBUTES bits: what the guest may turn on... */
+#define ILLAN_IPV4_TCP_CSUM         0x2ULL
+#define ILLAN_IPV6_TCP_CSUM         0x4ULL
+#define ILLAN_LRG_SR_ENABLED        0x10000ULL
+/* ...and what the device always reports. */
+#define ILLAN_PADDED_PKT_CSUM       0x2000ULL
+#define ILLAN_LRG_SND_SUPPORT       0x8000ULL
 #define ILLAN_RX_MULTI_BUFF_SUPPORT 0x40000ULL
+
+/* Descriptor flags of H_SEND_LOGICAL_LAN (in the BD's control byte) and
+ * of the receive queue's entries (its control byte). */
+#define LLAN_TX_LRG_SND             0x0400000000000000ULL
+#define LLAN_TX_NO_CSUM             0x0200000000000000ULL
+#define LLAN_TX_CSUM_GOOD           0x0100000000000000ULL
+#define LLAN_RXQ_LRG_PKT            0x04
+#define LLAN_RXQ_NO_CSUM            0x02
+#define LLAN_RXQ_CSUM_GOOD          0x01
 
 typedef struct SpaprVlanStats {
     uint64_t rx_frames;             /* delivered into guest buffers */
@@ -31,6 +47,13 @@ typedef struct SpaprVlanStats {
     uint64_t tx_frames;
     uint64_t tx_bytes;
     uint64_t tx_errors;             /* H_SEND_LOGICAL_LAN calls that failed */
+    /* Offloads (see docs/system/devices/spapr-vlan.md). */
+    uint64_t attributes;            /* what H_ILLAN_ATTRIBUTES reports */
+    uint64_t rx_csum_good, rx_csum_partial, rx_csum_bad;
+    uint64_t rx_lro_frames, rx_lro_segments;    /* merged, and of how many */
+    uint64_t tx_csum_completed;     /* frames whose checksum we filled */
+    uint64_t tx_segmented, tx_segments;     /* large sends, frames sent */
+    uint64_t tx_offload_errors[LLAN_OFFLOAD_ERROR__MAX];    /* sent as is */
     unsigned npools;                /* pool mode: pools with a size */
     struct {
         int32_t bufsize;

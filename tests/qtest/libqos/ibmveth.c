@@ -127,6 +127,11 @@ IbmvethRxEntry qibmveth_wait_rx(QIbmveth *v, void *data, size_t max)
     return w.e;
 }
 
+uint64_t qibmveth_rx_buffer_addr(QIbmveth *v, const IbmvethRxEntry *e)
+{
+    return ibmveth_rx_data_addr(v->drv, e) - e->offset;
+}
+
 int64_t qibmveth_send(QIbmveth *v, const void *frame, size_t len)
 {
     g_assert_cmpuint(len, <=, IBMVETH_TX_BUF_SIZE);

@@ -39,6 +39,8 @@ bool qibmveth_poll(QIbmveth *v, IbmvethRxEntry *entry, void *data,
 /* Waits (QTEST_WAIT_S) for the next rx-queue entry and consumes it as
  * qibmveth_poll() does; it must be a valid one. */
 IbmvethRxEntry qibmveth_wait_rx(QIbmveth *v, void *data, size_t max);
+/* Guest address of the buffer of entry @e, until the next replenish. */
+uint64_t qibmveth_rx_buffer_addr(QIbmveth *v, const IbmvethRxEntry *e);
 
 int64_t qibmveth_send(QIbmveth *v, const void *frame, size_t len);
 int64_t qibmveth_send_bds(QIbmveth *v, const uint64_t *bds, unsigned nbds);

@@ -1,0 +1,246 @@
+/*
+ * Checksum offload for the logical LAN: headers found, checksums summed.
+ * Everything here runs per frame on a backend's thread or an hcall's, so
+ * it allocates nothing and sums eight bytes a step.
+ */
+#include "hw/net/llan_offload.h"
+#include "qemu/bswap.h"
+
+#include <glib.h>
+#include <string.h>
+
+#define ETHERTYPE_IPV4      0x0800
+#define ETHERTYPE_IPV6      0x86DD
+#define IPV4_MIN_HLEN       20
+#define IPV6_HLEN           40
+#define TCP_MIN_HLEN        20
+#define UDP_HLEN            8
+#define IPV4_FRAG_MASK      0x3FFF      /* more-fragments and the offset */
+
+const char *llan_offload_error_name(LlanOffloadError e)
+{
+    static const char *const names[LLAN_OFFLOAD_ERROR__MAX] = {
+        [LLAN_OFFLOAD_NOT_IP] = "not-ip",
+        [LLAN_OFFLOAD_NOT_TCP_UDP] = "not-tcp-udp",
+        [LLAN_OFFLOAD_TRUNCATED] = "truncated",
+        [LLAN_OFFLOAD_BAD_LENGTH] = "bad-length",
+        [LLAN_OFFLOAD_BAD_IHL] = "bad-ihl",
+        [LLAN_OFFLOAD_FRAGMENT] = "fragment",
+        [LLAN_OFFLOAD_MSS_ZERO] = "mss-zero",
+        [LLAN_OFFLOAD_NOT_TCP] = "not-tcp",
+    };
+
+    return names[e];
+}
+
+static uint16_t fold(uint64_t sum)
+{
+    while (sum >> 16) {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    return sum;
+}
+
+/*
+ * The ones' complement sum does not care about byte order as long as it
+ * is swapped back at the end, so the words are loaded in the host's.
+ * Each 8-byte load adds two 32-bit halves to a 64-bit total, which
+ * cannot carry out for any frame a LAN carries.
+ */
+uint16_t llan_csum(const void *p, size_t len)
+{
+    const uint8_t *b = p;
+    uint64_t sum = 0, w;
+
+    for (; len >= 8; b += 8, len -= 8) {
+        memcpy(&w, b, 8);
+        sum += (w & 0xFFFFFFFF) + (w >> 32);
+    }
+    if (len) {
+        w = 0;
+        memcpy(&w, b, len);
+        sum += (w & 0xFFFFFFFF) + (w >> 32);
+    }
+    return GUINT16_FROM_BE(fold(sum));
+}
+
+uint16_t llan_csum_add(uint16_t a, uint16_t b)
+{
+    return fold((uint32_t)a + b);
+}
+
+uint16_t llan_pseudo_sum(const uint8_t *f, const LlanL4 *l4)
+{
+    const uint8_t *ip = f + LLAN_ETH_HLEN;
+    /* The addresses are next to each other in both headers. */
+    uint16_t sum = l4->ip_version == 4 ? llan_csum(ip + 12, 8)
+                                       : llan_csum(ip + 8, 32);
+
+    sum = llan_csum_add(sum, l4->proto);
+    return llan_csum_add(sum, fold(l4->l4_len));
+}
+
+void llan_ipv4_fill_csum(uint8_t *ip)
+{
+    unsigned hlen = (ip[0] & 0xF) * 4;
+
+    stn_be_p(ip + 10, 2, 0);
+    stn_be_p(ip + 10, 2, (uint16_t)~llan_csum(ip, hlen));
+}
+
+/* The L4 header must hold in the length the IP header gives it. */
+static bool l4_header_fits(const uint8_t *f, LlanL4 *l4,
+                           LlanOffloadError *why)
+{
+    uint32_t need = l4->proto == LLAN_IPPROTO_TCP ? TCP_MIN_HLEN : UDP_HLEN;
+
+    if (l4->l4_len < need) {
+        *why = LLAN_OFFLOAD_BAD_LENGTH;
+        return false;
+    }
+    if (l4->proto == LLAN_IPPROTO_TCP) {
+        uint32_t doff = (f[l4->l4 + 12] >> 4) * 4;
+
+        if (doff < TCP_MIN_HLEN || doff > l4->l4_len) {
+            *why = LLAN_OFFLOAD_BAD_LENGTH;
+            return false;
+        }
+        l4->csum_at = l4->l4 + 16;
+    } else {
+        if (ldn_be_p(f + l4->l4 + 4, 2) != l4->l4_len) {
+            *why = LLAN_OFFLOAD_BAD_LENGTH;
+            return false;
+        }
+        l4->csum_at = l4->l4 + 6;
+    }
+    return true;
+}
+
+static bool find_ipv4(const uint8_t *f, uint32_t len, LlanL4 *l4,
+                      LlanOffloadError *why)
+{
+    const uint8_t *ip = f + LLAN_ETH_HLEN;
+    uint32_t avail = len - LLAN_ETH_HLEN, hlen, total;
+
+    if (avail < IPV4_MIN_HLEN) {
+        *why = LLAN_OFFLOAD_TRUNCATED;
+        return false;
+    }
+    hlen = (ip[0] & 0xF) * 4;
+    total = ldn_be_p(ip + 2, 2);
+    if ((ip[0] >> 4) != 4) {
+        *why = LLAN_OFFLOAD_NOT_IP;
+        return false;
+    }
+    if (hlen < IPV4_MIN_HLEN) {
+        *why = LLAN_OFFLOAD_BAD_IHL;
+        return false;
+    }
+    if (total < hlen || total > avail) {
+        *why = LLAN_OFFLOAD_BAD_LENGTH;
+        return false;
+    }
+    if (ldn_be_p(ip + 6, 2) & IPV4_FRAG_MASK) {
+        *why = LLAN_OFFLOAD_FRAGMENT;
+        return false;
+    }
+    *l4 = (LlanL4){ .ip_version = 4, .proto = ip[9],
+                    .l4 = LLAN_ETH_HLEN + hlen, .l4_len = total - hlen };
+    return true;
+}
+
+/* Extension headers are not walked: a frame with one is left as it is. */
+static bool find_ipv6(const uint8_t *f, uint32_t len, LlanL4 *l4,
+                      LlanOffloadError *why)
+{
+    const uint8_t *ip = f + LLAN_ETH_HLEN;
+    uint32_t avail = len - LLAN_ETH_HLEN;
+
+    if (avail < IPV6_HLEN) {
+        *why = LLAN_OFFLOAD_TRUNCATED;
+        return false;
+    }
+    if ((ip[0] >> 4) != 6) {
+        *why = LLAN_OFFLOAD_NOT_IP;
+        return false;
+    }
+    if (IPV6_HLEN + (uint32_t)ldn_be_p(ip + 4, 2) > avail) {
+        *why = LLAN_OFFLOAD_BAD_LENGTH;
+        return false;
+    }
+    *l4 = (LlanL4){ .ip_version = 6, .proto = ip[6],
+                    .l4 = LLAN_ETH_HLEN + IPV6_HLEN,
+                    .l4_len = ldn_be_p(ip + 4, 2) };
+    return true;
+}
+
+bool llan_find_l4(const uint8_t *f, uint32_t len, LlanL4 *l4,
+                  LlanOffloadError *why)
+{
+    bool found;
+
+    if (len < LLAN_ETH_HLEN) {
+        *why = LLAN_OFFLOAD_TRUNCATED;
+        return false;
+    }
+    switch (ldn_be_p(f + 12, 2)) {
+    case ETHERTYPE_IPV4:
+        found = find_ipv4(f, len, l4, why);
+        break;
+    case ETHERTYPE_IPV6:
+        found = find_ipv6(f, len, l4, why);
+        break;
+    default:
+        *why = LLAN_OFFLOAD_NOT_IP;
+        return false;
+    }
+    if (!found) {
+        return false;
+    }
+    if (l4->proto != LLAN_IPPROTO_TCP && l4->proto != LLAN_IPPROTO_UDP) {
+        *why = LLAN_OFFLOAD_NOT_TCP_UDP;
+        return false;
+    }
+    return l4_header_fits(f, l4, why);
+}
+
+/* The checksum of @l4 with whatever its field holds counted as @field:
+ * ~(pseudo-header + segment - field).  UDP sends 0 as 0xFFFF, since 0
+ * there means no checksum. */
+static uint16_t l4_csum_without(const uint8_t *f, const LlanL4 *l4,
+                                uint16_t seg_sum, uint16_t field)
+{
+    uint16_t sum = llan_csum_add(seg_sum, (uint16_t)~field);
+    uint16_t c = ~llan_csum_add(llan_pseudo_sum(f, l4), sum);
+
+    return (l4->proto == LLAN_IPPROTO_UDP && c == 0) ? 0xFFFF : c;
+}
+
+void llan_fill_l4_csum(uint8_t *f, const LlanL4 *l4)
+{
+    stn_be_p(f + l4->csum_at, 2, 0);
+    stn_be_p(f + l4->csum_at, 2,
+             l4_csum_without(f, l4, llan_csum(f + l4->l4, l4->l4_len), 0));
+}
+
+LlanRxCsum llan_rx_csum(const uint8_t *f, const LlanL4 *l4,
+                        uint16_t *completed)
+{
+    uint16_t field = ldn_be_p(f + l4->csum_at, 2);
+    uint16_t seg_sum, pseudo;
+
+    /* A UDP/IPv4 sender may send no checksum at all. */
+    if (l4->proto == LLAN_IPPROTO_UDP && l4->ip_version == 4 && !field) {
+        return LLAN_RX_CSUM_GOOD;
+    }
+    seg_sum = llan_csum(f + l4->l4, l4->l4_len);
+    pseudo = llan_pseudo_sum(f, l4);
+    if (llan_csum_add(pseudo, seg_sum) == 0xFFFF) {
+        return LLAN_RX_CSUM_GOOD;
+    }
+    if (field == pseudo) {
+        *completed = l4_csum_without(f, l4, seg_sum, field);
+        return LLAN_RX_CSUM_PARTIAL;
+    }
+    return LLAN_RX_CSUM_BAD;
+}
