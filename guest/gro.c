@@ -11,7 +11,7 @@
 #include <linux/virtio_net.h>
 #include <string.h>
 
-#include "qemu/inet-csum.h"
+#include "hw/net/llan_offload.h"
 
 #define TCP_FLAG_PSH        0x08
 #define TCP_FLAG_ACK        0x10
@@ -19,14 +19,14 @@
 #define IPV4_DF             0x40    /* in the flags byte */
 #define IP_MAX_LEN          65535
 /* Ethernet, IPv6 (or IPv4 with options) and the largest TCP header. */
-#define HDR_MAX             (INET_ETH_HLEN + 60 + 60)
+#define HDR_MAX             (LLAN_ETH_HLEN + 60 + 60)
 
 struct Gro {
     GroOutputFn *output;
     void *opaque;
     bool held;
     const uint8_t *first;       /* the first segment, as received */
-    InetFrame f;                /* its layers */
+    LlanL4 f;                /* its layers */
     uint32_t hdr_len;           /* Ethernet + IP + TCP */
     uint32_t payload;           /* the payload held */
     uint16_t mss;               /* the first segment's payload */
@@ -77,22 +77,22 @@ void gro_get_stats(const Gro *gro, GroStats *st)
     *st = gro->st;
 }
 
-static uint32_t tcp_hlen(const uint8_t *frame, const InetFrame *f)
+static uint32_t tcp_hlen(const uint8_t *frame, const LlanL4 *f)
 {
-    return (frame[f->l4_off + 12] >> 4) * 4;
+    return (frame[f->l4 + 12] >> 4) * 4;
 }
 
 /* The headers a segment must share with the first, byte for byte. */
 static bool same_flow(const Gro *gro, const uint8_t *frame,
-                      const InetFrame *f)
+                      const LlanL4 *f)
 {
     const uint8_t *a = gro->first, *b = frame;
-    const uint8_t *ipa = a + gro->f.l3_off, *ipb = b + f->l3_off;
-    const uint8_t *tha = a + gro->f.l4_off, *thb = b + f->l4_off;
+    const uint8_t *ipa = a + LLAN_ETH_HLEN, *ipb = b + LLAN_ETH_HLEN;
+    const uint8_t *tha = a + gro->f.l4, *thb = b + f->l4;
     uint32_t thlen = tcp_hlen(a, &gro->f);
 
-    if (f->ip_version != gro->f.ip_version || f->l3_len != gro->f.l3_len ||
-        tcp_hlen(b, f) != thlen || memcmp(a, b, INET_ETH_HLEN)) {
+    if (f->ip_version != gro->f.ip_version || f->l4 != gro->f.l4 ||
+        tcp_hlen(b, f) != thlen || memcmp(a, b, LLAN_ETH_HLEN)) {
         return false;
     }
     if (f->ip_version == 4) {
@@ -113,7 +113,7 @@ static bool same_flow(const Gro *gro, const uint8_t *frame,
            !memcmp(tha + 20, thb + 20, thlen - 20);
 }
 
-static void hold_first(Gro *gro, const uint8_t *frame, const InetFrame *f,
+static void hold_first(Gro *gro, const uint8_t *frame, const LlanL4 *f,
                        uint16_t gso_size)
 {
     uint32_t thlen = tcp_hlen(frame, f);
@@ -121,14 +121,14 @@ static void hold_first(Gro *gro, const uint8_t *frame, const InetFrame *f,
     gro->held = true;
     gro->first = frame;
     gro->f = *f;
-    gro->hdr_len = f->l4_off + thlen;
+    gro->hdr_len = f->l4 + thlen;
     gro->payload = f->l4_len - thlen;
     gro->mss = gso_size ? gso_size : gro->payload;
     gro->large = gso_size != 0;
-    gro->next_seq = ld_be32(frame + f->l4_off + 4) + gro->payload;
+    gro->next_seq = ld_be32(frame + f->l4 + 4) + gro->payload;
     gro->next_id = f->ip_version == 4 ?
-                   ld_be16(frame + f->l3_off + 4) + 1 : 0;
-    gro->push = frame[f->l4_off + TCP_FLAGS_OFF] & TCP_FLAG_PSH;
+                   ld_be16(frame + LLAN_ETH_HLEN + 4) + 1 : 0;
+    gro->push = frame[f->l4 + TCP_FLAGS_OFF] & TCP_FLAG_PSH;
     gro->ended = gro->push != 0;
     memcpy(gro->hdr, frame, gro->hdr_len);
     gro->iov[2] = (struct iovec) {
@@ -139,25 +139,25 @@ static void hold_first(Gro *gro, const uint8_t *frame, const InetFrame *f,
 
 /* Appends @frame's payload; false when it must start a packet of its
  * own. */
-static bool merge(Gro *gro, const uint8_t *frame, const InetFrame *f)
+static bool merge(Gro *gro, const uint8_t *frame, const LlanL4 *f)
 {
     uint32_t thlen = tcp_hlen(frame, f);
     uint32_t payload = f->l4_len - thlen;
 
     if (gro->ended || gro->large || gro->nseg == GRO_MAX_SEGS ||
         payload > gro->mss ||
-        gro->hdr_len - INET_ETH_HLEN + gro->payload + payload > IP_MAX_LEN ||
-        ld_be32(frame + f->l4_off + 4) != gro->next_seq ||
+        gro->hdr_len - LLAN_ETH_HLEN + gro->payload + payload > IP_MAX_LEN ||
+        ld_be32(frame + f->l4 + 4) != gro->next_seq ||
         !same_flow(gro, frame, f)) {
         return false;
     }
     gro->iov[2 + gro->nseg++] = (struct iovec) {
-        .iov_base = (void *)(frame + f->l4_off + thlen), .iov_len = payload,
+        .iov_base = (void *)(frame + f->l4 + thlen), .iov_len = payload,
     };
     gro->payload += payload;
     gro->next_seq += payload;
     gro->next_id++;
-    gro->push |= frame[f->l4_off + TCP_FLAGS_OFF] & TCP_FLAG_PSH;
+    gro->push |= frame[f->l4 + TCP_FLAGS_OFF] & TCP_FLAG_PSH;
     gro->ended = payload < gro->mss || gro->push;
     gro->st.merged++;
     return true;
@@ -165,24 +165,24 @@ static bool merge(Gro *gro, const uint8_t *frame, const InetFrame *f)
 
 void gro_flush(Gro *gro)
 {
-    InetFrame f = gro->f;
+    LlanL4 f = gro->f;
     uint32_t thlen;
 
     if (!gro->held) {
         return;
     }
     gro->held = false;
-    thlen = gro->hdr_len - f.l4_off;
+    thlen = gro->hdr_len - f.l4;
     f.l4_len = thlen + gro->payload;
     if (f.ip_version == 4) {
-        st_be16(gro->hdr + f.l3_off + 2, f.l3_len + f.l4_len);
-        inet_ip_csum_update(gro->hdr, &f);
+        st_be16(gro->hdr + LLAN_ETH_HLEN + 2, f.l4 - LLAN_ETH_HLEN + f.l4_len);
+        llan_ipv4_fill_csum(gro->hdr + LLAN_ETH_HLEN);
     } else {
-        st_be16(gro->hdr + f.l3_off + 4, f.l4_len);
+        st_be16(gro->hdr + LLAN_ETH_HLEN + 4, f.l4_len);
     }
-    gro->hdr[f.l4_off + TCP_FLAGS_OFF] |= gro->push;
+    gro->hdr[f.l4 + TCP_FLAGS_OFF] |= gro->push;
     /* Trusted: the stack takes it as checksummed by an offload. */
-    inet_l4_csum_set_partial(gro->hdr, &f);
+    st_be16(gro->hdr + f.csum_at, llan_pseudo_sum(gro->hdr, &f));
     gro->vnet = (struct virtio_net_hdr) {
         .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
         .gso_type = gro->payload > gro->mss ?
@@ -191,7 +191,7 @@ void gro_flush(Gro *gro)
                     VIRTIO_NET_HDR_GSO_NONE,
         .hdr_len = gro->hdr_len,
         .gso_size = gro->mss,
-        .csum_start = f.l4_off,
+        .csum_start = f.l4,
         .csum_offset = 16,
     };
     gro->iov[0] = (struct iovec) { &gro->vnet, sizeof(gro->vnet) };
@@ -202,15 +202,16 @@ void gro_flush(Gro *gro)
 
 /* A segment GRO may hold: TCP with ACK (and maybe PSH) only, data, and
  * no IPv4 options (Linux's inet_gro_receive() takes only 0x45). */
-static bool candidate(const uint8_t *frame, uint32_t len, InetFrame *f)
+static bool candidate(const uint8_t *frame, uint32_t len, LlanL4 *f)
 {
+    LlanOffloadError why;
     uint8_t flags;
 
-    if (!inet_frame_parse(frame, len, f) || f->proto != INET_PROTO_TCP ||
-        (f->ip_version == 4 && f->l3_len != 20)) {
+    if (!llan_find_l4(frame, len, f, &why) || f->proto != LLAN_IPPROTO_TCP ||
+        (f->ip_version == 4 && f->l4 != LLAN_ETH_HLEN + 20)) {
         return false;
     }
-    flags = frame[f->l4_off + TCP_FLAGS_OFF];
+    flags = frame[f->l4 + TCP_FLAGS_OFF];
     return (flags & ~TCP_FLAG_PSH) == TCP_FLAG_ACK &&
            f->l4_len > tcp_hlen(frame, f);
 }
@@ -218,7 +219,8 @@ static bool candidate(const uint8_t *frame, uint32_t len, InetFrame *f)
 bool gro_receive(Gro *gro, const uint8_t *frame, uint32_t len, GroCsum csum,
                  uint16_t gso_size)
 {
-    InetFrame f;
+    LlanL4 f;
+    uint16_t completed;
 
     if (!candidate(frame, len, &f)) {
         gro_flush(gro);
@@ -226,7 +228,7 @@ bool gro_receive(Gro *gro, const uint8_t *frame, uint32_t len, GroCsum csum,
     }
     if (csum == GRO_CSUM_NONE) {
         gro->st.csum_checked++;
-        if (!inet_l4_csum_ok(frame, &f)) {
+        if (llan_rx_csum(frame, &f, &completed) != LLAN_RX_CSUM_GOOD) {
             gro->st.csum_bad++;
             gro_flush(gro);
             return false;

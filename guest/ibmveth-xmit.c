@@ -4,7 +4,7 @@
 #include "guest/ibmveth-xmit.h"
 
 #include "guest/ibmveth.h"
-#include "qemu/inet-csum.h"
+#include "hw/net/llan_offload.h"
 
 static void st_be16(uint8_t *p, uint16_t v)
 {
@@ -17,8 +17,7 @@ static void st_be16(uint8_t *p, uint16_t v)
 static void checksum_help(uint8_t *frame, size_t len, uint32_t start,
                           uint32_t field)
 {
-    st_be16(frame + field, ~inet_csum_fold(inet_csum_add(0, frame + start,
-                                                          len - start)));
+    st_be16(frame + field, ~llan_csum(frame + start, len - start));
 }
 
 IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
@@ -28,7 +27,8 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
 {
     uint32_t start = vnet->csum_start, field = start + vnet->csum_offset;
     uint8_t gso = vnet->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
-    InetFrame f;
+    LlanOffloadError why;
+    LlanL4 f;
     bool tcp;
 
     *out = (IbmvethXmit) { 0 };
@@ -39,8 +39,8 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
     if (start >= len || field + 2 > len) {
         return IBMVETH_XMIT_BAD_HEADER;
     }
-    tcp = inet_frame_parse(frame, len, &f) && f.proto == INET_PROTO_TCP &&
-          f.csum_off == field;
+    tcp = llan_find_l4(frame, len, &f, &why) &&
+          f.proto == LLAN_IPPROTO_TCP && f.csum_at == field;
     /* Only TCP checksums go to the firmware ("veth can't checksum offload
      * UDP"). */
     if (!tcp || !rx_csum) {

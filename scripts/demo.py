@@ -280,9 +280,13 @@ class Demo:
         server = self.spawn("iperf3", "-s", "-1", "-B", addr,
                             ns=self.ns["guest"], stdout=subprocess.DEVNULL)
         time.sleep(0.5)
-        out = self.sh("iperf3", "-c", addr, "-t", str(secs), "-J",
-                      *(["-R"] if reverse else []),
-                      ns=self.ns["peer"], check=False).stdout
+        try:
+            out = self.sh("iperf3", "-c", addr, "-t", str(secs), "-J",
+                          "--connect-timeout", "5000",
+                          *(["-R"] if reverse else []), ns=self.ns["peer"],
+                          check=False, timeout=secs + 30).stdout
+        except subprocess.TimeoutExpired:
+            out = ""
         try:
             server.wait(timeout=5)
         except subprocess.TimeoutExpired:
