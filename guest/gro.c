@@ -113,22 +113,29 @@ static bool same_flow(const Gro *gro, const uint8_t *frame,
            !memcmp(tha + 20, thb + 20, thlen - 20);
 }
 
+/* The TCP header's length, or UDP's. */
+static uint32_t l4_hlen(const uint8_t *frame, const LlanL4 *f)
+{
+    return f->proto == LLAN_IPPROTO_TCP ? tcp_hlen(frame, f) : 8;
+}
+
 static void hold_first(Gro *gro, const uint8_t *frame, const LlanL4 *f,
                        uint16_t gso_size)
 {
-    uint32_t thlen = tcp_hlen(frame, f);
+    uint32_t hlen = l4_hlen(frame, f);
+    bool tcp = f->proto == LLAN_IPPROTO_TCP;
 
     gro->held = true;
     gro->first = frame;
     gro->f = *f;
-    gro->hdr_len = f->l4 + thlen;
-    gro->payload = f->l4_len - thlen;
+    gro->hdr_len = f->l4 + hlen;
+    gro->payload = f->l4_len - hlen;
     gro->mss = gso_size ? gso_size : gro->payload;
     gro->large = gso_size != 0;
-    gro->next_seq = ld_be32(frame + f->l4 + 4) + gro->payload;
+    gro->next_seq = tcp ? ld_be32(frame + f->l4 + 4) + gro->payload : 0;
     gro->next_id = f->ip_version == 4 ?
                    ld_be16(frame + LLAN_ETH_HLEN + 4) + 1 : 0;
-    gro->push = frame[f->l4 + TCP_FLAGS_OFF] & TCP_FLAG_PSH;
+    gro->push = tcp ? frame[f->l4 + TCP_FLAGS_OFF] & TCP_FLAG_PSH : 0;
     gro->ended = gro->push != 0;
     memcpy(gro->hdr, frame, gro->hdr_len);
     gro->iov[2] = (struct iovec) {
@@ -166,21 +173,20 @@ static bool merge(Gro *gro, const uint8_t *frame, const LlanL4 *f)
 void gro_flush(Gro *gro)
 {
     LlanL4 f = gro->f;
-    uint32_t thlen;
-
     if (!gro->held) {
         return;
     }
     gro->held = false;
-    thlen = gro->hdr_len - f.l4;
-    f.l4_len = thlen + gro->payload;
+    f.l4_len = gro->hdr_len - f.l4 + gro->payload;
     if (f.ip_version == 4) {
         st_be16(gro->hdr + LLAN_ETH_HLEN + 2, f.l4 - LLAN_ETH_HLEN + f.l4_len);
         llan_ipv4_fill_csum(gro->hdr + LLAN_ETH_HLEN);
     } else {
         st_be16(gro->hdr + LLAN_ETH_HLEN + 4, f.l4_len);
     }
-    gro->hdr[f.l4 + TCP_FLAGS_OFF] |= gro->push;
+    if (f.proto == LLAN_IPPROTO_TCP) {
+        gro->hdr[f.l4 + TCP_FLAGS_OFF] |= gro->push;
+    }
     /* Trusted: the stack takes it as checksummed by an offload. */
     st_be16(gro->hdr + f.csum_at, llan_pseudo_sum(gro->hdr, &f));
     gro->vnet = (struct virtio_net_hdr) {
@@ -192,7 +198,7 @@ void gro_flush(Gro *gro)
         .hdr_len = gro->hdr_len,
         .gso_size = gro->mss,
         .csum_start = f.l4,
-        .csum_offset = 16,
+        .csum_offset = f.csum_at - f.l4,
     };
     gro->iov[0] = (struct iovec) { &gro->vnet, sizeof(gro->vnet) };
     gro->iov[1] = (struct iovec) { gro->hdr, gro->hdr_len };
@@ -200,31 +206,39 @@ void gro_flush(Gro *gro)
     gro->output(gro->opaque, gro->iov, 2 + gro->nseg);
 }
 
-/* A segment GRO may hold: TCP with ACK (and maybe PSH) only, data, and
+/* A segment GRO may merge: TCP with ACK (and maybe PSH) only, data, and
  * no IPv4 options (Linux's inet_gro_receive() takes only 0x45). */
-static bool candidate(const uint8_t *frame, uint32_t len, LlanL4 *f)
+static bool mergeable(const uint8_t *frame, const LlanL4 *f)
 {
-    LlanOffloadError why;
-    uint8_t flags;
+    uint8_t flags = frame[f->l4 + TCP_FLAGS_OFF];
 
-    if (!llan_find_l4(frame, len, f, &why) || f->proto != LLAN_IPPROTO_TCP ||
-        (f->ip_version == 4 && f->l4 != LLAN_ETH_HLEN + 20)) {
-        return false;
-    }
-    flags = frame[f->l4 + TCP_FLAGS_OFF];
-    return (flags & ~TCP_FLAG_PSH) == TCP_FLAG_ACK &&
+    return f->proto == LLAN_IPPROTO_TCP &&
+           (f->ip_version == 6 || f->l4 == LLAN_ETH_HLEN + 20) &&
+           (flags & ~TCP_FLAG_PSH) == TCP_FLAG_ACK &&
            f->l4_len > tcp_hlen(frame, f);
 }
 
 bool gro_receive(Gro *gro, const uint8_t *frame, uint32_t len, GroCsum csum,
                  uint16_t gso_size)
 {
-    LlanL4 f;
+    LlanOffloadError why;
     uint16_t completed;
+    LlanL4 f;
 
-    if (!candidate(frame, len, &f)) {
+    if (!llan_find_l4(frame, len, &f, &why)) {
         gro_flush(gro);
         return false;
+    }
+    if (!mergeable(frame, &f)) {
+        gro_flush(gro);
+        if (csum == GRO_CSUM_NONE) {
+            return false;       /* the stack checks it, as it would */
+        }
+        /* A checksum the NIC vouched for (or the sender left out) stays
+         * trusted on its way into the TAP. */
+        hold_first(gro, frame, &f, 0);
+        gro_flush(gro);
+        return true;
     }
     if (csum == GRO_CSUM_NONE) {
         gro->st.csum_checked++;

@@ -242,9 +242,10 @@ class Demo:
                           file=sys.stderr)
                     try:
                         proc, qmp = self.start_guest(pools, offloads, mtu)
-                    except (subprocess.CalledProcessError,
-                            RuntimeError) as e:
-                        detail = getattr(e, "stderr", "") or str(e)
+                    except (subprocess.CalledProcessError, RuntimeError,
+                            OSError) as e:
+                        detail = (getattr(e, "stderr", "") or
+                                  "illan did not start (its error is above)")
                         for rev in (False, True):
                             cells[(pools, offloads, mtu, rev)] = (
                                 detail.strip().splitlines() or ["?"])[-1]

@@ -45,8 +45,9 @@ Gro *gro_new(GroOutputFn *output, void *opaque);
 void gro_free(Gro *gro);
 
 /*
- * Takes a frame for the stack: a TCP segment is merged or held, and true
- * is returned; anything else is left to the caller (false) after what is
+ * Takes a frame for the stack: a TCP segment is merged or held, a TCP or
+ * UDP frame whose checksum is trusted goes out marked so, and true is
+ * returned; anything else is left to the caller (false) after what is
  * held went out, so that order is kept.  @gso_size, when not 0, says the
  * frame is already a large segment (the NIC's large receive): it goes out
  * at once as one.

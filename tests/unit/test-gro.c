@@ -200,6 +200,32 @@ static void test_ends(void)
     g_ptr_array_unref(c.packets);
 }
 
+/* A segment GRO does not merge but whose checksum the NIC vouched for
+ * (a SYN, a pure ACK whose field the sender left to an offload) goes out
+ * alone, still trusted. */
+static void test_trusted_alone(void)
+{
+    Captured c = { g_ptr_array_new_with_free_func(
+                       (GDestroyNotify)g_byte_array_unref) };
+    Gro *gro = gro_new(capture, &c);
+    uint8_t f[SEG_MAX];
+    uint32_t len = segment(f, 0, 0, 0x02, 40000);
+    struct virtio_net_hdr vnet;
+    GByteArray *p;
+
+    stn_be_p(f + 14 + 20 + 16, 2, 0);
+    g_assert_true(gro_receive(gro, f, len, GRO_CSUM_UNNECESSARY, 0));
+    g_assert_cmpuint(c.packets->len, ==, 1);
+    p = c.packets->pdata[0];
+    memcpy(&vnet, p->data, sizeof(vnet));
+    g_assert_cmpuint(vnet.flags, ==, VIRTIO_NET_HDR_F_NEEDS_CSUM);
+    g_assert_cmpuint(vnet.gso_type, ==, VIRTIO_NET_HDR_GSO_NONE);
+    g_assert_cmpuint(p->len, ==, sizeof(vnet) + len);
+    g_assert_cmphex(ldn_be_p(p->data + sizeof(vnet) + 14 + 20 + 16, 2), !=, 0);
+    gro_free(gro);
+    g_ptr_array_unref(c.packets);
+}
+
 static void test_xmit(void)
 {
     uint8_t f[SEG_MAX];
@@ -247,6 +273,7 @@ int main(int argc, char **argv)
     g_test_add_func("/gro/merges-in-order", test_merges_in_order);
     g_test_add_func("/gro/breaks", test_breaks);
     g_test_add_func("/gro/ends", test_ends);
+    g_test_add_func("/gro/trusted-alone", test_trusted_alone);
     g_test_add_func("/ibmveth-xmit/prepare", test_xmit);
     return g_test_run();
 }
