@@ -471,8 +471,11 @@ static void rx_offload_scan(const SpaprVlanState *s, const NetFrame *frames,
         LlanL4 l4;
 
         rx_csum_check(s, &frames[i], &l4, &off->csum[i]);
+        /* A partial checksum is a local sender's: its data is as
+         * trusted as a verified one's, and the merged frame goes up as
+         * partial anyway. */
         off->mergeable[i] = lro && off->csum[i].checked &&
-                            off->csum[i].verdict == LLAN_RX_CSUM_GOOD &&
+                            off->csum[i].verdict != LLAN_RX_CSUM_BAD &&
                             llan_lro_segment(frames[i].data, frames[i].len,
                                              &l4, &off->seg[i]);
     }
