@@ -264,6 +264,15 @@ static guint active_pools(QTestState *qts)
         qrig_stats_guest(st), "frames-by-buffer-size"));
 }
 
+/* An offload the guest reports as negotiated. */
+static bool guest_offload(QTestState *qts, const char *name)
+{
+    g_autoptr(JsonObject) st = qrig_guest_stats(qts);
+
+    return json_object_get_boolean_member(json_object_get_object_member(
+        qrig_stats_guest(st), "offloads"), name);
+}
+
 typedef struct DroppedAt {
     QTestState *qts;
     gint64 want;
@@ -340,6 +349,14 @@ static void test_guest_migrates(void)
     migrate(r->src, uri);
     assert_completed(r->dst);
     g_assert_cmpuint(active_pools(r->dst), ==, 3);
+    /* What the source's guest negotiated at boot came with the device's
+     * state, and the destination's guest goes on with it. */
+    g_assert_cmphex(stat(r->dst, "nic.device.attributes"), ==,
+                    stat(r->src, "nic.device.attributes"));
+    g_assert_cmphex(stat(r->dst, "nic.device.attributes") & 0x10006, ==,
+                    0x10006);
+    g_assert_true(guest_offload(r->dst, "rx-csum"));
+    g_assert_true(guest_offload(r->dst, "large-send"));
 
     /* The source is stopped for good: what reaches it now it drops. */
     to_src = e->sent;
