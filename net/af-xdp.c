@@ -726,14 +726,18 @@ static void read_mtu(AfXdpState *s)
 }
 
 /* The longest frame the interface carries: its MTU, the Ethernet header,
- * and the tag of a frame that has one (802.1Q or 802.1ad). */
+ * and the tag of a frame that has one (802.1Q or 802.1ad).  An MTU that
+ * could not be read (0) bounds nothing: the kernel still decides. */
 static size_t frame_limit(AfXdpState *s, const uint8_t *data, size_t len)
 {
-    size_t limit = __atomic_load_n(&s->mtu, __ATOMIC_RELAXED) +
-                   ETH_HEADER_BYTES;
+    uint32_t mtu = __atomic_load_n(&s->mtu, __ATOMIC_RELAXED);
     uint16_t type = len >= ETH_HEADER_BYTES ? data[12] << 8 | data[13] : 0;
 
-    return type == 0x8100 || type == 0x88a8 ? limit + VLAN_TAG_BYTES : limit;
+    if (mtu == 0) {
+        return SIZE_MAX;
+    }
+    return mtu + ETH_HEADER_BYTES +
+           (type == 0x8100 || type == 0x88a8 ? VLAN_TAG_BYTES : 0);
 }
 
 /* The interface's life. */
