@@ -586,9 +586,11 @@ static void test_chain_edges(void)
         60, 3839, 3840, 3841, 4095, 4096, 4097, 7680, 7681, 8192, 8193,
         12288, 12289, 32768, 65528,
     };
-    g_autofree uint8_t *f = g_malloc(NET_FRAME_MAX);
+    g_autofree uint8_t *f = g_malloc(65549);
     g_autoptr(GRand) rng = g_rand_new_with_seed(65514);
     gint64 bytes = 0, rx_chains = 0, tx_chains = 0;
+    g_autoptr(JsonObject) st = NULL;
+    JsonObject *nd;
     Rig r = { 0 };
 
     echo_start(&r, 65514, ",mode=native");
@@ -602,9 +604,26 @@ static void test_chain_edges(void)
     }
     check_echo_stats(&r, G_N_ELEMENTS(sizes), bytes, rx_chains, tx_chains,
                      65514);
+
+    /* At veth's largest MTU a frame can outgrow the device's 65536
+     * bytes: the queue drops its chain, counts it, and goes on. */
+    netns_run("ip link set %s mtu 65535", r.veth.dut);
+    netns_run("ip link set %s mtu 65535", r.veth.peer);
+    random_frame(f, 65549, 100, rng);
+    g_assert_true(packet_send(r.q.peer, f, 65549));
+    qrig_wait_stat(r.q.qts, "netdev.rx-errors", 1);
+    random_frame(f, 9014, 101, rng);
+    g_assert_true(packet_send(r.q.peer, f, 9014));
+    expect_echo(&r, f, 9014);
+    g_assert_cmpint(qrig_stat(r.q.qts, "netdev.rx.frames"), ==,
+                    G_N_ELEMENTS(sizes) + 1);
+    st = query_stats(&r, &nd, NULL);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-too-long"), ==, 1);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-truncated"), ==, 0);
     g_test_message("%zu frames from 60 to 65528 bytes echoed byte-exact: "
                    "%" G_GINT64_FORMAT " chains in, %" G_GINT64_FORMAT
-                   " out", G_N_ELEMENTS(sizes), rx_chains, tx_chains);
+                   " out; a 65549-byte frame dropped as too long",
+                   G_N_ELEMENTS(sizes), rx_chains, tx_chains);
     rig_stop(&r);
 }
 
