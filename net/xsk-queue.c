@@ -556,25 +556,35 @@ static bool rx_chain(XskQueue *q, RxBatch *b)
 }
 
 /* Parses up to a batch of frames; a frame in one descriptor stays where
- * it is in the UMEM. */
+ * it is in the UMEM.  The loop keeps its indexes in locals: stores into
+ * the batch's arrays could otherwise alias them. */
 static void rx_parse(XskQueue *q, RxBatch *b)
 {
+    unsigned next, nframes;
+
     skip_rest_of_chain(q, b);
-    while (b->next < b->n && b->nframes < q->cfg.batch) {
-        const struct xdp_desc *d = rx_desc(q, b, b->next);
+    next = b->next;
+    nframes = b->nframes;
+    while (next < b->n && nframes < q->cfg.batch) {
+        const struct xdp_desc *d = rx_desc(q, b, next);
 
         if (G_UNLIKELY(d->options & XDP_PKT_CONTD)) {
+            b->next = next;
+            b->nframes = nframes;
             if (!rx_chain(q, b)) {
                 break;
             }
+            next = b->next;
+            nframes = b->nframes;
             continue;
         }
-        b->addrs[b->next] = desc_frame(d);
-        b->starts[b->nframes] = b->next++;
-        b->frames[b->nframes].data = xsk_umem__get_data(q->umem_area,
-                                                        d->addr);
-        b->frames[b->nframes++].len = d->len;
+        b->addrs[next] = desc_frame(d);
+        b->starts[nframes] = next++;
+        b->frames[nframes].data = xsk_umem__get_data(q->umem_area, d->addr);
+        b->frames[nframes++].len = d->len;
     }
+    b->next = next;
+    b->nframes = nframes;
 }
 
 /* How many of the first @taken frames were gathered chains. */
