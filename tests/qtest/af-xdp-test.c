@@ -627,6 +627,67 @@ static void test_chain_edges(void)
     rig_stop(&r);
 }
 
+/*
+ * Jumbo frames while the guest has fewer buffers than frames: the device
+ * holds the rest, whose chains go back to the ring whole and are gathered
+ * again once the guest posts buffers; all arrive in order, each counted
+ * once.
+ */
+static void test_jumbo_held(void)
+{
+    enum { POSTED = 4, SENT = 10, LEN = 9014 };
+    static uint8_t f[LEN], data[65536];
+    g_autoptr(JsonObject) st = NULL;
+    JsonObject *nd, *nic;
+    IbmvethConf conf;
+    Rig r = { 0 };
+    unsigned got = 0;
+
+    ibmveth_conf_linux_defaults(&conf, UNIT);
+    conf.mac = GUEST_MAC;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        conf.pool_active[i] = i == 2;
+    }
+    conf.pool_count[2] = POSTED;
+    veth_pair_create(&r.veth, 1);
+    netns_run("ip link set %s mtu 9000", r.veth.dut);
+    netns_run("ip link set %s mtu 9000", r.veth.peer);
+    rig_start_wrapped(&r, NULL, ",mode=native");
+    qrig_open_guest(&r.q, &conf);
+    for (unsigned i = 0; i < SENT; i++) {
+        build_frame(f, LEN, qrig_mac, peer_mac, i);
+        g_assert_true(packet_send(r.q.peer, f, LEN));
+    }
+    qrig_wait_stat_min(r.q.qts, "nic.device.rx-held", 1);
+    while (got < SENT) {
+        unsigned batch = MIN(POSTED, SENT - got);
+
+        for (unsigned i = 0; i < batch; i++) {
+            IbmvethRxEntry e = qibmveth_wait_rx(r.q.guest, data,
+                                                sizeof(data));
+
+            g_assert_cmpuint(e.len, ==, LEN);
+            g_assert_cmpuint(e.buf_size, ==, 16384);
+            g_assert_cmpuint(eth_frame_assert_tagged(data, e.len, qrig_mac,
+                                                     peer_mac,
+                                                     ETHERTYPE_TEST,
+                                                     ETH_FRAME_TAG_FIRST),
+                             ==, got++);
+        }
+        g_assert_cmpuint(qibmveth_replenish(r.q.guest), ==, batch);
+    }
+    wait_rx_frames(&r, SENT);
+    st = query_stats(&r, &nd, &nic);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, SENT);
+    g_assert_cmpint(qjson_int(nic, "device.rx-dropped.no-buffer"), ==, 0);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-chains"), ==, SENT);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
+    g_test_message("%d buffers of 16 KiB, %d frames of %d bytes: held "
+                   "%" G_GINT64_FORMAT " times, all delivered in order",
+                   POSTED, SENT, LEN, qjson_int(nic, "device.rx-held"));
+    rig_stop(&r);
+}
+
 /* Waits until queue 0's @key is @want. */
 typedef struct QueueStat {
     Rig *r;
@@ -1095,6 +1156,7 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/jumbo/native", test_jumbo_native);
     g_test_add_func("/af-xdp/jumbo/skb", test_jumbo_skb);
     g_test_add_func("/af-xdp/jumbo/chain-edges", test_chain_edges);
+    g_test_add_func("/af-xdp/jumbo/held", test_jumbo_held);
     g_test_add_func("/af-xdp/jumbo/over-mtu", test_over_mtu);
     g_test_add_func("/af-xdp/jumbo/single-buffer", test_single_buffer);
     return g_test_run();
