@@ -605,8 +605,8 @@ static void close_queues(AfXdpState *s)
 
 /*
  * Whether the queues got multi-buffer: the kernel may refuse XDP_USE_SG
- * (before Linux 6.6, or a zero-copy driver without it), and the queue
- * then runs without it.  multi-buffer=on fails there; auto says so once.
+ * (before Linux 6.6), and the queue then runs without it.
+ * multi-buffer=on fails there; auto says so once.
  */
 static bool check_multi_buffer(AfXdpState *s, XskQueue *q, GError **errp)
 {
@@ -620,9 +620,8 @@ static bool check_multi_buffer(AfXdpState *s, XskQueue *q, GError **errp)
     if (s->o.multi_buffer == AF_XDP_MB_ON) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "multi-buffer=on, but the kernel refused XDP_USE_SG on %s "
-                    "(%s): multi-buffer AF_XDP needs Linux 6.6, and in "
-                    "zero-copy mode a driver that supports it; use "
-                    "force-copy=on, or multi-buffer=auto or off",
+                    "(%s): multi-buffer AF_XDP sockets need Linux 6.6; "
+                    "upgrade, or use multi-buffer=auto or off",
                     s->o.ifname, g_strerror(refused));
         return false;
     }

@@ -260,10 +260,11 @@ static bool bind_socket(XskQueue *q, bool sg)
 }
 
 /*
- * Binds with XDP_USE_SG if asked; a kernel without multi-buffer AF_XDP
- * (before 6.6: EINVAL for the unknown flag) or a driver without it in
- * zero-copy mode (EOPNOTSUPP) gets the socket without it, and the errno
- * is kept for the netdev to report.
+ * Binds with XDP_USE_SG if asked; a kernel that refuses it (before 6.6,
+ * EINVAL for the unknown flag; EOPNOTSUPP is the kernel's word for a mode
+ * without it) gets the socket without it, and the errno is kept for the
+ * netdev to report.  A zero-copy driver without multi-buffer does not
+ * refuse: the kernel binds the socket in copy mode instead.
  */
 static bool open_socket(XskQueue *q)
 {
