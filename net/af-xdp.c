@@ -9,7 +9,14 @@
  * and up, removed and back, reported on stderr and as QMP events.
  *
  * The guest's frames leave through queue 0: spapr-vlan has one queue, and
- * one queue keeps them in order.
+ * one queue keeps them in order.  A frame longer than the interface's MTU
+ * allows is refused here, counted, rather than handed to the kernel to
+ * fail.
+ *
+ * Multi-buffer (frames longer than a UMEM frame, in chains of them) takes
+ * a program loaded with frags support and sockets bound with XDP_USE_SG;
+ * multi-buffer=auto uses it where the kernel offers both and says once
+ * when it does not, =on refuses to start without it.
  */
 #include "net/net.h"
 #include "net/link-watch.h"
@@ -41,6 +48,9 @@
 #define AF_XDP_MAX_QUEUES 64
 #define DEFAULT_RX_RING 2048
 #define DEFAULT_TX_RING 512
+/* A frame's Ethernet header, and the 802.1Q tag a frame may add to it. */
+#define ETH_HEADER_BYTES 14
+#define VLAN_TAG_BYTES 4
 /* F5: a queue closed a moment ago stays busy until a deferred release. */
 #define BIND_RETRIES 20
 #define BIND_RETRY_US 10000
@@ -50,6 +60,12 @@ typedef enum AfXdpLink {
     AF_XDP_LINK_DOWN,
     AF_XDP_LINK_REMOVED,
 } AfXdpLink;
+
+typedef enum AfXdpMultiBuffer {
+    AF_XDP_MB_AUTO,
+    AF_XDP_MB_ON,
+    AF_XDP_MB_OFF,
+} AfXdpMultiBuffer;
 
 typedef struct AfXdpOptions {
     char *ifname;
@@ -63,6 +79,7 @@ typedef struct AfXdpOptions {
     unsigned busy_poll_usecs;
     unsigned batch;
     uint32_t rx_ring_size, tx_ring_size;
+    AfXdpMultiBuffer multi_buffer;
 } AfXdpOptions;
 
 typedef struct AfXdpState {
@@ -79,12 +96,17 @@ typedef struct AfXdpState {
     LinkWatch *watch;
     AfXdpLink link;
     uint64_t link_changes, reopens;
+    bool multi_buffer;          /* the queues are bound with XDP_USE_SG */
+    bool mb_reported;           /* its absence was said on stderr */
+    /* The interface's MTU, set by the main thread, read by senders. */
+    uint32_t mtu;               /* atomic */
+    uint64_t tx_over_mtu;       /* atomic */
 } AfXdpState;
 
 static const char *const af_xdp_keys[] = {
     "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
     "inhibit", "sock-fds", "spin", "busy-poll", "batch", "rx-ring-size",
-    "tx-ring-size", NULL
+    "tx-ring-size", "multi-buffer", NULL
 };
 
 /* Options. */
@@ -153,6 +175,26 @@ static bool parse_mode(const QemuOpts *opts, uint32_t *flags, GError **errp)
                     "(native or skb)", v);
         return false;
     }
+    return true;
+}
+
+static bool parse_multi_buffer(const QemuOpts *opts, AfXdpMultiBuffer *mb,
+                               GError **errp)
+{
+    const char *v = qemu_opt_get(opts, "multi-buffer");
+    bool on;
+
+    if (!v || !strcmp(v, "auto")) {
+        *mb = AF_XDP_MB_AUTO;
+        return true;
+    }
+    if (!qemu_parse_bool("multi-buffer", v, &on, NULL)) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "Parameter 'multi-buffer' does not accept value '%s' "
+                    "(on, off or auto)", v);
+        return false;
+    }
+    *mb = on ? AF_XDP_MB_ON : AF_XDP_MB_OFF;
     return true;
 }
 
@@ -252,6 +294,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
                           errp) &&
            parse_ring_opt(opts, "rx-ring-size", &o->rx_ring_size, errp) &&
            parse_ring_opt(opts, "tx-ring-size", &o->tx_ring_size, errp) &&
+           parse_multi_buffer(opts, &o->multi_buffer, errp) &&
            (!fds || parse_sock_fds(fds, o, errp)) &&
            check_combination(o, errp);
 }
@@ -398,6 +441,12 @@ static void attach_error(AfXdpState *s, uint32_t flags, int err,
                     "no permission to load or attach XDP on %s (%s): "
                     "af-xdp needs CAP_BPF and CAP_NET_ADMIN, or "
                     "inhibit=on,sock-fds=...", ifn, g_strerror(err));
+    } else if (flags == XDP_FLAGS_DRV_MODE && err == ERANGE &&
+               s->o.multi_buffer == AF_XDP_MB_OFF) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "native XDP mode refused by %s (%s): its MTU is too "
+                    "large for a program without multi-buffer; use "
+                    "multi-buffer=auto or mode=skb", ifn, g_strerror(err));
     } else if (flags == XDP_FLAGS_DRV_MODE) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "native XDP mode refused by %s (%s): the driver cannot "
@@ -413,12 +462,48 @@ static void attach_error(AfXdpState *s, uint32_t flags, int err,
 /* 0, or the errno of the failed attach. */
 static int attach_in_mode(AfXdpState *s, uint32_t flags)
 {
-    s->redirect = xdp_redirect_attach(s->ifindex, flags);
+    s->redirect = xdp_redirect_attach_frags(s->ifindex, flags,
+                                            s->o.multi_buffer !=
+                                            AF_XDP_MB_OFF);
     if (!s->redirect) {
         return errno;
     }
     s->mode = flags == XDP_FLAGS_SKB_MODE ? "skb" : "native";
     return 0;
+}
+
+/* Once per netdev, whatever the reason and however often it reopens. */
+static void report_single_buffer(AfXdpState *s, const char *why)
+{
+    if (!s->mb_reported) {
+        s->mb_reported = true;
+        fprintf(stderr, "illan: af-xdp netdev '%s': %s; without "
+                "multi-buffer, frames longer than %d bytes are dropped\n",
+                s->id, why, XSK_RX_DATA_SIZE);
+    }
+}
+
+/* A program the kernel would not load with frags: multi-buffer=on fails,
+ * auto goes on without. */
+static bool check_program_frags(AfXdpState *s, GError **errp)
+{
+    if (s->o.multi_buffer == AF_XDP_MB_OFF ||
+        xdp_redirect_frags(s->redirect)) {
+        return true;
+    }
+    if (s->o.multi_buffer == AF_XDP_MB_AUTO) {
+        report_single_buffer(s, "the kernel refuses an XDP program with "
+                             "frags support");
+        return true;
+    }
+    g_set_error(errp, ILLAN_ERROR, 0,
+                "multi-buffer=on, but the kernel refuses an XDP program with "
+                "frags support (BPF_F_XDP_HAS_FRAGS needs Linux 5.18, "
+                "multi-buffer AF_XDP 6.6): upgrade, or use "
+                "multi-buffer=auto or off");
+    xdp_redirect_detach(s->redirect);
+    s->redirect = NULL;
+    return false;
 }
 
 static bool attach_program(AfXdpState *s, GError **errp)
@@ -427,7 +512,7 @@ static bool attach_program(AfXdpState *s, GError **errp)
     int err = attach_in_mode(s, first), skb_err;
 
     if (!err) {
-        return true;
+        return check_program_frags(s, errp);
     }
     /* Only a mode the driver refuses is worth another try in skb mode. */
     if (s->o.mode_flags || err == EPERM || err == EACCES || err == EBUSY ||
@@ -442,7 +527,7 @@ static bool attach_program(AfXdpState *s, GError **errp)
     }
     fprintf(stderr, "illan: af-xdp netdev '%s': native mode refused by %s "
             "(%s); using skb mode\n", s->id, s->o.ifname, g_strerror(err));
-    return true;
+    return check_program_frags(s, errp);
 }
 
 /* The advice for a queue that would not open. */
@@ -482,6 +567,9 @@ static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
         .rx_ring_size = s->o.rx_ring_size, .tx_ring_size = s->o.tx_ring_size,
         .batch = s->o.batch, .spin = s->o.spin,
         .busy_poll_usecs = s->o.busy_poll_usecs,
+        /* A program without frags never hands a socket a chain. */
+        .multi_buffer = s->o.multi_buffer != AF_XDP_MB_OFF &&
+                        (!s->redirect || xdp_redirect_frags(s->redirect)),
     };
     XskQueue *q = NULL;
 
@@ -515,6 +603,34 @@ static void close_queues(AfXdpState *s)
     s->redirect = NULL;
 }
 
+/*
+ * Whether the queues got multi-buffer: the kernel may refuse XDP_USE_SG
+ * (before Linux 6.6), and the queue then runs without it.
+ * multi-buffer=on fails there; auto says so once.
+ */
+static bool check_multi_buffer(AfXdpState *s, XskQueue *q, GError **errp)
+{
+    int refused = xsk_queue_sg_refused(q);
+    g_autofree char *why = NULL;
+
+    s->multi_buffer = xsk_queue_multi_buffer(q);
+    if (!refused) {
+        return true;
+    }
+    if (s->o.multi_buffer == AF_XDP_MB_ON) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "multi-buffer=on, but the kernel refused XDP_USE_SG on %s "
+                    "(%s): multi-buffer AF_XDP sockets need Linux 6.6; "
+                    "upgrade, or use multi-buffer=auto or off",
+                    s->o.ifname, g_strerror(refused));
+        return false;
+    }
+    why = g_strdup_printf("the kernel refused XDP_USE_SG on %s (%s)",
+                          s->o.ifname, g_strerror(refused));
+    report_single_buffer(s, why);
+    return true;
+}
+
 static bool open_queue_sockets(AfXdpState *s, GError **errp)
 {
     int err = 0;
@@ -527,6 +643,9 @@ static bool open_queue_sockets(AfXdpState *s, GError **errp)
         qemu_rwlock_unlock(&s->queues_lock);
         if (!q) {
             explain_open_error(s, err, errp);
+            return false;
+        }
+        if (!check_multi_buffer(s, q, errp)) {
             return false;
         }
         if (s->redirect &&
@@ -587,6 +706,37 @@ static void start_queues(AfXdpState *s)
         xsk_queue_start(s->queues[i]);
     }
     drain_if_migrated(s);
+}
+
+/* The interface's MTU, which bounds what the guest may send. */
+
+static void read_mtu(AfXdpState *s)
+{
+    struct ifreq ifr = { 0 };
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    g_strlcpy(ifr.ifr_name, s->o.ifname, sizeof(ifr.ifr_name));
+    if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0) {
+        __atomic_store_n(&s->mtu, (uint32_t)ifr.ifr_mtu, __ATOMIC_RELAXED);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+/* The longest frame the interface carries: its MTU, the Ethernet header,
+ * and the tag of a frame that has one (802.1Q or 802.1ad).  An MTU that
+ * could not be read (0) bounds nothing: the kernel still decides. */
+static size_t frame_limit(AfXdpState *s, const uint8_t *data, size_t len)
+{
+    uint32_t mtu = __atomic_load_n(&s->mtu, __ATOMIC_RELAXED);
+    uint16_t type = len >= ETH_HEADER_BYTES ? data[12] << 8 | data[13] : 0;
+
+    if (mtu == 0) {
+        return SIZE_MAX;
+    }
+    return mtu + ETH_HEADER_BYTES +
+           (type == 0x8100 || type == 0x88a8 ? VLAN_TAG_BYTES : 0);
 }
 
 /* The interface's life. */
@@ -654,6 +804,9 @@ static void link_event(void *opaque, const LinkEvent *ev)
     if (!ours) {
         return;
     }
+    if (!ev->removed) {
+        read_mtu(s);
+    }
     if (s->link == AF_XDP_LINK_REMOVED) {
         interface_returned(s, ev->ifindex);
     } else if (ev->removed) {
@@ -673,6 +826,10 @@ static bool af_xdp_send(void *opaque, const uint8_t *data, size_t len)
     AfXdpState *s = opaque;
     bool sent;
 
+    if (len > frame_limit(s, data, len)) {
+        __atomic_fetch_add(&s->tx_over_mtu, 1, __ATOMIC_RELAXED);
+        return false;
+    }
     qemu_rwlock_rdlock(&s->queues_lock);
     sent = s->queues[0] && xsk_queue_send(s->queues[0], data, len);
     qemu_rwlock_unlock(&s->queues_lock);
@@ -728,12 +885,16 @@ static GVariant *queue_stats(XskQueue *q)
     PUT("rx-frames", rx_frames);
     PUT("rx-batches", rx_batches);
     PUT("rx-wakeups", rx_wakeups);
+    PUT("rx-chains", rx_chains);
+    PUT("rx-too-long", rx_too_long);
+    PUT("rx-truncated", rx_truncated);
     PUT("sleeps", sleeps);
     PUT("tx-frames", tx_frames);
     PUT("tx-kicks", tx_kicks);
     PUT("tx-kick-errors", tx_kick_errors);
     PUT("tx-ring-full", tx_ring_full);
     PUT("tx-oversize", tx_oversize);
+    PUT("tx-chains", tx_chains);
     PUT("rx_dropped", xdp_rx_dropped);
     PUT("rx_invalid_descs", xdp_rx_invalid_descs);
     PUT("rx_ring_full", xdp_rx_ring_full);
@@ -760,6 +921,12 @@ static GVariant *af_xdp_query(void *opaque)
     g_variant_dict_insert(&d, "mode", "s", s->mode);
     g_variant_dict_insert(&d, "zero-copy", "b",
                           s->queues[0] && xsk_queue_zero_copy(s->queues[0]));
+    g_variant_dict_insert(&d, "multi-buffer", "b", s->multi_buffer);
+    g_variant_dict_insert(&d, "mtu", "u",
+                          __atomic_load_n(&s->mtu, __ATOMIC_RELAXED));
+    g_variant_dict_insert(&d, "tx-over-mtu", "t",
+                          (guint64)__atomic_load_n(&s->tx_over_mtu,
+                                                   __ATOMIC_RELAXED));
     g_variant_dict_insert(&d, "link", "s", link_name(s->link));
     g_variant_dict_insert(&d, "link-changes", "t", (guint64)s->link_changes);
     g_variant_dict_insert(&d, "reopens", "t", (guint64)s->reopens);
@@ -809,6 +976,7 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
          (s->watch = link_watch_new(link_event, s, errp)) != NULL;
     /* The queues deliver to the client, so it exists before they do. */
     if (ok) {
+        read_mtu(s);
         s->nc = net_backend_new(id, &af_xdp_ops, s);
         net_client_set_info_str(s->nc, "af-xdp to %s", s->o.ifname);
         ok = open_queues(s, errp);
@@ -843,7 +1011,10 @@ static const NetdevType af_xdp_type = {
         "busy-poll=USECS    SO_PREFER_BUSY_POLL with SO_BUSY_POLL=USECS\n"
         "batch=N            frames per batch, 1-64 (default 64)\n"
         "rx-ring-size=N     rx and fill ring entries (default 2048)\n"
-        "tx-ring-size=N     tx and completion ring entries (default 512)\n",
+        "tx-ring-size=N     tx and completion ring entries (default 512)\n"
+        "multi-buffer=on|off|auto  frames over 3840 bytes as chains of "
+        "UMEM frames\n"
+        "                   (default auto: if the kernel can)\n",
     .create = af_xdp_create,
 };
 

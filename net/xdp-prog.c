@@ -22,6 +22,7 @@ struct XdpRedirect {
     int map_fd;
     int prog_fd;
     int link_fd;
+    bool frags;
 };
 
 static const char *mode_name(uint8_t mode)
@@ -75,10 +76,16 @@ bool xdp_prog_query(unsigned ifindex, XdpAttached *out)
 
 /*
  * return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
- * The map is referenced by fd in a 64-bit immediate load.
+ * The map is referenced by fd in a 64-bit immediate load.  With @frags
+ * the program declares it handles frames in several buffers (it never
+ * looks past the metadata), which the kernel requires before it runs it
+ * on an interface whose MTU exceeds a page in native mode, or hands it
+ * such frames whole.
  */
-static int load_program(int map_fd)
+static int load_program(int map_fd, bool frags)
 {
+    LIBBPF_OPTS(bpf_prog_load_opts, opts,
+                .prog_flags = frags ? BPF_F_XDP_HAS_FRAGS : 0);
     struct bpf_insn insns[] = {
         { .code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = BPF_REG_2,
           .src_reg = BPF_REG_1,
@@ -93,21 +100,33 @@ static int load_program(int map_fd)
     };
 
     return bpf_prog_load(BPF_PROG_TYPE_XDP, "illan_xsk", "GPL", insns,
-                         G_N_ELEMENTS(insns), NULL);
+                         G_N_ELEMENTS(insns), &opts);
 }
 
 XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags)
+{
+    return xdp_redirect_attach_frags(ifindex, mode_flags, false);
+}
+
+XdpRedirect *xdp_redirect_attach_frags(unsigned ifindex, uint32_t mode_flags,
+                                       bool frags)
 {
     LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = mode_flags);
     XdpRedirect *r = g_new(XdpRedirect, 1);
     int err;
 
     r->prog_fd = r->link_fd = -1;
+    r->frags = frags;
     r->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "illan_xsks",
                                sizeof(uint32_t), sizeof(uint32_t),
                                XSK_MAP_ENTRIES, NULL);
     if (r->map_fd >= 0) {
-        r->prog_fd = load_program(r->map_fd);
+        r->prog_fd = load_program(r->map_fd, frags);
+    }
+    /* Kernels before 5.18 know no such flag. */
+    if (r->prog_fd < 0 && frags && errno == EINVAL) {
+        r->frags = false;
+        r->prog_fd = load_program(r->map_fd, false);
     }
     if (r->prog_fd >= 0) {
         r->link_fd = bpf_link_create(r->prog_fd, ifindex, BPF_XDP, &opts);
@@ -119,6 +138,11 @@ XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags)
         return NULL;
     }
     return r;
+}
+
+bool xdp_redirect_frags(const XdpRedirect *r)
+{
+    return r->frags;
 }
 
 bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd)

@@ -12,6 +12,14 @@
  * socket, so that path registers the UMEM, sizes and maps the rings and
  * binds with the raw socket options.  Both paths end in the same
  * xsk_ring_* structures, driven by libxdp's inline ring helpers.
+ *
+ * Multi-buffer (XDP_USE_SG): the kernel hands a frame longer than a UMEM
+ * frame's data room as a chain of descriptors, XDP_PKT_CONTD on all but
+ * the last, and takes one the same way.  On receive a chain is gathered
+ * into the queue's bounce area, which holds a batch of the largest
+ * frames, so that the NIC still sees one contiguous frame; a frame in one
+ * descriptor is handed over where it lies in the UMEM, as without
+ * multi-buffer.
  */
 #include "net/xsk-queue.h"
 #include "qemu/thread.h"
@@ -38,6 +46,19 @@
 #ifndef SO_BUSY_POLL_BUDGET
 #define SO_BUSY_POLL_BUDGET 70
 #endif
+/* Linux 6.6's multi-buffer AF_XDP, newer than the build's headers. */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+
+/* Descriptors one batch looks at: a batch of single ones, and room for
+ * a chain that starts in it to end. */
+#define RX_PEEK_MAX (NET_BATCH_MAX + XSK_CHAIN_CAP)
+/* The kernel's max_skb_frags when /proc does not say. */
+#define DEFAULT_MAX_SKB_FRAGS 17
 
 /* A transmit the kernel could not finish is retried this soon (ms). */
 #define TX_RETRY_MS 1
@@ -62,6 +83,10 @@ struct XskQueue {
     struct xsk_socket *xsk;         /* libxdp path */
     RingMap maps[4];                /* sock-fds path */
     bool zero_copy;
+    bool multi_buffer;              /* bound with XDP_USE_SG */
+    int sg_refused;                 /* errno of a refused XDP_USE_SG */
+    unsigned tx_chain_max;          /* descriptors a sent frame may span */
+    uint32_t rx_peek;               /* descriptors a batch looks at */
 
     /* Receive: the I/O thread's alone, or the main thread's while the
      * machine has migrated away (drain_watch set, the thread parked). */
@@ -70,6 +95,11 @@ struct XskQueue {
     uint64_t *rx_free;              /* frames taken from the rx ring and
                                        not yet back in the fill ring */
     uint32_t rx_nfree;
+    uint8_t *bounce;                /* batch x NET_FRAME_MAX, mapped with
+                                       multi-buffer; touched as used */
+    size_t bounce_size;
+    bool rx_skip;                   /* dropping the rest of a chain
+                                       longer than XSK_CHAIN_CAP */
 
     /* Transmit: senders and the I/O thread, under tx_lock. */
     QemuMutex tx_lock;
@@ -136,6 +166,14 @@ static void as_producer(struct xsk_ring_cons *mapped,
     prod->cached_cons += prod->size;
 }
 
+static uint16_t bind_flags(const XskQueue *q, bool sg)
+{
+    return XDP_USE_NEED_WAKEUP | (q->cfg.force_copy ? XDP_COPY : 0) |
+           (sg ? XDP_USE_SG : 0);
+}
+
+/* Everything but the bind, which may be tried twice (with and without
+ * XDP_USE_SG) on the same socket. */
 static bool setup_passed_socket(XskQueue *q)
 {
     const XskQueueConfig *c = &q->cfg;
@@ -146,11 +184,6 @@ static bool setup_passed_socket(XskQueue *q)
     struct xdp_mmap_offsets off;
     socklen_t optlen = sizeof(off);
     struct xsk_ring_cons fill, tx;
-    struct sockaddr_xdp sxdp = {
-        .sxdp_family = AF_XDP, .sxdp_ifindex = c->ifindex,
-        .sxdp_queue_id = c->queue_id,
-        .sxdp_flags = XDP_USE_NEED_WAKEUP | (c->force_copy ? XDP_COPY : 0),
-    };
 
     q->fd = c->sock_fd;
     if (setsockopt(q->fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)) ||
@@ -173,10 +206,23 @@ static bool setup_passed_socket(XskQueue *q)
     }
     as_producer(&fill, &q->fill);
     as_producer(&tx, &q->tx);
+    return true;
+}
+
+static bool bind_passed_socket(XskQueue *q, bool sg)
+{
+    struct sockaddr_xdp sxdp = {
+        .sxdp_family = AF_XDP, .sxdp_ifindex = q->cfg.ifindex,
+        .sxdp_queue_id = q->cfg.queue_id, .sxdp_flags = bind_flags(q, sg),
+    };
+
     return bind(q->fd, (struct sockaddr *)&sxdp, sizeof(sxdp)) == 0;
 }
 
-static bool setup_own_socket(XskQueue *q)
+/* libxdp binds as it creates, and a failed create leaves the UMEM's
+ * socket with rings it cannot set again: on failure the UMEM goes too,
+ * so that a second try starts afresh. */
+static bool setup_own_socket(XskQueue *q, bool sg)
 {
     const XskQueueConfig *c = &q->cfg;
     struct xsk_umem_config ucfg = {
@@ -186,7 +232,7 @@ static bool setup_own_socket(XskQueue *q)
     struct xsk_socket_config scfg = {
         .rx_size = c->rx_ring_size, .tx_size = c->tx_ring_size,
         .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-        .bind_flags = XDP_USE_NEED_WAKEUP | (c->force_copy ? XDP_COPY : 0),
+        .bind_flags = bind_flags(q, sg),
     };
     int err = xsk_umem__create(&q->umem, q->umem_area, q->umem_size,
                                &q->fill, &q->comp, &ucfg);
@@ -196,10 +242,74 @@ static bool setup_own_socket(XskQueue *q)
                                  &q->rx, &q->tx, &scfg);
     }
     if (err) {
+        if (q->umem) {
+            xsk_umem__delete(q->umem);
+            q->umem = NULL;
+        }
         errno = -err;
         return false;
     }
     q->fd = xsk_socket__fd(q->xsk);
+    return true;
+}
+
+static bool bind_socket(XskQueue *q, bool sg)
+{
+    return q->cfg.sock_fd >= 0 ? bind_passed_socket(q, sg)
+                               : setup_own_socket(q, sg);
+}
+
+/*
+ * Binds with XDP_USE_SG if asked; a kernel that refuses it (before 6.6,
+ * EINVAL for the unknown flag; EOPNOTSUPP is the kernel's word for a mode
+ * without it) gets the socket without it, and the errno is kept for the
+ * netdev to report.  A zero-copy driver without multi-buffer does not
+ * refuse: the kernel binds the socket in copy mode instead.
+ */
+static bool open_socket(XskQueue *q)
+{
+    if (q->cfg.sock_fd >= 0 && !setup_passed_socket(q)) {
+        return false;
+    }
+    if (!q->cfg.multi_buffer) {
+        return bind_socket(q, false);
+    }
+    if (bind_socket(q, true)) {
+        q->multi_buffer = true;
+        return true;
+    }
+    if (errno != EINVAL && errno != EOPNOTSUPP) {
+        return false;
+    }
+    q->sg_refused = errno;
+    return bind_socket(q, false);
+}
+
+/* What the kernel allows a chain it sends (MAX_SKB_FRAGS page frags after
+ * the linear part), as far as /proc tells. */
+static unsigned tx_chain_max(void)
+{
+    g_autofree char *text = NULL;
+    unsigned frags = DEFAULT_MAX_SKB_FRAGS;
+
+    if (g_file_get_contents("/proc/sys/net/core/max_skb_frags", &text, NULL,
+                            NULL)) {
+        frags = g_ascii_strtoull(text, NULL, 10);
+    }
+    return CLAMP(frags + 1, 1, XSK_CHAIN_CAP);
+}
+
+/* The bounce area: virtual memory, only the part chains use is ever
+ * touched. */
+static bool map_bounce(XskQueue *q)
+{
+    q->bounce_size = (size_t)q->cfg.batch * NET_FRAME_MAX;
+    q->bounce = mmap(NULL, q->bounce_size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q->bounce == MAP_FAILED) {
+        q->bounce = NULL;
+        return false;
+    }
     return true;
 }
 
@@ -260,6 +370,9 @@ static void release_socket(XskQueue *q)
     if (q->umem_area) {
         munmap(q->umem_area, q->umem_size);
     }
+    if (q->bounce) {
+        munmap(q->bounce, q->bounce_size);
+    }
 }
 
 static void queue_free(XskQueue *q)
@@ -295,8 +408,7 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
         /* The I/O thread reads every frame of 10 MiB of UMEM: fewer TLB
          * misses with huge pages.  Best effort. */
         madvise(q->umem_area, q->umem_size, MADV_HUGEPAGE);
-        ok = cfg->sock_fd >= 0 ? setup_passed_socket(q)
-                               : setup_own_socket(q);
+        ok = open_socket(q) && (!q->multi_buffer || map_bounce(q));
     }
     if (!ok || q->wake_fd < 0) {
         *errno_out = errno;
@@ -305,6 +417,8 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
         queue_free(q);
         return NULL;
     }
+    q->tx_chain_max = q->multi_buffer ? tx_chain_max() : 1;
+    q->rx_peek = q->multi_buffer ? cfg->batch + XSK_CHAIN_CAP : cfg->batch;
     if (cfg->busy_poll_usecs) {
         set_busy_poll(q);
     }
@@ -341,38 +455,185 @@ static void refill(XskQueue *q)
     }
 }
 
+/* The UMEM frame a descriptor lies in. */
+static inline uint64_t desc_frame(const struct xdp_desc *d)
+{
+    return d->addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
+}
+
+/* A batch as it is parsed from the rx ring: the frames, the first
+ * descriptor of each, and the UMEM frame of every descriptor looked at. */
+typedef struct RxBatch {
+    uint32_t idx;                   /* the ring index of descriptor 0 */
+    unsigned n;                     /* descriptors peeked */
+    unsigned next;                  /* the first descriptor not parsed */
+    unsigned nframes;
+    size_t bounced;                 /* bytes of the bounce area in use */
+    NetFrame frames[NET_BATCH_MAX];
+    uint32_t starts[NET_BATCH_MAX];
+    uint64_t addrs[RX_PEEK_MAX];
+} RxBatch;
+
+static const struct xdp_desc *rx_desc(XskQueue *q, const RxBatch *b,
+                                      unsigned i)
+{
+    return xsk_ring_cons__rx_desc(&q->rx, b->idx + i);
+}
+
+/* Descriptors from the start of @b of a chain whose head was dropped
+ * already, up to and including its last one. */
+static void skip_rest_of_chain(XskQueue *q, RxBatch *b)
+{
+    while (q->rx_skip && b->next < b->n) {
+        const struct xdp_desc *d = rx_desc(q, b, b->next);
+
+        b->addrs[b->next++] = desc_frame(d);
+        q->rx_skip = d->options & XDP_PKT_CONTD;
+    }
+}
+
+/* Drops the chain's @len descriptors at b->next, counting it in @stat. */
+static void drop_chain(XskQueue *q, RxBatch *b, unsigned len,
+                       uint64_t *stat)
+{
+    for (unsigned i = 0; i < len; i++, b->next++) {
+        b->addrs[b->next] = desc_frame(rx_desc(q, b, b->next));
+    }
+    STAT_ADD(*stat, 1);
+    net_backend_rx_error(q->backend);
+}
+
+/*
+ * The chain that starts at b->next: gathered into the bounce area as the
+ * next frame (true), or dropped and counted when it cannot be a frame
+ * (true as well, nothing added), or left for the next batch (false): it
+ * goes on past what was peeked, or it must be dropped but frames come
+ * before it (drops happen only at the head of a batch, which is always
+ * consumed, so each is counted once).  The kernel publishes a frame's
+ * descriptors at once: a chain the ring ends in the middle of lost its
+ * end.
+ */
+static bool rx_chain(XskQueue *q, RxBatch *b)
+{
+    unsigned len = 0, i = b->next;
+    size_t bytes = 0;
+    bool more = true;
+    uint8_t *to;
+
+    while (more && i < b->n && len < XSK_CHAIN_CAP) {
+        const struct xdp_desc *d = rx_desc(q, b, i++);
+
+        bytes += d->len;
+        more = d->options & XDP_PKT_CONTD;
+        len++;
+    }
+    if (more && len < XSK_CHAIN_CAP && b->n == q->rx_peek) {
+        return false;
+    }
+    if (b->nframes > 0 && (more || bytes > NET_FRAME_MAX)) {
+        return false;
+    }
+    if (more && len == XSK_CHAIN_CAP) {
+        q->rx_skip = true;
+        drop_chain(q, b, len, &q->stats.rx_too_long);
+    } else if (more) {
+        drop_chain(q, b, len, &q->stats.rx_truncated);
+    } else if (bytes > NET_FRAME_MAX) {
+        drop_chain(q, b, len, &q->stats.rx_too_long);
+    } else {
+        to = q->bounce + b->bounced;
+        b->starts[b->nframes] = b->next;
+        b->frames[b->nframes++] = (NetFrame){ to, bytes };
+        b->bounced += bytes;
+        for (unsigned k = 0; k < len; k++, b->next++) {
+            const struct xdp_desc *d = rx_desc(q, b, b->next);
+
+            memcpy(to, xsk_umem__get_data(q->umem_area, d->addr), d->len);
+            to += d->len;
+            b->addrs[b->next] = desc_frame(d);
+        }
+    }
+    return true;
+}
+
+/* Parses up to a batch of frames; a frame in one descriptor stays where
+ * it is in the UMEM.  The loop keeps its indexes in locals: stores into
+ * the batch's arrays could otherwise alias them. */
+static void rx_parse(XskQueue *q, RxBatch *b)
+{
+    unsigned next, nframes;
+
+    skip_rest_of_chain(q, b);
+    next = b->next;
+    nframes = b->nframes;
+    while (next < b->n && nframes < q->cfg.batch) {
+        const struct xdp_desc *d = rx_desc(q, b, next);
+
+        if (G_UNLIKELY(d->options & XDP_PKT_CONTD)) {
+            b->next = next;
+            b->nframes = nframes;
+            if (!rx_chain(q, b)) {
+                break;
+            }
+            next = b->next;
+            nframes = b->nframes;
+            continue;
+        }
+        b->addrs[next] = desc_frame(d);
+        b->starts[nframes] = next++;
+        b->frames[nframes].data = xsk_umem__get_data(q->umem_area, d->addr);
+        b->frames[nframes++].len = d->len;
+    }
+    b->next = next;
+    b->nframes = nframes;
+}
+
+/* How many of the first @taken frames were gathered chains. */
+static unsigned count_chains(XskQueue *q, const RxBatch *b, unsigned taken)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < taken; i++) {
+        n += b->frames[i].data >= q->bounce &&
+             b->frames[i].data < q->bounce + b->bounced;
+    }
+    return n;
+}
+
 /* One batch from the rx ring to the NIC, which takes what it has room
  * for in the same call; what it holds goes back to the ring for later.
- * Returns how many frames it took. */
+ * Returns how many frames it took, or 1 if it only dropped chains. */
 static unsigned rx_batch(XskQueue *q)
 {
-    NetFrame frames[NET_BATCH_MAX];
-    uint64_t addrs[NET_BATCH_MAX];
-    uint32_t idx = 0;
-    unsigned n = xsk_ring_cons__peek(&q->rx, q->cfg.batch, &idx), taken;
+    RxBatch b;
+    unsigned taken, used;
 
+    b.n = xsk_ring_cons__peek(&q->rx, q->rx_peek, &b.idx);
     q->rx_held = false;
-    if (n == 0) {
+    if (b.n == 0) {
         refill(q);
         return 0;
     }
-    for (unsigned i = 0; i < n; i++) {
-        const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + i);
-
-        frames[i].data = xsk_umem__get_data(q->umem_area, d->addr);
-        frames[i].len = d->len;
-        addrs[i] = d->addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
-    }
-    taken = net_backend_deliver_or_hold(q->backend, frames, n);
-    memcpy(q->rx_free + q->rx_nfree, addrs, taken * sizeof(addrs[0]));
-    q->rx_nfree += taken;
-    xsk_ring_cons__cancel(&q->rx, n - taken);
-    xsk_ring_cons__release(&q->rx, taken);
-    q->rx_held = taken < n;
+    b.next = b.nframes = 0;
+    b.bounced = 0;
+    rx_parse(q, &b);
+    taken = b.nframes ? net_backend_deliver_or_hold(q->backend, b.frames,
+                                                    b.nframes)
+                      : 0;
+    /* Descriptors of held frames go back to the ring, with any after. */
+    used = taken < b.nframes ? b.starts[taken] : b.next;
+    memcpy(q->rx_free + q->rx_nfree, b.addrs, used * sizeof(b.addrs[0]));
+    q->rx_nfree += used;
+    xsk_ring_cons__cancel(&q->rx, b.n - used);
+    xsk_ring_cons__release(&q->rx, used);
+    q->rx_held = taken < b.nframes;
     refill(q);
     STAT_ADD(q->stats.rx_frames, taken);
     STAT_ADD(q->stats.rx_batches, 1);
-    return taken;
+    if (b.bounced) {
+        STAT_ADD(q->stats.rx_chains, count_chains(q, &b, taken));
+    }
+    return taken ? taken : used > 0;
 }
 
 /* Transmit. */
@@ -415,19 +676,38 @@ static void kick_locked(XskQueue *q)
     reap_completions_locked(q);
 }
 
-static bool tx_reserve_locked(XskQueue *q, uint32_t *idx)
+static bool tx_reserve_locked(XskQueue *q, unsigned ndesc, uint32_t *idx)
 {
-    return q->tx_nfree > 0 && xsk_ring_prod__reserve(&q->tx, 1, idx) == 1;
+    return q->tx_nfree >= ndesc &&
+           xsk_ring_prod__reserve(&q->tx, ndesc, idx) == ndesc;
+}
+
+/* The frame into @ndesc free UMEM frames, a descriptor each, all but the
+ * last marked to be continued. */
+static void tx_fill_locked(XskQueue *q, uint32_t idx, const uint8_t *data,
+                           size_t len, unsigned ndesc)
+{
+    for (unsigned i = 0; i < ndesc; i++) {
+        struct xdp_desc *d = xsk_ring_prod__tx_desc(&q->tx, idx + i);
+        size_t part = MIN(len, XSK_FRAME_SIZE);
+
+        d->addr = q->tx_free[--q->tx_nfree];
+        d->len = part;
+        d->options = i + 1 < ndesc ? XDP_PKT_CONTD : 0;
+        memcpy(xsk_umem__get_data(q->umem_area, d->addr), data, part);
+        data += part;
+        len -= part;
+    }
+    xsk_ring_prod__submit(&q->tx, ndesc);
 }
 
 bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
 {
+    unsigned ndesc = (len + XSK_FRAME_SIZE - 1) / XSK_FRAME_SIZE;
     uint32_t idx = 0;
-    struct xdp_desc *d;
-    uint64_t addr;
     bool sent;
 
-    if (len > XSK_FRAME_SIZE) {
+    if (len > xsk_queue_tx_max(q)) {
         STAT_ADD(q->stats.tx_oversize, 1);
         return false;
     }
@@ -435,25 +715,23 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
     reap_completions_locked(q);
     /*
      * A full ring means the sender outruns the I/O thread's kicks (in
-     * copy mode the kernel sends only inside sendto(), 32 frames a call):
-     * rather than drop, the sender has the kernel send them now, which
-     * also slows it to the rate the kernel sends at.
+     * copy mode the kernel sends only inside sendto(), 32 descriptors a
+     * call): rather than drop, the sender has the kernel send them now,
+     * which also slows it to the rate the kernel sends at.
      */
-    sent = tx_reserve_locked(q, &idx);
+    sent = tx_reserve_locked(q, ndesc, &idx);
     if (!sent) {
         kick_locked(q);
-        sent = tx_reserve_locked(q, &idx);
+        sent = tx_reserve_locked(q, ndesc, &idx);
     }
     if (sent) {
-        addr = q->tx_free[--q->tx_nfree];
-        memcpy(xsk_umem__get_data(q->umem_area, addr), data, len);
-        d = xsk_ring_prod__tx_desc(&q->tx, idx);
-        d->addr = addr;
-        d->len = len;
-        xsk_ring_prod__submit(&q->tx, 1);
+        tx_fill_locked(q, idx, data, len, ndesc);
     }
     qemu_mutex_unlock(&q->tx_lock);
     STAT_ADD(*(sent ? &q->stats.tx_frames : &q->stats.tx_ring_full), 1);
+    if (sent && ndesc > 1) {
+        STAT_ADD(q->stats.tx_chains, 1);
+    }
     request_tx_kick(q);
     return sent;
 }
@@ -648,6 +926,21 @@ bool xsk_queue_zero_copy(const XskQueue *q)
     return q->zero_copy;
 }
 
+bool xsk_queue_multi_buffer(const XskQueue *q)
+{
+    return q->multi_buffer;
+}
+
+int xsk_queue_sg_refused(const XskQueue *q)
+{
+    return q->sg_refused;
+}
+
+size_t xsk_queue_tx_max(const XskQueue *q)
+{
+    return (size_t)q->tx_chain_max * XSK_FRAME_SIZE;
+}
+
 int xsk_queue_fd(const XskQueue *q)
 {
     return q->fd;
@@ -667,11 +960,15 @@ void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
     st->rx_batches = STAT_GET(q->stats.rx_batches);
     st->rx_wakeups = STAT_GET(q->stats.rx_wakeups);
     st->sleeps = STAT_GET(q->stats.sleeps);
+    st->rx_chains = STAT_GET(q->stats.rx_chains);
+    st->rx_too_long = STAT_GET(q->stats.rx_too_long);
+    st->rx_truncated = STAT_GET(q->stats.rx_truncated);
     st->tx_frames = STAT_GET(q->stats.tx_frames);
     st->tx_kicks = STAT_GET(q->stats.tx_kicks);
     st->tx_kick_errors = STAT_GET(q->stats.tx_kick_errors);
     st->tx_ring_full = STAT_GET(q->stats.tx_ring_full);
     st->tx_oversize = STAT_GET(q->stats.tx_oversize);
+    st->tx_chains = STAT_GET(q->stats.tx_chains);
     /* The kernel keeps these on the socket; a dead one reads as zero. */
     getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &x, &len);
     st->xdp_rx_dropped = x.rx_dropped;

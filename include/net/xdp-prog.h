@@ -27,6 +27,12 @@ typedef struct XdpRedirect XdpRedirect;
  * it in @mode_flags (XDP_FLAGS_DRV_MODE or _SKB_MODE).  NULL with errno
  * set on failure. */
 XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags);
+/* The same, the program loaded with BPF_F_XDP_HAS_FRAGS if @frags and
+ * the kernel knows the flag, without it otherwise. */
+XdpRedirect *xdp_redirect_attach_frags(unsigned ifindex, uint32_t mode_flags,
+                                       bool frags);
+/* Whether the attached program was loaded with BPF_F_XDP_HAS_FRAGS. */
+bool xdp_redirect_frags(const XdpRedirect *r);
 /* Frames of rx queue @queue go to AF_XDP socket @fd. */
 bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd);
 /* Detaches and frees; NULL is fine. */

@@ -16,8 +16,15 @@
 
 #include "net/net.h"
 
-/* Every UMEM frame is one page; a frame never spans two. */
+/* Every UMEM frame is one page.  A received frame longer than one UMEM
+ * frame's data room (the kernel keeps 256 bytes of headroom in each:
+ * 3840 bytes) comes, with multi-buffer, as a chain of descriptors; a sent
+ * one goes as a chain of whole UMEM frames. */
 #define XSK_FRAME_SIZE 4096
+#define XSK_RX_DATA_SIZE (XSK_FRAME_SIZE - 256)
+/* The longest chain a queue accepts on receive, whatever the kernel's
+ * max_skb_frags says, so that a batch's look at the ring is bounded. */
+#define XSK_CHAIN_CAP 64
 
 typedef struct XskQueue XskQueue;
 
@@ -33,12 +40,20 @@ typedef struct XskQueueConfig {
     unsigned batch;         /* frames per delivery, 1..NET_BATCH_MAX */
     bool spin;              /* never sleep in poll(2) */
     unsigned busy_poll_usecs;   /* 0: no SO_PREFER_BUSY_POLL */
+    bool multi_buffer;      /* bind with XDP_USE_SG, and without it if
+                               the kernel refuses */
 } XskQueueConfig;
 
-/* Counters of one queue; "xdp_*" are the kernel's XDP_STATISTICS. */
+/* Counters of one queue; "xdp_*" are the kernel's XDP_STATISTICS.
+ * rx_chains and tx_chains are the frames among rx_frames and tx_frames
+ * that spanned several descriptors; rx_too_long and rx_truncated the
+ * chains dropped before the NIC saw them (longer than NET_FRAME_MAX or
+ * than XSK_CHAIN_CAP descriptors, or without their last descriptor). */
 typedef struct XskQueueStats {
     uint64_t rx_frames, rx_batches, rx_wakeups, sleeps;
+    uint64_t rx_chains, rx_too_long, rx_truncated;
     uint64_t tx_frames, tx_kicks, tx_kick_errors, tx_ring_full, tx_oversize;
+    uint64_t tx_chains;
     uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_rx_ring_full,
              xdp_rx_fill_ring_empty_descs, xdp_tx_invalid_descs,
              xdp_tx_ring_empty_descs;
@@ -58,9 +73,11 @@ void xsk_queue_start(XskQueue *q);
 /* Stops the thread, closes the socket and frees everything. */
 void xsk_queue_close(XskQueue *q);
 
-/* Copies one frame into the UMEM and queues it for transmission; false
- * (and counted) when it is too large or the tx ring is full.  Any thread;
- * senders are serialized. */
+/* Copies one frame into the UMEM and queues it for transmission, as a
+ * chain of UMEM frames if it is longer than one; false (and counted) when
+ * it is too large (one UMEM frame without multi-buffer, max_skb_frags + 1
+ * of them with it) or the tx ring is full.  Any thread; senders are
+ * serialized. */
 bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len);
 
 /* The NIC has room again for frames the queue held back.  Any thread. */
@@ -81,6 +98,13 @@ void xsk_queue_drain_parked(XskQueue *q, bool on);
 /* True once the kernel reported the socket dead (interface gone). */
 bool xsk_queue_failed(const XskQueue *q);
 bool xsk_queue_zero_copy(const XskQueue *q);
+/* Whether the socket is bound with XDP_USE_SG. */
+bool xsk_queue_multi_buffer(const XskQueue *q);
+/* The errno with which the kernel refused XDP_USE_SG (the queue then
+ * runs without it), or 0. */
+int xsk_queue_sg_refused(const XskQueue *q);
+/* The longest frame the queue can send. */
+size_t xsk_queue_tx_max(const XskQueue *q);
 int xsk_queue_fd(const XskQueue *q);
 uint32_t xsk_queue_id(const XskQueue *q);
 void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st);

@@ -5,12 +5,15 @@
  * ibmveth model is the guest), and frames the guest sends are captured on
  * the peer.  Native and skb mode, two queues, unprivileged sockets passed
  * with sock-fds, every refusal of a bad setup, and the interface's life.
+ * Jumbo frames go both ways through the built-in guest echoing them
+ * (fwd=macswap), in chains of UMEM frames (multi-buffer).
  */
 #include "libqtest.h"
 #include "libqos/eth-frames.h"
 #include "libqos/ibmveth.h"
 #include "libqos/rig.h"
 #include "netns.h"
+#include "net/net.h"
 #include "net/xdp-prog.h"
 
 #include <errno.h>
@@ -441,6 +444,352 @@ static void test_unprivileged_sock_fds(void)
     helper_teardown(&h);
 }
 
+/* Jumbo frames (multi-buffer): the built-in guest echoes every frame
+ * (fwd=macswap), so each crosses AF_XDP both ways. */
+
+/* Both ends of a new pair at @mtu, illan on it with netdev options
+ * @netdev_opts and the echoing guest at the same MTU. */
+static void echo_start(Rig *r, unsigned mtu, const char *netdev_opts)
+{
+    g_autofree char *netdev = NULL;
+    g_autofree char *set_mtu = NULL;
+    int rcvbuf = 16 << 20;
+
+    veth_pair_create(&r->veth, 1);
+    netns_run("ip link set %s mtu %u", r->veth.dut, mtu);
+    netns_run("ip link set %s mtu %u", r->veth.peer, mtu);
+    netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s%s", r->veth.dut,
+                             netdev_opts);
+    qrig_init(&r->q);
+    qrig_start(&r->q, &(QRigOpts){
+        .mem = "512M", .netdev = netdev, .nic = ",id=net0",
+        .extra = "-guest ibmveth,id=g0,dev=net0,fwd=macswap" });
+    r->q.peer = packet_socket_open(r->veth.peer);
+    /* Room for every echo of a burst of jumbo frames. */
+    g_assert_cmpint(setsockopt(r->q.peer, SOL_SOCKET, SO_RCVBUFFORCE,
+                               &rcvbuf, sizeof(rcvbuf)), ==, 0);
+    /* Linux closes, activates the pools the MTU needs, and opens. */
+    set_mtu = g_strdup_printf("{'execute': 'x-guest-set-mtu', 'arguments': "
+                              "{'id': 'g0', 'mtu': %u}}", mtu);
+    qmp_ok(r, set_mtu);
+}
+
+/* A frame of @len to the guest: the test EtherType, @tag in bytes 14-15,
+ * random bytes after. */
+static void random_frame(uint8_t *f, size_t len, uint16_t tag, GRand *rng)
+{
+    memcpy(f, qrig_mac, 6);
+    memcpy(f + 6, peer_mac, 6);
+    f[12] = ETHERTYPE_TEST >> 8;
+    f[13] = ETHERTYPE_TEST & 0xff;
+    f[14] = tag >> 8;
+    f[15] = tag & 0xff;
+    for (size_t i = 16; i < len; i++) {
+        f[i] = g_rand_int(rng);
+    }
+}
+
+/* The next echo on the peer is @f with its MACs swapped, byte for byte. */
+static void expect_echo(Rig *r, const uint8_t *f, size_t len)
+{
+    static uint8_t back[NET_FRAME_MAX + 64];
+    ssize_t n = packet_recv(r->q.peer, ETHERTYPE_TEST, back, sizeof(back),
+                            5000);
+
+    g_assert_cmpint(n, ==, (ssize_t)len);
+    g_assert_cmpmem(back, 6, peer_mac, 6);
+    g_assert_cmpmem(back + 6, 6, qrig_mac, 6);
+    g_assert_cmpmem(back + 12, len - 12, f + 12, len - 12);
+}
+
+/* Every frame the peer sent came in, was delivered, went back out, and
+ * @rx_chains and @tx_chains of them spanned several descriptors. */
+static void check_echo_stats(Rig *r, gint64 frames, gint64 bytes,
+                             gint64 rx_chains, gint64 tx_chains,
+                             unsigned mtu)
+{
+    g_autoptr(JsonObject) st = NULL;
+    JsonObject *nd, *nic, *q0;
+
+    /* The net core counts a frame just after the NIC or the backend has
+     * it, which may be after the echo arrived. */
+    qrig_wait_stat(r->q.qts, "netdev.rx.frames", frames);
+    qrig_wait_stat(r->q.qts, "netdev.tx.frames", frames);
+    st = query_stats(r, &nd, &nic);
+    q0 = backend_queue(nd, 0);
+    g_assert_true(json_object_get_boolean_member(
+        json_object_get_object_member(nd, "backend"), "multi-buffer"));
+    g_assert_cmpint(qjson_int(nd, "backend.mtu"), ==, mtu);
+    g_assert_cmpint(qjson_int(nd, "rx.bytes"), ==, bytes);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, frames);
+    g_assert_cmpint(qjson_sum(nd, "rx.dropped"), ==, 0);
+    g_assert_cmpint(qjson_int(nd, "rx-errors"), ==, 0);
+    g_assert_cmpint(qjson_int(nic, "device.rx-frames"), ==, frames);
+    g_assert_cmpint(qjson_int(nd, "tx.bytes"), ==, bytes);
+    g_assert_cmpint(qjson_int(nd, "tx.errors"), ==, 0);
+    g_assert_cmpint(qjson_int(nd, "backend.tx-over-mtu"), ==, 0);
+    g_assert_cmpint(qjson_int(q0, "rx-frames"), ==, frames);
+    g_assert_cmpint(qjson_int(q0, "rx-chains"), ==, rx_chains);
+    g_assert_cmpint(qjson_int(q0, "tx-frames"), ==, frames);
+    g_assert_cmpint(qjson_int(q0, "tx-chains"), ==, tx_chains);
+    g_assert_cmpint(qjson_int(q0, "rx_dropped"), ==, 0);
+    g_assert_cmpint(qjson_int(q0, "rx-too-long"), ==, 0);
+    g_assert_cmpint(qjson_int(q0, "rx-truncated"), ==, 0);
+    g_assert_cmpint(qjson_int(q0, "tx-oversize"), ==, 0);
+}
+
+/* A burst of numbered 9014-byte frames (MTU 9000) and their echoes. */
+static void check_jumbo(const char *mode, const char *extra)
+{
+    enum { N = 64, LEN = 9014 };
+    g_autofree char *opts = g_strdup_printf(",mode=%s%s", mode, extra);
+    g_autofree uint8_t *frames = g_malloc(N * LEN);
+    g_autoptr(GRand) rng = g_rand_new_with_seed(9000);
+    Rig r = { 0 };
+
+    echo_start(&r, 9000, opts);
+    for (unsigned i = 0; i < N; i++) {
+        random_frame(frames + i * LEN, LEN, i, rng);
+        g_assert_true(packet_send(r.q.peer, frames + i * LEN, LEN));
+    }
+    for (unsigned i = 0; i < N; i++) {
+        expect_echo(&r, frames + i * LEN, LEN);
+    }
+    check_echo_stats(&r, N, (gint64)N * LEN, N, N, 9000);
+    g_assert_cmpint(qrig_stat(r.q.qts, "guest.frames-by-buffer-size.16384"),
+                    ==, N);
+    g_test_message("%s: %d frames of %d bytes sent, %d echoed byte-exact; "
+                   "each a chain of 3 descriptors in and 3 out", mode, N,
+                   LEN, N);
+    rig_stop(&r);
+}
+
+static void test_jumbo_native(void)
+{
+    check_jumbo("native", "");
+}
+
+static void test_jumbo_skb(void)
+{
+    check_jumbo("skb", ",multi-buffer=on");
+}
+
+/*
+ * Frame lengths on each side of a chain's edges: 3840 bytes of data fit
+ * a received UMEM frame (4096 less the kernel's headroom), 4096 a sent
+ * one; and the largest frame the device and the guest take, at MTU
+ * 65514.
+ */
+static void test_chain_edges(void)
+{
+    static const size_t sizes[] = {
+        60, 3839, 3840, 3841, 4095, 4096, 4097, 7680, 7681, 8192, 8193,
+        12288, 12289, 32768, 65528,
+    };
+    g_autofree uint8_t *f = g_malloc(65549);
+    g_autoptr(GRand) rng = g_rand_new_with_seed(65514);
+    gint64 bytes = 0, rx_chains = 0, tx_chains = 0;
+    g_autoptr(JsonObject) st = NULL;
+    JsonObject *nd;
+    Rig r = { 0 };
+
+    echo_start(&r, 65514, ",mode=native");
+    for (unsigned i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        random_frame(f, sizes[i], i, rng);
+        g_assert_true(packet_send(r.q.peer, f, sizes[i]));
+        expect_echo(&r, f, sizes[i]);
+        bytes += sizes[i];
+        rx_chains += sizes[i] > 3840;
+        tx_chains += sizes[i] > 4096;
+    }
+    check_echo_stats(&r, G_N_ELEMENTS(sizes), bytes, rx_chains, tx_chains,
+                     65514);
+
+    /* At veth's largest MTU a frame can outgrow the device's 65536
+     * bytes: the queue drops its chain, counts it, and goes on. */
+    netns_run("ip link set %s mtu 65535", r.veth.dut);
+    netns_run("ip link set %s mtu 65535", r.veth.peer);
+    random_frame(f, 65549, 100, rng);
+    g_assert_true(packet_send(r.q.peer, f, 65549));
+    qrig_wait_stat(r.q.qts, "netdev.rx-errors", 1);
+    random_frame(f, 9014, 101, rng);
+    g_assert_true(packet_send(r.q.peer, f, 9014));
+    expect_echo(&r, f, 9014);
+    g_assert_cmpint(qrig_stat(r.q.qts, "netdev.rx.frames"), ==,
+                    G_N_ELEMENTS(sizes) + 1);
+    st = query_stats(&r, &nd, NULL);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-too-long"), ==, 1);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-truncated"), ==, 0);
+    g_test_message("%zu frames from 60 to 65528 bytes echoed byte-exact: "
+                   "%" G_GINT64_FORMAT " chains in, %" G_GINT64_FORMAT
+                   " out; a 65549-byte frame dropped as too long",
+                   G_N_ELEMENTS(sizes), rx_chains, tx_chains);
+    rig_stop(&r);
+}
+
+/*
+ * Jumbo frames while the guest has fewer buffers than frames: the device
+ * holds the rest, whose chains go back to the ring whole and are gathered
+ * again once the guest posts buffers; all arrive in order, each counted
+ * once.
+ */
+static void test_jumbo_held(void)
+{
+    enum { POSTED = 4, SENT = 10, LEN = 9014 };
+    static uint8_t f[LEN], data[65536];
+    g_autoptr(JsonObject) st = NULL;
+    JsonObject *nd, *nic;
+    IbmvethConf conf;
+    Rig r = { 0 };
+    unsigned got = 0;
+
+    ibmveth_conf_linux_defaults(&conf, UNIT);
+    conf.mac = GUEST_MAC;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        conf.pool_active[i] = i == 2;
+    }
+    conf.pool_count[2] = POSTED;
+    veth_pair_create(&r.veth, 1);
+    netns_run("ip link set %s mtu 9000", r.veth.dut);
+    netns_run("ip link set %s mtu 9000", r.veth.peer);
+    rig_start_wrapped(&r, NULL, ",mode=native");
+    qrig_open_guest(&r.q, &conf);
+    for (unsigned i = 0; i < SENT; i++) {
+        build_frame(f, LEN, qrig_mac, peer_mac, i);
+        g_assert_true(packet_send(r.q.peer, f, LEN));
+    }
+    qrig_wait_stat_min(r.q.qts, "nic.device.rx-held", 1);
+    while (got < SENT) {
+        unsigned batch = MIN(POSTED, SENT - got);
+
+        for (unsigned i = 0; i < batch; i++) {
+            IbmvethRxEntry e = qibmveth_wait_rx(r.q.guest, data,
+                                                sizeof(data));
+
+            g_assert_cmpuint(e.len, ==, LEN);
+            g_assert_cmpuint(e.buf_size, ==, 16384);
+            g_assert_cmpuint(eth_frame_assert_tagged(data, e.len, qrig_mac,
+                                                     peer_mac,
+                                                     ETHERTYPE_TEST,
+                                                     ETH_FRAME_TAG_FIRST),
+                             ==, got++);
+        }
+        g_assert_cmpuint(qibmveth_replenish(r.q.guest), ==, batch);
+    }
+    wait_rx_frames(&r, SENT);
+    st = query_stats(&r, &nd, &nic);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, SENT);
+    g_assert_cmpint(qjson_int(nic, "device.rx-dropped.no-buffer"), ==, 0);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-chains"), ==, SENT);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx_dropped"), ==, 0);
+    g_test_message("%d buffers of 16 KiB, %d frames of %d bytes: held "
+                   "%" G_GINT64_FORMAT " times, all delivered in order",
+                   POSTED, SENT, LEN, qjson_int(nic, "device.rx-held"));
+    rig_stop(&r);
+}
+
+/* Waits until queue 0's @key is @want. */
+typedef struct QueueStat {
+    Rig *r;
+    const char *key;
+    gint64 want;
+} QueueStat;
+
+static bool queue_stat_reached(void *opaque)
+{
+    QueueStat *w = opaque;
+    JsonObject *nd;
+    g_autoptr(JsonObject) st = query_stats(w->r, &nd, NULL);
+
+    return qjson_int(backend_queue(nd, 0), w->key) >= w->want;
+}
+
+/*
+ * The guest sends a frame longer than the interface's MTU allows: it is
+ * counted (tx-over-mtu) instead of handed to the kernel, which would
+ * refuse it.  Raising the MTU lets the same frame through.
+ */
+static void test_over_mtu(void)
+{
+    uint8_t f[2000], got[2048];
+    g_autoptr(JsonObject) st = NULL;
+    JsonObject *nd;
+    Rig r = { 0 };
+
+    rig_start(&r, 1, ",mode=native");
+    qrig_open_guest(&r.q, NULL);
+    g_assert_cmpint(qrig_stat(r.q.qts, "netdev.backend.mtu"), ==, 1500);
+    build_frame(f, 1515, peer_mac, qrig_mac, 1);
+    g_assert_cmpint(qibmveth_send(r.q.guest, f, 1515), ==, H_SUCCESS);
+    build_frame(f, 1514, peer_mac, qrig_mac, 2);
+    g_assert_cmpint(qibmveth_send(r.q.guest, f, 1514), ==, H_SUCCESS);
+    g_assert_cmpint(packet_recv(r.q.peer, ETHERTYPE_TEST, got, sizeof(got),
+                                5000), ==, 1514);
+    g_assert_cmpmem(got, 1514, f, 1514);
+
+    netns_run("ip link set %s mtu 2000", r.veth.dut);
+    netns_run("ip link set %s mtu 2000", r.veth.peer);
+    qrig_wait_stat(r.q.qts, "netdev.backend.mtu", 2000);
+    build_frame(f, 1515, peer_mac, qrig_mac, 3);
+    g_assert_cmpint(qibmveth_send(r.q.guest, f, 1515), ==, H_SUCCESS);
+    g_assert_cmpint(packet_recv(r.q.peer, ETHERTYPE_TEST, got, sizeof(got),
+                                5000), ==, 1515);
+    g_assert_cmpmem(got, 1515, f, 1515);
+
+    st = query_stats(&r, &nd, NULL);
+    g_assert_cmpint(qjson_int(nd, "backend.tx-over-mtu"), ==, 1);
+    g_assert_cmpint(qjson_int(nd, "tx.errors"), ==, 1);
+    g_assert_cmpint(qjson_int(nd, "tx.frames"), ==, 2);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "tx-frames"), ==, 2);
+    g_test_message("MTU 1500: a 1515-byte frame counted as tx-over-mtu, "
+                   "1514 sent; MTU 2000 read from the link change, 1515 "
+                   "sent");
+    rig_stop(&r);
+}
+
+/*
+ * multi-buffer=off at MTU 9000 (skb mode: native refuses it): a received
+ * frame longer than a UMEM frame is dropped by the kernel and counted
+ * (rx_dropped), one the guest sends is refused (tx-oversize); shorter
+ * ones pass.
+ */
+static void test_single_buffer(void)
+{
+    static uint8_t f[5000], data[65536];
+    g_autoptr(JsonObject) st = NULL;
+    QueueStat dropped;
+    IbmvethRxEntry e;
+    JsonObject *nd;
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    netns_run("ip link set %s mtu 9000", r.veth.dut);
+    netns_run("ip link set %s mtu 9000", r.veth.peer);
+    rig_start_wrapped(&r, NULL, ",mode=skb,multi-buffer=off");
+    qrig_open_guest(&r.q, NULL);
+    build_frame(f, 5000, qrig_mac, peer_mac, 1);
+    g_assert_true(packet_send(r.q.peer, f, 5000));
+    dropped = (QueueStat){ &r, "rx_dropped", 1 };
+    qtest_wait_until(queue_stat_reached, &dropped, QTEST_WAIT_S,
+                     "the kernel to drop a 5000-byte frame");
+    build_frame(f, 3000, qrig_mac, peer_mac, 2);
+    g_assert_true(packet_send(r.q.peer, f, 3000));
+    e = qibmveth_wait_rx(r.q.guest, data, sizeof(data));
+    g_assert_cmpuint(e.len, ==, 3000);
+    g_assert_cmpmem(data, 3000, f, 3000);
+
+    build_frame(f, 5000, peer_mac, qrig_mac, 3);
+    g_assert_cmpint(qibmveth_send(r.q.guest, f, 5000), ==, H_SUCCESS);
+    st = query_stats(&r, &nd, NULL);
+    g_assert_false(json_object_get_boolean_member(
+        json_object_get_object_member(nd, "backend"), "multi-buffer"));
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx_dropped"), ==, 1);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "tx-oversize"), ==, 1);
+    g_assert_cmpint(qjson_int(nd, "rx.frames"), ==, 1);
+    g_assert_cmpint(qjson_int(nd, "tx.errors"), ==, 1);
+    rig_stop(&r);
+}
+
 /* Refusals. */
 
 /* Runs illan (under @wrapper) to its end, keeping the test's descriptors;
@@ -516,6 +865,8 @@ static const struct {
     { ",inhibit=on,sock-fds=0", "descriptor 0 is not an open AF_XDP socket" },
     { ",batch=65", "Parameter 'batch' expects a value from 1 to 64" },
     { ",rx-ring-size=1000", "must be a power of two" },
+    { ",multi-buffer=maybe",
+      "Parameter 'multi-buffer' does not accept value 'maybe'" },
 };
 
 static void test_refusals(void)
@@ -562,10 +913,12 @@ static void test_refusals(void)
     bpf_xdp_detach(veth_ifindex(v.dut), XDP_FLAGS_SKB_MODE, NULL);
     close(prog);
 
-    /* veth refuses native XDP when its peer's MTU exceeds a page. */
+    /* veth refuses native XDP when its peer's MTU exceeds a page, unless
+     * the program handles frames in several buffers. */
     netns_run("ip link set %s mtu 9000", v.peer);
-    o = g_strdup_printf(",ifname=%s,mode=native", v.dut);
-    expect_refusal(NULL, o, "native XDP mode refused by");
+    o = g_strdup_printf(",ifname=%s,mode=native,multi-buffer=off", v.dut);
+    expect_refusal(NULL, o, "its MTU is too large for a program without "
+                   "multi-buffer; use multi-buffer=auto or mode=skb");
     veth_pair_destroy(&v);
 }
 
@@ -578,7 +931,7 @@ static void test_skb_fallback(void)
 
     veth_pair_create(&r.veth, 1);
     netns_run("ip link set %s mtu 9000", r.veth.peer);
-    rig_start_wrapped(&r, NULL, "");
+    rig_start_wrapped(&r, NULL, ",multi-buffer=off");
     qrig_open_guest(&r.q, NULL);
     send_frames(&r, 0, 12);
     guest_receive_in_order(&r, 0, 12);
@@ -800,5 +1153,11 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/skb-fallback", test_skb_fallback);
     g_test_add_func("/af-xdp/program-lifecycle", test_program_lifecycle);
     g_test_add_func("/af-xdp/link-events", test_link_events);
+    g_test_add_func("/af-xdp/jumbo/native", test_jumbo_native);
+    g_test_add_func("/af-xdp/jumbo/skb", test_jumbo_skb);
+    g_test_add_func("/af-xdp/jumbo/chain-edges", test_chain_edges);
+    g_test_add_func("/af-xdp/jumbo/held", test_jumbo_held);
+    g_test_add_func("/af-xdp/jumbo/over-mtu", test_over_mtu);
+    g_test_add_func("/af-xdp/jumbo/single-buffer", test_single_buffer);
     return g_test_run();
 }
