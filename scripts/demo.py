@@ -220,10 +220,17 @@ class Demo:
         self.stop_guest(proc, qmp)
         return row
 
-    def tcp_matrix(self, tcp_secs):
+    def iperf_median(self, secs, addr, reverse, runs):
+        """The median of @runs streams, and all of them; failed runs
+        count as 0."""
+        got = [self.iperf(secs, addr, reverse) for _ in range(runs)]
+        vals = sorted(g or 0.0 for g in got)
+        return {"median": vals[len(vals) // 2], "runs": vals}
+
+    def tcp_matrix(self, tcp_secs, runs):
         """Mbit/s peer->guest and guest->peer for every configuration,
-        keyed (what, mtu, direction); a cell that failed holds its
-        reason."""
+        keyed (what, offloads, mtu, direction); a cell that failed holds
+        its reason."""
         cells = {}
         peer, guest = self.ns["peer"], self.ns["guest"]
         for mtu in MTUS:
@@ -233,8 +240,8 @@ class Demo:
                 self.set_mtu(self.plain_peer, peer, mtu)
                 self.set_mtu(self.plain_guest, guest, mtu)
                 for rev in (False, True):
-                    cells[("veth", offloads, mtu, rev)] = self.iperf(
-                        tcp_secs, PLAIN_GUEST_IP, rev)
+                    cells[("veth", offloads, mtu, rev)] = self.iperf_median(
+                        tcp_secs, PLAIN_GUEST_IP, rev, runs)
             for pools in ("off", "on"):
                 for offloads in (False, True):
                     print(f"demo: TCP, pools {pools}, offloads "
@@ -252,8 +259,8 @@ class Demo:
                         self.cleanup_guest()
                         continue
                     for rev in (False, True):
-                        cells[(pools, offloads, mtu, rev)] = self.iperf(
-                            tcp_secs, GUEST_IP, rev)
+                        cells[(pools, offloads, mtu, rev)] = \
+                            self.iperf_median(tcp_secs, GUEST_IP, rev, runs)
                     cells[(pools, offloads, mtu, "stats")] = \
                         qmp.cmd("x-query-guest-stats")["guests"][0]
                     self.stop_guest(proc, qmp)
@@ -422,8 +429,10 @@ def print_table(off, on, root):
 
 
 def mbit(cell):
-    if isinstance(cell, float):
-        return f"{cell:.0f}"
+    if isinstance(cell, dict):
+        lo, hi = cell["runs"][0], cell["runs"][-1]
+        return (f"{cell['median']:.0f}" if len(cell["runs"]) == 1 else
+                f"{cell['median']:.0f} ({lo:.0f}-{hi:.0f})")
     return "failed" if cell is None else f"failed: {cell}"[:40]
 
 
@@ -441,7 +450,8 @@ def print_tcp_table(cells):
     ws = [max(len(h), *(len(t[i]) for t in table))
           for i, h in enumerate(head)]
     print()
-    print("TCP, Mbit/s (iperf3, one stream; the same two namespaces)")
+    print("TCP, Mbit/s (iperf3, one stream; the same two namespaces; "
+          "median (lowest-highest) of the runs)")
     line = f"{'':{w0}}  " + "  ".join(f"{h:>{w}}" for h, w in zip(head, ws))
     print(line)
     print("-" * len(line))
@@ -453,8 +463,8 @@ def print_tcp_table(cells):
 
 def ratio(cells, a, b):
     x, y = cells.get(a), cells.get(b)
-    if isinstance(x, float) and isinstance(y, float) and y:
-        return x / y
+    if isinstance(x, dict) and isinstance(y, dict) and y["median"]:
+        return x["median"] / y["median"]
     return None
 
 
@@ -501,6 +511,9 @@ def main():
     ap.add_argument("--tcp-secs", type=int, default=10)
     ap.add_argument("--matrix-secs", type=int, default=5,
                     help="each iperf3 of the TCP table (0: no table)")
+    ap.add_argument("--matrix-runs", type=int, default=3,
+                    help="iperf3 runs per cell of the TCP table; the "
+                         "table shows their median")
     args = ap.parse_args()
     demo = Demo(args.build)
     root = os.geteuid() == 0
@@ -527,7 +540,8 @@ def main():
                            if root else demo.run_dgram(pools, args.ping_secs))
         print_table(rows["off"], rows["on"], root)
         if root and args.matrix_secs:
-            print_tcp_table(demo.tcp_matrix(args.matrix_secs))
+            print_tcp_table(demo.tcp_matrix(args.matrix_secs,
+                                            args.matrix_runs))
     except KeyboardInterrupt:
         print("demo: interrupted; cleaning up", file=sys.stderr)
         return 130
