@@ -38,6 +38,7 @@ typedef struct GuestNs {
 /* A second namespace for the TAP's side, held by a child that waits. */
 static void guest_ns_create(GuestNs *ns)
 {
+    g_autofree char *path = NULL;
     int ready[2];
     char c;
 
@@ -54,8 +55,8 @@ static void guest_ns_create(GuestNs *ns)
     g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
     close(ready[0]);
     close(ready[1]);
-    ns->fd = open(g_strdup_printf("/proc/%d/ns/net", ns->holder),
-                  O_RDONLY | O_CLOEXEC);
+    path = g_strdup_printf("/proc/%d/ns/net", ns->holder);
+    ns->fd = open(path, O_RDONLY | O_CLOEXEC);
     g_assert_cmpint(ns->fd, >=, 0);
 }
 
