@@ -190,17 +190,6 @@ static void stream_once(GuestNs *ns, bool to_guest)
     close(s.listener);
 }
 
-static bool enter_netns(void)
-{
-    g_autofree char *why = NULL;
-
-    if (!netns_enter_private(&why)) {
-        g_test_skip(why);
-        return false;
-    }
-    return true;
-}
-
 static void rig_up(QRig *r, VethPair *v, GuestNs *ns, const char *guest)
 {
     g_autofree char *netdev = NULL, *extra = NULL, *mv = NULL;
@@ -239,7 +228,7 @@ static void test_offloads_both_ways(void)
     VethPair v;
     QRig r;
 
-    if (!enter_netns()) {
+    if (!netns_enter_private_or_skip()) {
         return;
     }
     rig_up(&r, &v, &ns, "offloads=on");
@@ -281,7 +270,7 @@ static void test_no_offloads(void)
     VethPair v;
     QRig r;
 
-    if (!enter_netns()) {
+    if (!netns_enter_private_or_skip()) {
         return;
     }
     rig_up(&r, &v, &ns, "offloads=off");

@@ -381,17 +381,6 @@ static void test_reassembly_pools(void)
 
 /* ---- A TAP bridge to a real kernel stack ---- */
 
-static bool enter_netns(void)
-{
-    g_autofree char *why = NULL;
-
-    if (!netns_enter_private(&why)) {
-        g_test_skip(why);
-        return false;
-    }
-    return true;
-}
-
 /*
  * The frames of echo replies (ICMP over IPv4) that came back, and their IP
  * payload bytes: reads until @want have come (waiting up to QTEST_WAIT_S),
@@ -456,7 +445,7 @@ static void check_tap_ping(const char *pools, bool big_replies)
     size_t bytes;
     QRig r;
 
-    if (!enter_netns()) {
+    if (!netns_enter_private_or_skip()) {
         return;
     }
     tap_rig_start(&r, pools);
@@ -501,7 +490,7 @@ static void test_af_xdp_macswap(void)
     VethPair v;
     QRig r;
 
-    if (!enter_netns()) {
+    if (!netns_enter_private_or_skip()) {
         return;
     }
     veth_pair_create(&v, 1);
@@ -556,7 +545,7 @@ static void test_af_xdp_tx_through_reopen(void)
     VethPair v;
     QRig r;
 
-    if (!enter_netns()) {
+    if (!netns_enter_private_or_skip()) {
         return;
     }
     veth_pair_create(&v, 1);

@@ -49,6 +49,17 @@ bool netns_enter_private(char **why)
     return true;
 }
 
+bool netns_enter_private_or_skip(void)
+{
+    g_autofree char *why = NULL;
+
+    if (!netns_enter_private(&why)) {
+        g_test_skip(why);
+        return false;
+    }
+    return true;
+}
+
 static int run_status(const char *cmd, char **err)
 {
     g_auto(GStrv) argv = NULL;

@@ -17,6 +17,9 @@
  * no traffic of its own on new interfaces).  False, with the reason in
  * @why, when this process may not (not root, no namespaces). */
 bool netns_enter_private(char **why);
+/* The same, marking the running test skipped with the reason when it
+ * cannot. */
+bool netns_enter_private_or_skip(void);
 
 /* Runs a command line (split as a shell would) and asserts it succeeds. */
 void netns_run(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
