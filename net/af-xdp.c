@@ -21,6 +21,7 @@
 #include "net/net.h"
 #include "net/link-watch.h"
 #include "net/xdp-prog.h"
+#include "net/xsk-map.h"
 #include "net/xsk-queue.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
@@ -75,6 +76,9 @@ typedef struct AfXdpOptions {
     bool inhibit;
     int sock_fds[AF_XDP_MAX_QUEUES];
     unsigned n_sock_fds;
+    char *map_path;             /* a pinned XSK map, with inhibit=on */
+    unsigned map_start_index;
+    bool has_map_start_index;
     bool spin;
     unsigned busy_poll_usecs;
     unsigned batch;
@@ -105,8 +109,9 @@ typedef struct AfXdpState {
 
 static const char *const af_xdp_keys[] = {
     "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
-    "inhibit", "sock-fds", "spin", "busy-poll", "batch", "rx-ring-size",
-    "tx-ring-size", "multi-buffer", NULL
+    "inhibit", "sock-fds", "map-path", "map-start-index", "spin",
+    "busy-poll", "batch", "rx-ring-size", "tx-ring-size", "multi-buffer",
+    NULL
 };
 
 /* Options. */
@@ -230,19 +235,40 @@ static bool parse_sock_fds(const char *v, AfXdpOptions *o, GError **errp)
     return true;
 }
 
-static bool check_combination(AfXdpOptions *o, GError **errp)
+/* The options that only make sense together: QEMU's rules for inhibit,
+ * sock-fds, map-path and map-start-index. */
+static bool check_combination(const AfXdpOptions *o, GError **errp)
 {
-    if (o->inhibit && !o->n_sock_fds) {
+    if (o->inhibit && !o->n_sock_fds && !o->map_path) {
         g_set_error(errp, ILLAN_ERROR, 0,
-                    "inhibit=on needs sock-fds=FD[:FD...]: one AF_XDP socket "
-                    "per queue, already in the XSK map of the program a "
-                    "privileged helper attached");
+                    "inhibit=on needs sock-fds=FD[:FD...] or map-path=PATH: "
+                    "the AF_XDP sockets, or the pinned XSK map to put them "
+                    "in, of the program a privileged helper attached");
         return false;
     }
     if (o->n_sock_fds && !o->inhibit) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "sock-fds needs inhibit=on: the sockets belong to a "
                     "program someone else attached");
+        return false;
+    }
+    if (o->map_path && !o->inhibit) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "map-path needs inhibit=on: the pinned map belongs to a "
+                    "program someone else attached, and illan loads none");
+        return false;
+    }
+    if (o->map_path && o->n_sock_fds) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "map-path and sock-fds exclude each other: give the "
+                    "sockets (sock-fds) or the map illan puts sockets of "
+                    "its own in (map-path)");
+        return false;
+    }
+    if (o->has_map_start_index && !o->map_path) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "map-start-index needs map-path: it is the slot of the "
+                    "pinned XSK map that takes the first queue's socket");
         return false;
     }
     if (o->n_sock_fds && o->n_sock_fds != o->queues) {
@@ -266,6 +292,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
 {
     const char *ifname = qemu_opt_get(opts, "ifname");
     const char *fds = qemu_opt_get(opts, "sock-fds");
+    const char *map_path = qemu_opt_get(opts, "map-path");
 
     *o = (AfXdpOptions){ .queues = 1, .batch = NET_BATCH_MAX,
                          .rx_ring_size = DEFAULT_RX_RING,
@@ -280,6 +307,8 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
         return false;
     }
     o->ifname = g_strdup(ifname);
+    o->map_path = g_strdup(map_path);
+    o->has_map_start_index = qemu_opt_get(opts, "map-start-index") != NULL;
     return parse_mode(opts, &o->mode_flags, errp) &&
            parse_bool_opt(opts, "force-copy", &o->force_copy, errp) &&
            parse_uint_opt(opts, "queues", 1, AF_XDP_MAX_QUEUES, &o->queues,
@@ -287,6 +316,8 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
            parse_uint_opt(opts, "start-queue", 0, AF_XDP_MAX_QUEUES - 1,
                           &o->start_queue, errp) &&
            parse_bool_opt(opts, "inhibit", &o->inhibit, errp) &&
+           parse_uint_opt(opts, "map-start-index", 0, INT32_MAX,
+                          &o->map_start_index, errp) &&
            parse_bool_opt(opts, "spin", &o->spin, errp) &&
            parse_uint_opt(opts, "busy-poll", 0, 1000000, &o->busy_poll_usecs,
                           errp) &&
@@ -345,8 +376,9 @@ static bool check_capabilities(const AfXdpOptions *o, const HostCaps *caps,
     list = g_strjoinv(", ", (char **)missing->pdata);
     g_set_error(errp, ILLAN_ERROR, 0,
                 "no permission: af-xdp needs %s; run as root, grant the "
-                "capabilities, or let a privileged helper create the sockets "
-                "and pass inhibit=on,sock-fds=...", list);
+                "capabilities, or let a privileged helper attach the program "
+                "and pass inhibit=on with sock-fds=... or map-path=...",
+                list);
     return false;
 }
 
@@ -631,7 +663,28 @@ static bool check_multi_buffer(AfXdpState *s, XskQueue *q, GError **errp)
     return true;
 }
 
-static bool open_queue_sockets(AfXdpState *s, GError **errp)
+/* Queue @i's socket into the XSK map its program redirects to: the
+ * pinned one of map-path, or ours. */
+static bool add_to_map(AfXdpState *s, int pinned_fd, unsigned i, XskQueue *q,
+                       GError **errp)
+{
+    if (pinned_fd >= 0) {
+        return xsk_map_insert(pinned_fd, s->o.map_path,
+                              s->o.map_start_index + i, xsk_queue_fd(q),
+                              errp);
+    }
+    if (s->redirect &&
+        !xdp_redirect_add_socket(s->redirect, s->o.start_queue + i,
+                                 xsk_queue_fd(q))) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "cannot add the socket of queue %u to the XSK map: %s",
+                    s->o.start_queue + i, g_strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static bool open_queue_sockets(AfXdpState *s, int pinned_fd, GError **errp)
 {
     int err = 0;
 
@@ -645,34 +698,42 @@ static bool open_queue_sockets(AfXdpState *s, GError **errp)
             explain_open_error(s, err, errp);
             return false;
         }
-        if (!check_multi_buffer(s, q, errp)) {
-            return false;
-        }
-        if (s->redirect &&
-            !xdp_redirect_add_socket(s->redirect, s->o.start_queue + i,
-                                     xsk_queue_fd(q))) {
-            g_set_error(errp, ILLAN_ERROR, 0,
-                        "cannot add the socket of queue %u to the XSK map: "
-                        "%s", s->o.start_queue + i, g_strerror(errno));
+        if (!check_multi_buffer(s, q, errp) ||
+            !add_to_map(s, pinned_fd, i, q, errp)) {
             return false;
         }
     }
     return true;
 }
 
-/* The program (unless inhibit=on), then a socket per queue. */
+/* The program (unless inhibit=on), then a socket per queue.  The pinned
+ * map of map-path is held only while the sockets go in: the kernel takes
+ * each out of it when it closes. */
 static bool open_queues(AfXdpState *s, GError **errp)
 {
+    int pinned_fd = -1;
+    bool ok;
+
+    if (s->o.map_path) {
+        pinned_fd = xsk_map_open_pinned(s->o.map_path, s->o.map_start_index,
+                                        s->o.queues, errp);
+        if (pinned_fd < 0) {
+            return false;
+        }
+    }
     if (s->o.inhibit) {
         s->mode = "external";
     } else if (!attach_program(s, errp)) {
         return false;
     }
-    if (!open_queue_sockets(s, errp)) {
-        close_queues(s);
-        return false;
+    ok = open_queue_sockets(s, pinned_fd, errp);
+    if (pinned_fd >= 0) {
+        close(pinned_fd);
     }
-    return true;
+    if (!ok) {
+        close_queues(s);
+    }
+    return ok;
 }
 
 /* Once the machine has migrated away its guest is gone for good: frames
@@ -779,7 +840,8 @@ static void interface_returned(AfXdpState *s, unsigned ifindex)
         return;
     }
     s->ifindex = ifindex;
-    if (!check_attached_program(s, &err) || !open_queues(s, &err)) {
+    if ((!s->o.inhibit && !check_attached_program(s, &err)) ||
+        !open_queues(s, &err)) {
         report_link(s, "failed", "%s is back but cannot be reopened: %s "
                     "(retried when it changes again)", s->o.ifname,
                     err->message);
@@ -862,6 +924,7 @@ static void af_xdp_free(void *opaque)
     }
     qemu_rwlock_destroy(&s->queues_lock);
     g_free(s->o.ifname);
+    g_free(s->o.map_path);
     g_free(s->id);
     g_free(s);
 }
@@ -1005,8 +1068,13 @@ static const NetdevType af_xdp_type = {
         "force-copy=on|off  never use zero-copy (default off)\n"
         "queues=N           sockets on N queues (default 1)\n"
         "start-queue=M      first queue (default 0)\n"
-        "inhibit=on|off     load no XDP program; needs sock-fds\n"
+        "inhibit=on|off     load no XDP program; needs sock-fds or map-path\n"
         "sock-fds=A[:B...]  AF_XDP sockets made by a privileged helper\n"
+        "map-path=PATH      an XSK map pinned by a privileged helper, for "
+        "sockets\n"
+        "                   of illan's own\n"
+        "map-start-index=K  its slot for the first queue's socket "
+        "(default 0)\n"
         "spin=on|off        I/O threads spin instead of poll(2) (default off)\n"
         "busy-poll=USECS    SO_PREFER_BUSY_POLL with SO_BUSY_POLL=USECS\n"
         "batch=N            frames per batch, 1-64 (default 64)\n"
