@@ -73,6 +73,7 @@ typedef struct AfXdpOptions {
     uint32_t mode_flags;        /* 0: native, falling back to skb */
     bool force_copy;
     unsigned queues, start_queue;
+    bool queues_all;            /* queues=all: counted when it opens */
     bool inhibit;
     int sock_fds[AF_XDP_MAX_QUEUES];
     unsigned n_sock_fds;
@@ -235,6 +236,20 @@ static bool parse_sock_fds(const char *v, AfXdpOptions *o, GError **errp)
     return true;
 }
 
+/* queues=N or queues=all. */
+static bool parse_queues(const QemuOpts *opts, AfXdpOptions *o,
+                         GError **errp)
+{
+    const char *v = qemu_opt_get(opts, "queues");
+
+    if (v && !strcmp(v, "all")) {
+        o->queues_all = true;
+        return true;
+    }
+    return parse_uint_opt(opts, "queues", 1, AF_XDP_MAX_QUEUES, &o->queues,
+                          errp);
+}
+
 /* The options that only make sense together: QEMU's rules for inhibit,
  * sock-fds, map-path and map-start-index. */
 static bool check_combination(const AfXdpOptions *o, GError **errp)
@@ -271,10 +286,17 @@ static bool check_combination(const AfXdpOptions *o, GError **errp)
                     "pinned XSK map that takes the first queue's socket");
         return false;
     }
+    return true;
+}
+
+/* Once the number of queues is known (queues=all counts them when the
+ * netdev opens). */
+static bool check_queue_count(const AfXdpOptions *o, GError **errp)
+{
     if (o->n_sock_fds && o->n_sock_fds != o->queues) {
         g_set_error(errp, ILLAN_ERROR, 0,
-                    "sock-fds has %u descriptor(s) but queues=%u needs one "
-                    "per queue", o->n_sock_fds, o->queues);
+                    "sock-fds has %u descriptor(s) but the %u queue(s) need "
+                    "one each", o->n_sock_fds, o->queues);
         return false;
     }
     if (o->start_queue + o->queues > AF_XDP_MAX_QUEUES) {
@@ -311,8 +333,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
     o->has_map_start_index = qemu_opt_get(opts, "map-start-index") != NULL;
     return parse_mode(opts, &o->mode_flags, errp) &&
            parse_bool_opt(opts, "force-copy", &o->force_copy, errp) &&
-           parse_uint_opt(opts, "queues", 1, AF_XDP_MAX_QUEUES, &o->queues,
-                          errp) &&
+           parse_queues(opts, o, errp) &&
            parse_uint_opt(opts, "start-queue", 0, AF_XDP_MAX_QUEUES - 1,
                           &o->start_queue, errp) &&
            parse_bool_opt(opts, "inhibit", &o->inhibit, errp) &&
@@ -404,23 +425,72 @@ static bool check_memlock(const AfXdpOptions *o, const HostCaps *caps,
     return false;
 }
 
-/* The interface's queue count, from ETHTOOL_GCHANNELS; 0 if unknown. */
-static unsigned interface_queues(const char *ifname)
+/* The interface's channels (ethtool -l); 0, or the errno. */
+static int read_channels(const char *ifname, struct ethtool_channels *ch)
 {
-    struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
     struct ifreq ifr = { 0 };
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    unsigned n = 0;
+    int err = 0;
 
+    *ch = (struct ethtool_channels){ .cmd = ETHTOOL_GCHANNELS };
     g_strlcpy(ifr.ifr_name, ifname, sizeof(ifr.ifr_name));
-    ifr.ifr_data = (char *)&ch;
-    if (fd >= 0 && ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
-        n = MAX(ch.rx_count, ch.tx_count) + ch.combined_count;
+    ifr.ifr_data = (char *)ch;
+    if (fd < 0 || ioctl(fd, SIOCETHTOOL, &ifr) != 0) {
+        err = errno;
     }
     if (fd >= 0) {
         close(fd);
     }
-    return n;
+    return err;
+}
+
+/* The interface's queue count; 0 if unknown. */
+static unsigned interface_queues(const char *ifname)
+{
+    struct ethtool_channels ch;
+
+    if (read_channels(ifname, &ch)) {
+        return 0;
+    }
+    return MAX(ch.rx_count, ch.tx_count) + ch.combined_count;
+}
+
+/*
+ * queues=all: a socket on every queue from start-queue on that has both
+ * directions, as an AF_XDP socket needs: the combined channels, and as
+ * many more as there are both rx-only and tx-only ones (veth reports only
+ * those).
+ */
+static bool count_all_queues(AfXdpOptions *o, GError **errp)
+{
+    struct ethtool_channels ch;
+    int err = read_channels(o->ifname, &ch);
+    unsigned have = ch.combined_count + MIN(ch.rx_count, ch.tx_count);
+
+    if (err) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "queues=all: %s does not report its channels (ethtool "
+                    "-l: %s); give queues=N", o->ifname, g_strerror(err));
+        return false;
+    }
+    if (have <= o->start_queue) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "queues=all: %s has %u queue(s), none from "
+                    "start-queue=%u on; lower start-queue", o->ifname, have,
+                    o->start_queue);
+        return false;
+    }
+    if (have - o->start_queue > AF_XDP_MAX_QUEUES) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "queues=all: %s has %u queue(s) from start-queue=%u on, "
+                    "more than the %d af-xdp opens; give queues=N or use "
+                    "fewer channels (ethtool -L %s combined N, or rx N tx N)",
+                    o->ifname, have - o->start_queue, o->start_queue,
+                    AF_XDP_MAX_QUEUES, o->ifname);
+        return false;
+    }
+    o->queues = have - o->start_queue;
+    return true;
 }
 
 static bool check_queues(const AfXdpOptions *o, GError **errp)
@@ -1021,7 +1091,9 @@ static bool af_xdp_checks(AfXdpState *s, GError **errp)
                     s->o.ifname);
         return false;
     }
-    return check_queues(&s->o, errp) &&
+    return (!s->o.queues_all || count_all_queues(&s->o, errp)) &&
+           check_queue_count(&s->o, errp) &&
+           check_queues(&s->o, errp) &&
            check_capabilities(&s->o, &caps, errp) &&
            check_memlock(&s->o, &caps, xsk_queue_umem_size(&sizes), errp) &&
            (s->o.inhibit || check_attached_program(s, errp));
@@ -1066,7 +1138,9 @@ static const NetdevType af_xdp_type = {
         "ifname=NAME        host interface (required)\n"
         "mode=native|skb    XDP attach mode (default: native, else skb)\n"
         "force-copy=on|off  never use zero-copy (default off)\n"
-        "queues=N           sockets on N queues (default 1)\n"
+        "queues=N|all       sockets on N queues, or on every queue from "
+        "start-queue\n"
+        "                   (default 1)\n"
         "start-queue=M      first queue (default 0)\n"
         "inhibit=on|off     load no XDP program; needs sock-fds or map-path\n"
         "sock-fds=A[:B...]  AF_XDP sockets made by a privileged helper\n"

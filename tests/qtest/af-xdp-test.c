@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <linux/bpf.h>
 #include <linux/if_link.h>
+#include <linux/if_packet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -367,6 +368,110 @@ static void test_two_queues(void)
     g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, 100);
     g_test_message("queues=2: 50 frames sent from CPU0 arrived on queue 0, "
                    "50 from CPU1 on queue 1, 100 delivered");
+    rig_stop(&r);
+}
+
+/*
+ * queues=all on a veth with four queues: a socket on each, and every
+ * frame counted on the queue veth put it on.  veth receives a frame on
+ * the queue its peer sent it from, which for a packet socket that goes
+ * through the stack is picked by the flow's hash: frames of many UDP
+ * flows land on several queues, whatever CPU sends them.
+ */
+#define ALL_QUEUES      4
+#define ALL_FLOWS       64
+
+/* On the peer, through the stack (no PACKET_QDISC_BYPASS, which would
+ * pick the queue by the sending CPU); it receives nothing. */
+static int flow_socket_open(const char *ifname)
+{
+    struct sockaddr_ll sll = {
+        .sll_family = AF_PACKET, .sll_ifindex = veth_ifindex(ifname),
+    };
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sll, sizeof(sll)), ==, 0);
+    return fd;
+}
+
+/* A 60-byte IPv4/UDP frame of flow @flow: its source port and IP id. */
+static void flow_frame(uint8_t *f, uint16_t flow)
+{
+    eth_frame_udp(f, 60, qrig_mac, peer_mac, flow);
+    f[34] = (1024 + flow) >> 8;
+    f[35] = (1024 + flow) & 0xff;
+}
+
+/* The frames veth's rx queue @queue of @ifname redirected (ethtool -S). */
+static gint64 veth_queue_redirects(const char *ifname, unsigned queue)
+{
+    g_autofree char *cmd = g_strdup_printf("ethtool -S %s", ifname);
+    g_autofree char *out = NULL;
+    g_autofree char *key = g_strdup_printf("rx_queue_%u_xdp_redirect: ",
+                                           queue);
+    const char *at;
+    int status;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &status, NULL));
+    g_assert_cmpint(status, ==, 0);
+    at = strstr(out, key);
+    g_assert_nonnull(at);
+    return g_ascii_strtoll(at + strlen(key), NULL, 10);
+}
+
+static void test_queues_all(void)
+{
+    uint8_t sent[ALL_FLOWS][60], got[2048];
+    g_autofree bool *seen = g_new0(bool, ALL_FLOWS);
+    g_autoptr(JsonObject) rsp = NULL;
+    g_autoptr(GString) spread = g_string_new(NULL);
+    unsigned busy = 0;
+    gint64 total = 0;
+    JsonArray *queues;
+    JsonObject *nd;
+    Rig r = { 0 };
+    int fd;
+
+    rig_start(&r, ALL_QUEUES, ",queues=all");
+    qrig_open_guest(&r.q, NULL);
+    fd = flow_socket_open(r.veth.peer);
+    for (unsigned i = 0; i < ALL_FLOWS; i++) {
+        flow_frame(sent[i], i);
+        g_assert_true(packet_send(fd, sent[i], 60));
+    }
+    close(fd);
+    for (unsigned i = 0; i < ALL_FLOWS; i++) {
+        IbmvethRxEntry e = qibmveth_wait_rx(r.q.guest, got, sizeof(got));
+        uint16_t flow = got[18] << 8 | got[19];
+
+        g_assert_cmpuint(e.len, ==, 60);
+        g_assert_cmpuint(flow, <, ALL_FLOWS);
+        g_assert_false(seen[flow]);
+        g_assert_cmpmem(got, 60, sent[flow], 60);
+        seen[flow] = true;
+    }
+    guest_send_captured(&r, 3);
+
+    rsp = query_stats(&r, &nd, NULL);
+    queues = json_object_get_array_member(
+        json_object_get_object_member(nd, "backend"), "queues");
+    g_assert_cmpuint(json_array_get_length(queues), ==, ALL_QUEUES);
+    for (unsigned q = 0; q < ALL_QUEUES; q++) {
+        gint64 frames = qjson_int(backend_queue(nd, q), "rx-frames");
+
+        g_assert_cmpint(qjson_int(backend_queue(nd, q), "queue"), ==, q);
+        g_assert_cmpint(frames, ==, veth_queue_redirects(r.veth.dut, q));
+        g_string_append_printf(spread, " %" G_GINT64_FORMAT, frames);
+        total += frames;
+        busy += frames > 0;
+    }
+    g_assert_cmpint(total, ==, ALL_FLOWS);
+    g_assert_cmpuint(busy, >=, 2);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, ALL_FLOWS);
+    g_test_message("queues=all on %d queues: %d flows arrived as%s, each "
+                   "on the queue veth redirected it from", ALL_QUEUES,
+                   ALL_FLOWS, spread->str);
     rig_stop(&r);
 }
 
@@ -939,6 +1044,36 @@ static void expect_refusal_f(const char *want, const char *fmt, ...)
     expect_refusal(NULL, opts, want);
 }
 
+/* queues=all where it cannot count, or counts too many. */
+static void test_queues_all_refusals(void)
+{
+    int xsk = socket(AF_XDP, SOCK_RAW, 0);    /* inherited by illan */
+    VethPair v, wide;
+
+    g_assert_cmpint(xsk, >=, 0);
+    veth_pair_create(&v, ALL_QUEUES);
+    expect_refusal_f("queues=all: lo does not report its channels",
+                     ",ifname=lo,queues=all");
+    expect_refusal_f("has 4 queue(s), none from start-queue=4 on", ",ifname=%s,queues=all,"
+                     "start-queue=4", v.dut);
+    expect_refusal_f("sock-fds has 1 descriptor(s) but the 4 queue(s) need "
+                     "one each", ",ifname=%s,queues=all,inhibit=on,"
+                     "sock-fds=%d", v.dut, xsk);
+    /* The channels in use, not the most the interface could have. */
+    netns_run("ethtool -L %s rx 2 tx 2", v.dut);
+    expect_refusal_f("the 2 queue(s) need one each",
+                     ",ifname=%s,queues=all,inhibit=on,sock-fds=%d", v.dut,
+                     xsk);
+    /* One more than the 64 queues af-xdp opens at most. */
+    veth_pair_create(&wide, 65);
+    expect_refusal_f("has 65 queue(s) from start-queue=0 on, more than the "
+                     "64 af-xdp opens; give queues=N",
+                     ",ifname=%s,queues=all", wide.dut);
+    veth_pair_destroy(&wide);
+    veth_pair_destroy(&v);
+    close(xsk);
+}
+
 /* Without mode=, a refused native mode falls back to skb. */
 static void test_skb_fallback(void)
 {
@@ -1363,12 +1498,15 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/spin", test_spin);
     g_test_add_func("/af-xdp/busy-poll", test_busy_poll);
     g_test_add_func("/af-xdp/two-queues", test_two_queues);
+    g_test_add_func("/af-xdp/queues-all", test_queues_all);
     g_test_add_func("/af-xdp/held-without-buffers",
                     test_held_without_buffers);
     g_test_add_func("/af-xdp/unprivileged-sock-fds",
                     test_unprivileged_sock_fds);
     g_test_add_func("/af-xdp/map-path", test_map_path);
     g_test_add_func("/af-xdp/map-path/refusals", test_map_path_refusals);
+    g_test_add_func("/af-xdp/queues-all/refusals",
+                    test_queues_all_refusals);
     g_test_add_func("/af-xdp/refusals", test_refusals);
     g_test_add_func("/af-xdp/skb-fallback", test_skb_fallback);
     g_test_add_func("/af-xdp/program-lifecycle", test_program_lifecycle);
