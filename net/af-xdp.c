@@ -379,8 +379,9 @@ static bool check_capabilities(const AfXdpOptions *o, const HostCaps *caps,
 {
     g_autoptr(GPtrArray) missing = g_ptr_array_new();
     g_autofree char *list = NULL;
+    bool no_raw = !o->n_sock_fds && !has_cap(caps, CAP_NET_RAW);
 
-    if (!o->n_sock_fds && !has_cap(caps, CAP_NET_RAW)) {
+    if (no_raw) {
         g_ptr_array_add(missing, "CAP_NET_RAW (AF_XDP sockets)");
     }
     if (!o->inhibit && !has_cap(caps, CAP_NET_ADMIN)) {
@@ -395,11 +396,13 @@ static bool check_capabilities(const AfXdpOptions *o, const HostCaps *caps,
     }
     g_ptr_array_add(missing, NULL);
     list = g_strjoinv(", ", (char **)missing->pdata);
+    /* Sockets of illan's own need CAP_NET_RAW, map-path or not. */
     g_set_error(errp, ILLAN_ERROR, 0,
                 "no permission: af-xdp needs %s; run as root, grant the "
                 "capabilities, or let a privileged helper attach the program "
-                "and pass inhibit=on with sock-fds=... or map-path=...",
-                list);
+                "and pass inhibit=on with %s", list,
+                no_raw ? "the sockets it made (sock-fds=...)"
+                       : "sock-fds=... or map-path=...");
     return false;
 }
 

@@ -1439,6 +1439,7 @@ static void test_map_path_refusals(void)
 {
     g_autofree char *array = NULL;
     g_autofree char *missing = NULL;
+    g_autofree char *o = NULL;
     int xsk = socket(AF_XDP, SOCK_RAW, 0);    /* inherited by illan */
     const char *ifn;
     VethPair v;
@@ -1470,6 +1471,13 @@ static void test_map_path_refusals(void)
     expect_refusal_f("is not on a BPF file system",
                      ",ifname=%s,inhibit=on,map-path=/proc/self/status",
                      ifn);
+    /* Its own sockets still need CAP_NET_RAW. */
+    o = g_strdup_printf(",ifname=%s,inhibit=on,map-path=%s", ifn, p.xsks);
+    expect_refusal(DROP_ALL_CAPS, o, "no permission: af-xdp needs "
+                   "CAP_NET_RAW (AF_XDP sockets); run as root, grant the "
+                   "capabilities, or let a privileged helper attach the "
+                   "program and pass inhibit=on with the sockets it made "
+                   "(sock-fds=...)");
     expect_refusal_f("has 8 slot(s), but map-start-index=8 with 1 queue(s) "
                      "needs slot 8",
                      ",ifname=%s,inhibit=on,map-path=%s,map-start-index=8",
