@@ -21,6 +21,7 @@
 #include "net/net.h"
 #include "net/link-watch.h"
 #include "net/xdp-prog.h"
+#include "net/xsk-map.h"
 #include "net/xsk-queue.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
@@ -72,9 +73,13 @@ typedef struct AfXdpOptions {
     uint32_t mode_flags;        /* 0: native, falling back to skb */
     bool force_copy;
     unsigned queues, start_queue;
+    bool queues_all;            /* queues=all: counted when it opens */
     bool inhibit;
     int sock_fds[AF_XDP_MAX_QUEUES];
     unsigned n_sock_fds;
+    char *map_path;             /* a pinned XSK map, with inhibit=on */
+    unsigned map_start_index;
+    bool has_map_start_index;
     bool spin;
     unsigned busy_poll_usecs;
     unsigned batch;
@@ -105,8 +110,9 @@ typedef struct AfXdpState {
 
 static const char *const af_xdp_keys[] = {
     "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
-    "inhibit", "sock-fds", "spin", "busy-poll", "batch", "rx-ring-size",
-    "tx-ring-size", "multi-buffer", NULL
+    "inhibit", "sock-fds", "map-path", "map-start-index", "spin",
+    "busy-poll", "batch", "rx-ring-size", "tx-ring-size", "multi-buffer",
+    NULL
 };
 
 /* Options. */
@@ -230,13 +236,29 @@ static bool parse_sock_fds(const char *v, AfXdpOptions *o, GError **errp)
     return true;
 }
 
-static bool check_combination(AfXdpOptions *o, GError **errp)
+/* queues=N or queues=all. */
+static bool parse_queues(const QemuOpts *opts, AfXdpOptions *o,
+                         GError **errp)
 {
-    if (o->inhibit && !o->n_sock_fds) {
+    const char *v = qemu_opt_get(opts, "queues");
+
+    if (v && !strcmp(v, "all")) {
+        o->queues_all = true;
+        return true;
+    }
+    return parse_uint_opt(opts, "queues", 1, AF_XDP_MAX_QUEUES, &o->queues,
+                          errp);
+}
+
+/* The options that only make sense together: QEMU's rules for inhibit,
+ * sock-fds, map-path and map-start-index. */
+static bool check_combination(const AfXdpOptions *o, GError **errp)
+{
+    if (o->inhibit && !o->n_sock_fds && !o->map_path) {
         g_set_error(errp, ILLAN_ERROR, 0,
-                    "inhibit=on needs sock-fds=FD[:FD...]: one AF_XDP socket "
-                    "per queue, already in the XSK map of the program a "
-                    "privileged helper attached");
+                    "inhibit=on needs sock-fds=FD[:FD...] or map-path=PATH: "
+                    "the AF_XDP sockets, or the pinned XSK map to put them "
+                    "in, of the program a privileged helper attached");
         return false;
     }
     if (o->n_sock_fds && !o->inhibit) {
@@ -245,10 +267,36 @@ static bool check_combination(AfXdpOptions *o, GError **errp)
                     "program someone else attached");
         return false;
     }
+    if (o->map_path && !o->inhibit) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "map-path needs inhibit=on: the pinned map belongs to a "
+                    "program someone else attached, and illan loads none");
+        return false;
+    }
+    if (o->map_path && o->n_sock_fds) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "map-path and sock-fds exclude each other: give the "
+                    "sockets (sock-fds) or the map illan puts sockets of "
+                    "its own in (map-path)");
+        return false;
+    }
+    if (o->has_map_start_index && !o->map_path) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "map-start-index needs map-path: it is the slot of the "
+                    "pinned XSK map that takes the first queue's socket");
+        return false;
+    }
+    return true;
+}
+
+/* Once the number of queues is known (queues=all counts them when the
+ * netdev opens). */
+static bool check_queue_count(const AfXdpOptions *o, GError **errp)
+{
     if (o->n_sock_fds && o->n_sock_fds != o->queues) {
         g_set_error(errp, ILLAN_ERROR, 0,
-                    "sock-fds has %u descriptor(s) but queues=%u needs one "
-                    "per queue", o->n_sock_fds, o->queues);
+                    "sock-fds has %u descriptor(s) but the %u queue(s) need "
+                    "one each", o->n_sock_fds, o->queues);
         return false;
     }
     if (o->start_queue + o->queues > AF_XDP_MAX_QUEUES) {
@@ -266,6 +314,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
 {
     const char *ifname = qemu_opt_get(opts, "ifname");
     const char *fds = qemu_opt_get(opts, "sock-fds");
+    const char *map_path = qemu_opt_get(opts, "map-path");
 
     *o = (AfXdpOptions){ .queues = 1, .batch = NET_BATCH_MAX,
                          .rx_ring_size = DEFAULT_RX_RING,
@@ -280,13 +329,16 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
         return false;
     }
     o->ifname = g_strdup(ifname);
+    o->map_path = g_strdup(map_path);
+    o->has_map_start_index = qemu_opt_get(opts, "map-start-index") != NULL;
     return parse_mode(opts, &o->mode_flags, errp) &&
            parse_bool_opt(opts, "force-copy", &o->force_copy, errp) &&
-           parse_uint_opt(opts, "queues", 1, AF_XDP_MAX_QUEUES, &o->queues,
-                          errp) &&
+           parse_queues(opts, o, errp) &&
            parse_uint_opt(opts, "start-queue", 0, AF_XDP_MAX_QUEUES - 1,
                           &o->start_queue, errp) &&
            parse_bool_opt(opts, "inhibit", &o->inhibit, errp) &&
+           parse_uint_opt(opts, "map-start-index", 0, INT32_MAX,
+                          &o->map_start_index, errp) &&
            parse_bool_opt(opts, "spin", &o->spin, errp) &&
            parse_uint_opt(opts, "busy-poll", 0, 1000000, &o->busy_poll_usecs,
                           errp) &&
@@ -327,8 +379,9 @@ static bool check_capabilities(const AfXdpOptions *o, const HostCaps *caps,
 {
     g_autoptr(GPtrArray) missing = g_ptr_array_new();
     g_autofree char *list = NULL;
+    bool no_raw = !o->n_sock_fds && !has_cap(caps, CAP_NET_RAW);
 
-    if (!o->n_sock_fds && !has_cap(caps, CAP_NET_RAW)) {
+    if (no_raw) {
         g_ptr_array_add(missing, "CAP_NET_RAW (AF_XDP sockets)");
     }
     if (!o->inhibit && !has_cap(caps, CAP_NET_ADMIN)) {
@@ -343,10 +396,13 @@ static bool check_capabilities(const AfXdpOptions *o, const HostCaps *caps,
     }
     g_ptr_array_add(missing, NULL);
     list = g_strjoinv(", ", (char **)missing->pdata);
+    /* Sockets of illan's own need CAP_NET_RAW, map-path or not. */
     g_set_error(errp, ILLAN_ERROR, 0,
                 "no permission: af-xdp needs %s; run as root, grant the "
-                "capabilities, or let a privileged helper create the sockets "
-                "and pass inhibit=on,sock-fds=...", list);
+                "capabilities, or let a privileged helper attach the program "
+                "and pass inhibit=on with %s", list,
+                no_raw ? "the sockets it made (sock-fds=...)"
+                       : "sock-fds=... or map-path=...");
     return false;
 }
 
@@ -372,23 +428,72 @@ static bool check_memlock(const AfXdpOptions *o, const HostCaps *caps,
     return false;
 }
 
-/* The interface's queue count, from ETHTOOL_GCHANNELS; 0 if unknown. */
-static unsigned interface_queues(const char *ifname)
+/* The interface's channels (ethtool -l); 0, or the errno. */
+static int read_channels(const char *ifname, struct ethtool_channels *ch)
 {
-    struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
     struct ifreq ifr = { 0 };
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    unsigned n = 0;
+    int err = 0;
 
+    *ch = (struct ethtool_channels){ .cmd = ETHTOOL_GCHANNELS };
     g_strlcpy(ifr.ifr_name, ifname, sizeof(ifr.ifr_name));
-    ifr.ifr_data = (char *)&ch;
-    if (fd >= 0 && ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
-        n = MAX(ch.rx_count, ch.tx_count) + ch.combined_count;
+    ifr.ifr_data = (char *)ch;
+    if (fd < 0 || ioctl(fd, SIOCETHTOOL, &ifr) != 0) {
+        err = errno;
     }
     if (fd >= 0) {
         close(fd);
     }
-    return n;
+    return err;
+}
+
+/* The interface's queue count; 0 if unknown. */
+static unsigned interface_queues(const char *ifname)
+{
+    struct ethtool_channels ch;
+
+    if (read_channels(ifname, &ch)) {
+        return 0;
+    }
+    return MAX(ch.rx_count, ch.tx_count) + ch.combined_count;
+}
+
+/*
+ * queues=all: a socket on every queue from start-queue on that has both
+ * directions, as an AF_XDP socket needs: the combined channels, and as
+ * many more as there are both rx-only and tx-only ones (veth reports only
+ * those).
+ */
+static bool count_all_queues(AfXdpOptions *o, GError **errp)
+{
+    struct ethtool_channels ch;
+    int err = read_channels(o->ifname, &ch);
+    unsigned have = ch.combined_count + MIN(ch.rx_count, ch.tx_count);
+
+    if (err) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "queues=all: %s does not report its channels (ethtool "
+                    "-l: %s); give queues=N", o->ifname, g_strerror(err));
+        return false;
+    }
+    if (have <= o->start_queue) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "queues=all: %s has %u queue(s), none from "
+                    "start-queue=%u on; lower start-queue", o->ifname, have,
+                    o->start_queue);
+        return false;
+    }
+    if (have - o->start_queue > AF_XDP_MAX_QUEUES) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "queues=all: %s has %u queue(s) from start-queue=%u on, "
+                    "more than the %d af-xdp opens; give queues=N or use "
+                    "fewer channels (ethtool -L %s combined N, or rx N tx N)",
+                    o->ifname, have - o->start_queue, o->start_queue,
+                    AF_XDP_MAX_QUEUES, o->ifname);
+        return false;
+    }
+    o->queues = have - o->start_queue;
+    return true;
 }
 
 static bool check_queues(const AfXdpOptions *o, GError **errp)
@@ -631,7 +736,28 @@ static bool check_multi_buffer(AfXdpState *s, XskQueue *q, GError **errp)
     return true;
 }
 
-static bool open_queue_sockets(AfXdpState *s, GError **errp)
+/* Queue @i's socket into the XSK map its program redirects to: the
+ * pinned one of map-path, or ours. */
+static bool add_to_map(AfXdpState *s, int pinned_fd, unsigned i, XskQueue *q,
+                       GError **errp)
+{
+    if (pinned_fd >= 0) {
+        return xsk_map_insert(pinned_fd, s->o.map_path,
+                              s->o.map_start_index + i, xsk_queue_fd(q),
+                              errp);
+    }
+    if (s->redirect &&
+        !xdp_redirect_add_socket(s->redirect, s->o.start_queue + i,
+                                 xsk_queue_fd(q))) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "cannot add the socket of queue %u to the XSK map: %s",
+                    s->o.start_queue + i, g_strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static bool open_queue_sockets(AfXdpState *s, int pinned_fd, GError **errp)
 {
     int err = 0;
 
@@ -645,34 +771,42 @@ static bool open_queue_sockets(AfXdpState *s, GError **errp)
             explain_open_error(s, err, errp);
             return false;
         }
-        if (!check_multi_buffer(s, q, errp)) {
-            return false;
-        }
-        if (s->redirect &&
-            !xdp_redirect_add_socket(s->redirect, s->o.start_queue + i,
-                                     xsk_queue_fd(q))) {
-            g_set_error(errp, ILLAN_ERROR, 0,
-                        "cannot add the socket of queue %u to the XSK map: "
-                        "%s", s->o.start_queue + i, g_strerror(errno));
+        if (!check_multi_buffer(s, q, errp) ||
+            !add_to_map(s, pinned_fd, i, q, errp)) {
             return false;
         }
     }
     return true;
 }
 
-/* The program (unless inhibit=on), then a socket per queue. */
+/* The program (unless inhibit=on), then a socket per queue.  The pinned
+ * map of map-path is held only while the sockets go in: the kernel takes
+ * each out of it when it closes. */
 static bool open_queues(AfXdpState *s, GError **errp)
 {
+    int pinned_fd = -1;
+    bool ok;
+
+    if (s->o.map_path) {
+        pinned_fd = xsk_map_open_pinned(s->o.map_path, s->o.map_start_index,
+                                        s->o.queues, errp);
+        if (pinned_fd < 0) {
+            return false;
+        }
+    }
     if (s->o.inhibit) {
         s->mode = "external";
     } else if (!attach_program(s, errp)) {
         return false;
     }
-    if (!open_queue_sockets(s, errp)) {
-        close_queues(s);
-        return false;
+    ok = open_queue_sockets(s, pinned_fd, errp);
+    if (pinned_fd >= 0) {
+        close(pinned_fd);
     }
-    return true;
+    if (!ok) {
+        close_queues(s);
+    }
+    return ok;
 }
 
 /* Once the machine has migrated away its guest is gone for good: frames
@@ -779,7 +913,8 @@ static void interface_returned(AfXdpState *s, unsigned ifindex)
         return;
     }
     s->ifindex = ifindex;
-    if (!check_attached_program(s, &err) || !open_queues(s, &err)) {
+    if ((!s->o.inhibit && !check_attached_program(s, &err)) ||
+        !open_queues(s, &err)) {
         report_link(s, "failed", "%s is back but cannot be reopened: %s "
                     "(retried when it changes again)", s->o.ifname,
                     err->message);
@@ -862,6 +997,7 @@ static void af_xdp_free(void *opaque)
     }
     qemu_rwlock_destroy(&s->queues_lock);
     g_free(s->o.ifname);
+    g_free(s->o.map_path);
     g_free(s->id);
     g_free(s);
 }
@@ -958,7 +1094,9 @@ static bool af_xdp_checks(AfXdpState *s, GError **errp)
                     s->o.ifname);
         return false;
     }
-    return check_queues(&s->o, errp) &&
+    return (!s->o.queues_all || count_all_queues(&s->o, errp)) &&
+           check_queue_count(&s->o, errp) &&
+           check_queues(&s->o, errp) &&
            check_capabilities(&s->o, &caps, errp) &&
            check_memlock(&s->o, &caps, xsk_queue_umem_size(&sizes), errp) &&
            (s->o.inhibit || check_attached_program(s, errp));
@@ -1003,10 +1141,17 @@ static const NetdevType af_xdp_type = {
         "ifname=NAME        host interface (required)\n"
         "mode=native|skb    XDP attach mode (default: native, else skb)\n"
         "force-copy=on|off  never use zero-copy (default off)\n"
-        "queues=N           sockets on N queues (default 1)\n"
+        "queues=N|all       sockets on N queues, or on every queue from "
+        "start-queue\n"
+        "                   (default 1)\n"
         "start-queue=M      first queue (default 0)\n"
-        "inhibit=on|off     load no XDP program; needs sock-fds\n"
+        "inhibit=on|off     load no XDP program; needs sock-fds or map-path\n"
         "sock-fds=A[:B...]  AF_XDP sockets made by a privileged helper\n"
+        "map-path=PATH      an XSK map pinned by a privileged helper, for "
+        "sockets\n"
+        "                   of illan's own\n"
+        "map-start-index=K  its slot for the first queue's socket "
+        "(default 0)\n"
         "spin=on|off        I/O threads spin instead of poll(2) (default off)\n"
         "busy-poll=USECS    SO_PREFER_BUSY_POLL with SO_BUSY_POLL=USECS\n"
         "batch=N            frames per batch, 1-64 (default 64)\n"

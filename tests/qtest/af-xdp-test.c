@@ -21,13 +21,16 @@
 #include <sched.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/bpf.h>
 #include <linux/if_link.h>
+#include <linux/if_packet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -365,6 +368,110 @@ static void test_two_queues(void)
     g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, 100);
     g_test_message("queues=2: 50 frames sent from CPU0 arrived on queue 0, "
                    "50 from CPU1 on queue 1, 100 delivered");
+    rig_stop(&r);
+}
+
+/*
+ * queues=all on a veth with four queues: a socket on each, and every
+ * frame counted on the queue veth put it on.  veth receives a frame on
+ * the queue its peer sent it from, which for a packet socket that goes
+ * through the stack is picked by the flow's hash: frames of many UDP
+ * flows land on several queues, whatever CPU sends them.
+ */
+#define ALL_QUEUES      4
+#define ALL_FLOWS       64
+
+/* On the peer, through the stack (no PACKET_QDISC_BYPASS, which would
+ * pick the queue by the sending CPU); it receives nothing. */
+static int flow_socket_open(const char *ifname)
+{
+    struct sockaddr_ll sll = {
+        .sll_family = AF_PACKET, .sll_ifindex = veth_ifindex(ifname),
+    };
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sll, sizeof(sll)), ==, 0);
+    return fd;
+}
+
+/* A 60-byte IPv4/UDP frame of flow @flow: its source port and IP id. */
+static void flow_frame(uint8_t *f, uint16_t flow)
+{
+    eth_frame_udp(f, 60, qrig_mac, peer_mac, flow);
+    f[34] = (1024 + flow) >> 8;
+    f[35] = (1024 + flow) & 0xff;
+}
+
+/* The frames veth's rx queue @queue of @ifname redirected (ethtool -S). */
+static gint64 veth_queue_redirects(const char *ifname, unsigned queue)
+{
+    g_autofree char *cmd = g_strdup_printf("ethtool -S %s", ifname);
+    g_autofree char *out = NULL;
+    g_autofree char *key = g_strdup_printf("rx_queue_%u_xdp_redirect: ",
+                                           queue);
+    const char *at;
+    int status;
+
+    g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, &status, NULL));
+    g_assert_cmpint(status, ==, 0);
+    at = strstr(out, key);
+    g_assert_nonnull(at);
+    return g_ascii_strtoll(at + strlen(key), NULL, 10);
+}
+
+static void test_queues_all(void)
+{
+    uint8_t sent[ALL_FLOWS][60], got[2048];
+    g_autofree bool *seen = g_new0(bool, ALL_FLOWS);
+    g_autoptr(JsonObject) rsp = NULL;
+    g_autoptr(GString) spread = g_string_new(NULL);
+    unsigned busy = 0;
+    gint64 total = 0;
+    JsonArray *queues;
+    JsonObject *nd;
+    Rig r = { 0 };
+    int fd;
+
+    rig_start(&r, ALL_QUEUES, ",queues=all");
+    qrig_open_guest(&r.q, NULL);
+    fd = flow_socket_open(r.veth.peer);
+    for (unsigned i = 0; i < ALL_FLOWS; i++) {
+        flow_frame(sent[i], i);
+        g_assert_true(packet_send(fd, sent[i], 60));
+    }
+    close(fd);
+    for (unsigned i = 0; i < ALL_FLOWS; i++) {
+        IbmvethRxEntry e = qibmveth_wait_rx(r.q.guest, got, sizeof(got));
+        uint16_t flow = got[18] << 8 | got[19];
+
+        g_assert_cmpuint(e.len, ==, 60);
+        g_assert_cmpuint(flow, <, ALL_FLOWS);
+        g_assert_false(seen[flow]);
+        g_assert_cmpmem(got, 60, sent[flow], 60);
+        seen[flow] = true;
+    }
+    guest_send_captured(&r, 3);
+
+    rsp = query_stats(&r, &nd, NULL);
+    queues = json_object_get_array_member(
+        json_object_get_object_member(nd, "backend"), "queues");
+    g_assert_cmpuint(json_array_get_length(queues), ==, ALL_QUEUES);
+    for (unsigned q = 0; q < ALL_QUEUES; q++) {
+        gint64 frames = qjson_int(backend_queue(nd, q), "rx-frames");
+
+        g_assert_cmpint(qjson_int(backend_queue(nd, q), "queue"), ==, q);
+        g_assert_cmpint(frames, ==, veth_queue_redirects(r.veth.dut, q));
+        g_string_append_printf(spread, " %" G_GINT64_FORMAT, frames);
+        total += frames;
+        busy += frames > 0;
+    }
+    g_assert_cmpint(total, ==, ALL_FLOWS);
+    g_assert_cmpuint(busy, >=, 2);
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, ALL_FLOWS);
+    g_test_message("queues=all on %d queues: %d flows arrived as%s, each "
+                   "on the queue veth redirected it from", ALL_QUEUES,
+                   ALL_FLOWS, spread->str);
     rig_stop(&r);
 }
 
@@ -922,6 +1029,51 @@ static void test_refusals(void)
     veth_pair_destroy(&v);
 }
 
+/* illan -netdev af-xdp,id=n0,@fmt... must fail with @want. */
+static void expect_refusal_f(const char *want, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+
+static void expect_refusal_f(const char *want, const char *fmt, ...)
+{
+    g_autofree char *opts = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    opts = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    expect_refusal(NULL, opts, want);
+}
+
+/* queues=all where it cannot count, or counts too many. */
+static void test_queues_all_refusals(void)
+{
+    int xsk = socket(AF_XDP, SOCK_RAW, 0);    /* inherited by illan */
+    VethPair v, wide;
+
+    g_assert_cmpint(xsk, >=, 0);
+    veth_pair_create(&v, ALL_QUEUES);
+    expect_refusal_f("queues=all: lo does not report its channels",
+                     ",ifname=lo,queues=all");
+    expect_refusal_f("has 4 queue(s), none from start-queue=4 on", ",ifname=%s,queues=all,"
+                     "start-queue=4", v.dut);
+    expect_refusal_f("sock-fds has 1 descriptor(s) but the 4 queue(s) need "
+                     "one each", ",ifname=%s,queues=all,inhibit=on,"
+                     "sock-fds=%d", v.dut, xsk);
+    /* The channels in use, not the most the interface could have. */
+    netns_run("ethtool -L %s rx 2 tx 2", v.dut);
+    expect_refusal_f("the 2 queue(s) need one each",
+                     ",ifname=%s,queues=all,inhibit=on,sock-fds=%d", v.dut,
+                     xsk);
+    /* One more than the 64 queues af-xdp opens at most. */
+    veth_pair_create(&wide, 65);
+    expect_refusal_f("has 65 queue(s) from start-queue=0 on, more than the "
+                     "64 af-xdp opens; give queues=N",
+                     ",ifname=%s,queues=all", wide.dut);
+    veth_pair_destroy(&wide);
+    veth_pair_destroy(&v);
+    close(xsk);
+}
+
 /* Without mode=, a refused native mode falls back to skb. */
 static void test_skb_fallback(void)
 {
@@ -1126,6 +1278,220 @@ static void test_link_events(void)
     rig_stop(&r);
 }
 
+/*
+ * map-path: the test plays the privileged helper of a container set-up.
+ * It creates an XSK map, pins it on a BPF file system of its own, and
+ * attaches a program that redirects queue q's frames to slot
+ * q + map-start-index; illan, without CAP_BPF or CAP_NET_ADMIN, puts its
+ * sockets in the map and loads nothing.
+ */
+#define PINNED_SLOTS    8
+#define PINNED_START    5
+/*
+ * CAP_NET_RAW for the sockets, and CAP_IPC_LOCK, also across the exec of
+ * illan.  Without CAP_IPC_LOCK a UMEM counts against RLIMIT_MEMLOCK of
+ * the user, root here, whose other illans' UMEMs the kernel releases
+ * some time after they exit.
+ */
+#define SOCKETS_ONLY    "setpriv --inh-caps=-all " \
+                        "--bounding-set=-all,+net_raw,+ipc_lock"
+
+/* A BPF file system of the test's own, where helpers pin by custom. */
+#define BPFFS_DIR       "/sys/fs/bpf"
+
+typedef struct Pinned {
+    const char *dir;        /* BPFFS_DIR */
+    char *xsks;             /* the XSK map pinned in it */
+    int map_fd, prog_fd;
+} Pinned;
+
+/* The test's mounts stay in a mount namespace of its own: its bpf file
+ * system hides the host's only from the test and illan, and goes away
+ * with them, even after a crash. */
+static void private_mounts(void)
+{
+    static bool done;
+
+    if (!done) {
+        g_assert_cmpint(unshare(CLONE_NEWNS), ==, 0);
+        g_assert_cmpint(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL),
+                        ==, 0);
+        done = true;
+    }
+}
+
+/* return bpf_redirect_map(&xsks, ctx->rx_queue_index + @start, XDP_PASS) */
+static int load_slot_redirect(int map_fd, int start)
+{
+    struct bpf_insn insns[] = {
+        { .code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = BPF_REG_2,
+          .src_reg = BPF_REG_1,
+          .off = offsetof(struct xdp_md, rx_queue_index) },
+        { .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2,
+          .imm = start },
+        { .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1,
+          .src_reg = BPF_PSEUDO_MAP_FD, .imm = map_fd },
+        { 0 },
+        { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3,
+          .imm = XDP_PASS },
+        { .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_redirect_map },
+        { .code = BPF_JMP | BPF_EXIT },
+    };
+    int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "test_slot", "GPL", insns,
+                           G_N_ELEMENTS(insns), NULL);
+
+    g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+static void pinned_setup(Pinned *p)
+{
+    private_mounts();
+    p->dir = BPFFS_DIR;
+    g_assert_cmpint(mount("bpffs", p->dir, "bpf", 0, NULL), ==, 0);
+    p->xsks = g_build_filename(p->dir, "xsks", NULL);
+    p->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "test_xsks",
+                               sizeof(uint32_t), sizeof(uint32_t),
+                               PINNED_SLOTS, NULL);
+    g_assert_cmpint(p->map_fd, >=, 0);
+    g_assert_cmpint(bpf_obj_pin(p->map_fd, p->xsks), ==, 0);
+    p->prog_fd = load_slot_redirect(p->map_fd, PINNED_START);
+}
+
+/* A map of another type pinned beside the XSK map; its path. */
+static char *pin_array_map(Pinned *p)
+{
+    char *path = g_build_filename(p->dir, "array", NULL);
+    int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "test_array",
+                            sizeof(uint32_t), sizeof(uint32_t), 4, NULL);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(bpf_obj_pin(fd, path), ==, 0);
+    close(fd);
+    return path;
+}
+
+/* Unmounting drops every pin in the mount, and the maps with them. */
+static void pinned_teardown(Pinned *p)
+{
+    close(p->prog_fd);
+    close(p->map_fd);
+    g_assert_cmpint(umount(p->dir), ==, 0);
+    g_free(p->xsks);
+}
+
+static void test_map_path(void)
+{
+    g_autofree char *opts = NULL;
+    g_autofree char *caps = NULL;
+    g_autoptr(JsonObject) rsp = NULL;
+    JsonObject *nd;
+    uint32_t prog_id;
+    Pinned p;
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    pinned_setup(&p);
+    g_assert_cmpint(bpf_xdp_attach(veth_ifindex(r.veth.dut), p.prog_fd,
+                                   XDP_FLAGS_DRV_MODE, NULL), ==, 0);
+    prog_id = attached_prog(r.veth.dut);
+    opts = g_strdup_printf(",inhibit=on,map-path=%s,map-start-index=%d",
+                           p.xsks, PINNED_START);
+    rig_start_wrapped(&r, SOCKETS_ONLY, opts);
+    caps = cap_eff(qtest_pid(r.q.qts));
+    g_assert_cmpstr(caps, ==, "0000000000006000");
+    /* Frames reach illan only through slot PINNED_START. */
+    qrig_open_guest(&r.q, NULL);
+    send_frames(&r, 0, 30);
+    guest_receive_in_order(&r, 0, 30);
+    guest_send_captured(&r, 5);
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpstr(backend_str(nd, "mode"), ==, "external");
+    g_assert_cmpint(qjson_int(nd, "rx.delivered"), ==, 30);
+    g_assert_cmpint(qjson_int(backend_queue(nd, 0), "rx-frames"), ==, 30);
+    g_assert_cmpuint(attached_prog(r.veth.dut), ==, prog_id);
+    g_clear_pointer(&rsp, json_object_unref);
+
+    /* The interface goes, and its program with it; illan's new sockets
+     * go into the same pinned map, and the helper attaches again. */
+    netns_run("ip link del %s", r.veth.dut);
+    expect_link_event(&r, "removed");
+    close(r.q.peer);
+    netns_run("ip link add %s type veth peer name %s", r.veth.dut,
+              r.veth.peer);
+    netns_run("ip link set %s up", r.veth.dut);
+    netns_run("ip link set %s up", r.veth.peer);
+    expect_link_event(&r, "reopened");
+    g_assert_cmpint(bpf_xdp_attach(veth_ifindex(r.veth.dut), p.prog_fd,
+                                   XDP_FLAGS_DRV_MODE, NULL), ==, 0);
+    r.q.peer = packet_socket_open(r.veth.peer);
+    send_frames(&r, 100, 10);
+    guest_receive_in_order(&r, 100, 10);
+    g_assert_cmpuint(attached_prog(r.veth.dut), ==, prog_id);
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpint(qjson_int(nd, "backend.reopens"), ==, 1);
+    rig_stop(&r);
+    g_test_message("illan with CapEff %s put its socket in slot %d of the "
+                   "pinned map, received 30 and sent 5 frames, and 10 more "
+                   "after the interface was replaced; illan loaded no "
+                   "program (the test's, id %u, ran throughout)",
+                   caps, PINNED_START, prog_id);
+    pinned_teardown(&p);
+}
+
+/* map-path's refusals: the options around it, and maps that will not do. */
+static void test_map_path_refusals(void)
+{
+    g_autofree char *array = NULL;
+    g_autofree char *missing = NULL;
+    g_autofree char *o = NULL;
+    int xsk = socket(AF_XDP, SOCK_RAW, 0);    /* inherited by illan */
+    const char *ifn;
+    VethPair v;
+    Pinned p;
+
+    g_assert_cmpint(xsk, >=, 0);
+    veth_pair_create(&v, 1);
+    ifn = v.dut;
+    pinned_setup(&p);
+    array = pin_array_map(&p);
+    missing = g_build_filename(p.dir, "none", NULL);
+    expect_refusal_f("map-path needs inhibit=on", ",ifname=%s,map-path=%s",
+                     ifn, p.xsks);
+    expect_refusal_f("map-path and sock-fds exclude each other",
+                     ",ifname=%s,inhibit=on,map-path=%s,sock-fds=%d", ifn,
+                     p.xsks, xsk);
+    expect_refusal_f("map-start-index needs map-path",
+                     ",ifname=%s,map-start-index=1", ifn);
+    expect_refusal_f("map-start-index needs map-path",
+                     ",ifname=%s,inhibit=on,sock-fds=%d,map-start-index=1",
+                     ifn, xsk);
+    expect_refusal_f("map-start-index",
+                     ",ifname=%s,inhibit=on,map-path=%s,map-start-index=-1",
+                     ifn, p.xsks);
+    expect_refusal_f("is a BPF array map, not an XSK map (xskmap)",
+                     ",ifname=%s,inhibit=on,map-path=%s", ifn, array);
+    expect_refusal_f("nothing is pinned there",
+                     ",ifname=%s,inhibit=on,map-path=%s", ifn, missing);
+    expect_refusal_f("is not on a BPF file system",
+                     ",ifname=%s,inhibit=on,map-path=/proc/self/status",
+                     ifn);
+    /* Its own sockets still need CAP_NET_RAW. */
+    o = g_strdup_printf(",ifname=%s,inhibit=on,map-path=%s", ifn, p.xsks);
+    expect_refusal(DROP_ALL_CAPS, o, "no permission: af-xdp needs "
+                   "CAP_NET_RAW (AF_XDP sockets); run as root, grant the "
+                   "capabilities, or let a privileged helper attach the "
+                   "program and pass inhibit=on with the sockets it made "
+                   "(sock-fds=...)");
+    expect_refusal_f("has 8 slot(s), but map-start-index=8 with 1 queue(s) "
+                     "needs slot 8",
+                     ",ifname=%s,inhibit=on,map-path=%s,map-start-index=8",
+                     ifn, p.xsks);
+    pinned_teardown(&p);
+    veth_pair_destroy(&v);
+    close(xsk);
+}
+
 static char *skip_reason;
 
 static void test_needs_namespace(void)
@@ -1145,10 +1511,15 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/spin", test_spin);
     g_test_add_func("/af-xdp/busy-poll", test_busy_poll);
     g_test_add_func("/af-xdp/two-queues", test_two_queues);
+    g_test_add_func("/af-xdp/queues-all", test_queues_all);
     g_test_add_func("/af-xdp/held-without-buffers",
                     test_held_without_buffers);
     g_test_add_func("/af-xdp/unprivileged-sock-fds",
                     test_unprivileged_sock_fds);
+    g_test_add_func("/af-xdp/map-path", test_map_path);
+    g_test_add_func("/af-xdp/map-path/refusals", test_map_path_refusals);
+    g_test_add_func("/af-xdp/queues-all/refusals",
+                    test_queues_all_refusals);
     g_test_add_func("/af-xdp/refusals", test_refusals);
     g_test_add_func("/af-xdp/skb-fallback", test_skb_fallback);
     g_test_add_func("/af-xdp/program-lifecycle", test_program_lifecycle);
