@@ -1,7 +1,7 @@
 /*
  * XDP programs on an interface: what is attached (libbpf's netlink query)
- * and our redirect program, built from instructions here rather than
- * compiled from C, so the build needs no BPF toolchain.
+ * and our redirect program (net/bpf/xdp-redirect.bpf.c), loaded through
+ * the skeleton bpftool generates from it at build time.
  */
 #include "net/xdp-prog.h"
 
@@ -15,12 +15,10 @@
 
 #include <glib.h>
 
-/* One XSK map slot per queue libxdp's API can bind, as its own program. */
-#define XSK_MAP_ENTRIES 64
+#include "xdp-redirect.skel.h"
 
 struct XdpRedirect {
-    int map_fd;
-    int prog_fd;
+    struct xdp_redirect_bpf *skel;  /* the program and its XSK map */
     int link_fd;
     bool frags;
 };
@@ -75,32 +73,27 @@ bool xdp_prog_query(unsigned ifindex, XdpAttached *out)
 }
 
 /*
- * return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
- * The map is referenced by fd in a 64-bit immediate load.  With @frags
- * the program declares it handles frames in several buffers (it never
- * looks past the metadata), which the kernel requires before it runs it
- * on an interface whose MTU exceeds a page in native mode, or hands it
- * such frames whole.
+ * Opens and loads our program; with @frags it declares it handles frames
+ * in several buffers (BPF_F_XDP_HAS_FRAGS).  NULL with errno set.
  */
-static int load_program(int map_fd, bool frags)
+static struct xdp_redirect_bpf *load_program(bool frags)
 {
-    LIBBPF_OPTS(bpf_prog_load_opts, opts,
-                .prog_flags = frags ? BPF_F_XDP_HAS_FRAGS : 0);
-    struct bpf_insn insns[] = {
-        { .code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = BPF_REG_2,
-          .src_reg = BPF_REG_1,
-          .off = offsetof(struct xdp_md, rx_queue_index) },
-        { .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1,
-          .src_reg = BPF_PSEUDO_MAP_FD, .imm = map_fd },
-        { 0 },
-        { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3,
-          .imm = XDP_PASS },
-        { .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_redirect_map },
-        { .code = BPF_JMP | BPF_EXIT },
-    };
+    struct xdp_redirect_bpf *skel = xdp_redirect_bpf__open();
+    int err;
 
-    return bpf_prog_load(BPF_PROG_TYPE_XDP, "illan_xsk", "GPL", insns,
-                         G_N_ELEMENTS(insns), &opts);
+    if (!skel) {
+        return NULL;
+    }
+    if (frags) {
+        bpf_program__set_flags(skel->progs.illan_xsk, BPF_F_XDP_HAS_FRAGS);
+    }
+    err = xdp_redirect_bpf__load(skel);
+    if (err) {
+        xdp_redirect_bpf__destroy(skel);
+        errno = -err;
+        return NULL;
+    }
+    return skel;
 }
 
 XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags)
@@ -115,21 +108,17 @@ XdpRedirect *xdp_redirect_attach_frags(unsigned ifindex, uint32_t mode_flags,
     XdpRedirect *r = g_new(XdpRedirect, 1);
     int err;
 
-    r->prog_fd = r->link_fd = -1;
+    r->link_fd = -1;
     r->frags = frags;
-    r->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "illan_xsks",
-                               sizeof(uint32_t), sizeof(uint32_t),
-                               XSK_MAP_ENTRIES, NULL);
-    if (r->map_fd >= 0) {
-        r->prog_fd = load_program(r->map_fd, frags);
-    }
+    r->skel = load_program(frags);
     /* Kernels before 5.18 know no such flag. */
-    if (r->prog_fd < 0 && frags && errno == EINVAL) {
+    if (!r->skel && frags && errno == EINVAL) {
         r->frags = false;
-        r->prog_fd = load_program(r->map_fd, false);
+        r->skel = load_program(false);
     }
-    if (r->prog_fd >= 0) {
-        r->link_fd = bpf_link_create(r->prog_fd, ifindex, BPF_XDP, &opts);
+    if (r->skel) {
+        r->link_fd = bpf_link_create(bpf_program__fd(r->skel->progs.illan_xsk),
+                                     ifindex, BPF_XDP, &opts);
     }
     if (r->link_fd < 0) {
         err = errno;
@@ -147,7 +136,8 @@ bool xdp_redirect_frags(const XdpRedirect *r)
 
 bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd)
 {
-    return bpf_map_update_elem(r->map_fd, &queue, &fd, BPF_ANY) == 0;
+    return bpf_map__update_elem(r->skel->maps.illan_xsks, &queue,
+                                sizeof(queue), &fd, sizeof(fd), BPF_ANY) == 0;
 }
 
 void xdp_redirect_detach(XdpRedirect *r)
@@ -158,11 +148,6 @@ void xdp_redirect_detach(XdpRedirect *r)
     if (r->link_fd >= 0) {
         close(r->link_fd);
     }
-    if (r->prog_fd >= 0) {
-        close(r->prog_fd);
-    }
-    if (r->map_fd >= 0) {
-        close(r->map_fd);
-    }
+    xdp_redirect_bpf__destroy(r->skel);
     g_free(r);
 }

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc libglib2.0-dev libfdt-dev
-          device-tree-compiler libjson-glib-dev libxdp-dev libbpf-dev xdp-tools
+          device-tree-compiler libjson-glib-dev libxdp-dev libbpf-dev xdp-tools bpftool
           clang llvm iproute2 ethtool iputils-ping iperf3 python3)
 
 missing=()
