@@ -85,6 +85,7 @@ typedef struct AfXdpOptions {
     unsigned batch;
     uint32_t rx_ring_size, tx_ring_size;
     AfXdpMultiBuffer multi_buffer;
+    bool rx_metadata;           /* look for struct illan_xdp_meta */
 } AfXdpOptions;
 
 typedef struct AfXdpState {
@@ -103,6 +104,7 @@ typedef struct AfXdpState {
     uint64_t link_changes, reopens;
     bool multi_buffer;          /* the queues are bound with XDP_USE_SG */
     bool mb_reported;           /* its absence was said on stderr */
+    const char *rx_metadata;    /* "kfunc", "ktime", "external" or "off" */
     /* The interface's MTU, set by the main thread, read by senders. */
     uint32_t mtu;               /* atomic */
     uint64_t tx_over_mtu;       /* atomic */
@@ -112,7 +114,7 @@ static const char *const af_xdp_keys[] = {
     "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
     "inhibit", "sock-fds", "map-path", "map-start-index", "spin",
     "busy-poll", "batch", "rx-ring-size", "tx-ring-size", "multi-buffer",
-    NULL
+    "rx-metadata", NULL
 };
 
 /* Options. */
@@ -146,6 +148,15 @@ static bool parse_bool_opt(const QemuOpts *opts, const char *key, bool *out,
     const char *v = qemu_opt_get(opts, key);
 
     return !v || qemu_parse_bool(key, v, out, errp);
+}
+
+/* On by default with our own program; with someone else's (inhibit=on),
+ * only when asked: theirs must be ours, built from the same source. */
+static bool parse_rx_metadata(const QemuOpts *opts, AfXdpOptions *o,
+                              GError **errp)
+{
+    o->rx_metadata = !o->inhibit;
+    return parse_bool_opt(opts, "rx-metadata", &o->rx_metadata, errp);
 }
 
 static bool parse_ring_opt(const QemuOpts *opts, const char *key,
@@ -347,6 +358,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
            parse_ring_opt(opts, "rx-ring-size", &o->rx_ring_size, errp) &&
            parse_ring_opt(opts, "tx-ring-size", &o->tx_ring_size, errp) &&
            parse_multi_buffer(opts, &o->multi_buffer, errp) &&
+           parse_rx_metadata(opts, o, errp) &&
            (!fds || parse_sock_fds(fds, o, errp)) &&
            check_combination(o, errp);
 }
@@ -567,12 +579,14 @@ static void attach_error(AfXdpState *s, uint32_t flags, int err,
 /* 0, or the errno of the failed attach. */
 static int attach_in_mode(AfXdpState *s, uint32_t flags)
 {
-    s->redirect = xdp_redirect_attach_frags(s->ifindex, flags,
-                                            s->o.multi_buffer !=
-                                            AF_XDP_MB_OFF);
+    s->redirect = xdp_redirect_attach_meta(s->ifindex, flags,
+                                           s->o.multi_buffer != AF_XDP_MB_OFF,
+                                           s->o.rx_metadata ? XDP_META_ON
+                                                            : XDP_META_OFF);
     if (!s->redirect) {
         return errno;
     }
+    s->rx_metadata = xdp_redirect_meta_source(s->redirect);
     s->mode = flags == XDP_FLAGS_SKB_MODE ? "skb" : "native";
     return 0;
 }
@@ -675,6 +689,7 @@ static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
         /* A program without frags never hands a socket a chain. */
         .multi_buffer = s->o.multi_buffer != AF_XDP_MB_OFF &&
                         (!s->redirect || xdp_redirect_frags(s->redirect)),
+        .meta_btf_id = s->o.rx_metadata ? xdp_meta_btf_id() : 0,
     };
     XskQueue *q = NULL;
 
@@ -796,6 +811,7 @@ static bool open_queues(AfXdpState *s, GError **errp)
     }
     if (s->o.inhibit) {
         s->mode = "external";
+        s->rx_metadata = s->o.rx_metadata ? "external" : "off";
     } else if (!attach_program(s, errp)) {
         return false;
     }
@@ -1031,6 +1047,11 @@ static GVariant *queue_stats(XskQueue *q)
     PUT("tx-ring-full", tx_ring_full);
     PUT("tx-oversize", tx_oversize);
     PUT("tx-chains", tx_chains);
+    PUT("rx-meta-frames", rx_meta_frames);
+    PUT("rx-meta-foreign", rx_meta_foreign);
+    PUT("rx-meta-timestamp", rx_meta_timestamp);
+    PUT("rx-meta-flags", rx_meta_flags);
+    PUT("rx-meta-hash", rx_meta_hash);
     PUT("rx_dropped", xdp_rx_dropped);
     PUT("rx_invalid_descs", xdp_rx_invalid_descs);
     PUT("rx_ring_full", xdp_rx_ring_full);
@@ -1058,6 +1079,7 @@ static GVariant *af_xdp_query(void *opaque)
     g_variant_dict_insert(&d, "zero-copy", "b",
                           s->queues[0] && xsk_queue_zero_copy(s->queues[0]));
     g_variant_dict_insert(&d, "multi-buffer", "b", s->multi_buffer);
+    g_variant_dict_insert(&d, "rx-metadata", "s", s->rx_metadata);
     g_variant_dict_insert(&d, "mtu", "u",
                           __atomic_load_n(&s->mtu, __ATOMIC_RELAXED));
     g_variant_dict_insert(&d, "tx-over-mtu", "t",
@@ -1110,6 +1132,7 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
 
     qemu_rwlock_init(&s->queues_lock);
     s->id = g_strdup(id);
+    s->rx_metadata = "off";
     ok = parse_options(opts, &s->o, errp) && af_xdp_checks(s, errp) &&
          (s->watch = link_watch_new(link_event, s, errp)) != NULL;
     /* The queues deliver to the client, so it exists before they do. */
@@ -1159,7 +1182,11 @@ static const NetdevType af_xdp_type = {
         "tx-ring-size=N     tx and completion ring entries (default 512)\n"
         "multi-buffer=on|off|auto  frames over 3840 bytes as chains of "
         "UMEM frames\n"
-        "                   (default auto: if the kernel can)\n",
+        "                   (default auto: if the kernel can)\n"
+        "rx-metadata=on|off the program writes the receive timestamp and "
+        "hash in\n"
+        "                   front of each frame (default on; with inhibit=on, "
+        "off)\n",
     .create = af_xdp_create,
 };
 

@@ -11,16 +11,24 @@
 #include <linux/bpf.h>
 #include <linux/if_link.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include <glib.h>
 
 #include "xdp-redirect.skel.h"
 
+/* Linux 6.3's, for headers that predate it. */
+#ifndef BPF_F_XDP_DEV_BOUND_ONLY
+#define BPF_F_XDP_DEV_BOUND_ONLY (1U << 6)
+#endif
+
 struct XdpRedirect {
     struct xdp_redirect_bpf *skel;  /* the program and its XSK map */
     int link_fd;
     bool frags;
+    bool dev_bound;                 /* illan_xsk_dev, not illan_xsk */
+    const char *meta;               /* what xdp_redirect_meta_source says */
 };
 
 static const char *mode_name(uint8_t mode)
@@ -73,20 +81,32 @@ bool xdp_prog_query(unsigned ifindex, XdpAttached *out)
 }
 
 /*
- * Opens and loads our program; with @frags it declares it handles frames
- * in several buffers (BPF_F_XDP_HAS_FRAGS).  NULL with errno set.
+ * Opens and loads one of the object's programs: illan_xsk_dev
+ * device-bound to @ifindex (the driver's rx-metadata kfuncs), or
+ * illan_xsk writing @meta_mode's struct, if any, from bpf_ktime_get_ns().
+ * With @frags it declares it handles frames in several buffers
+ * (BPF_F_XDP_HAS_FRAGS).  NULL with errno set.
  */
-static struct xdp_redirect_bpf *load_program(bool frags)
+static struct xdp_redirect_bpf *load_program(unsigned ifindex, bool dev,
+                                             XdpMeta meta_mode, bool frags)
 {
     struct xdp_redirect_bpf *skel = xdp_redirect_bpf__open();
+    struct bpf_program *prog;
+    uint32_t flags = frags ? BPF_F_XDP_HAS_FRAGS : 0;
     int err;
 
     if (!skel) {
         return NULL;
     }
-    if (frags) {
-        bpf_program__set_flags(skel->progs.illan_xsk, BPF_F_XDP_HAS_FRAGS);
+    prog = dev ? skel->progs.illan_xsk_dev : skel->progs.illan_xsk;
+    bpf_program__set_autoload(dev ? skel->progs.illan_xsk
+                                  : skel->progs.illan_xsk_dev, false);
+    skel->rodata->meta_mode = meta_mode;
+    if (dev) {
+        bpf_program__set_ifindex(prog, ifindex);
+        flags |= BPF_F_XDP_DEV_BOUND_ONLY;
     }
+    bpf_program__set_flags(prog, flags);
     err = xdp_redirect_bpf__load(skel);
     if (err) {
         xdp_redirect_bpf__destroy(skel);
@@ -94,6 +114,40 @@ static struct xdp_redirect_bpf *load_program(bool frags)
         return NULL;
     }
     return skel;
+}
+
+static struct bpf_program *loaded_program(const XdpRedirect *r)
+{
+    return r->dev_bound ? r->skel->progs.illan_xsk_dev
+                        : r->skel->progs.illan_xsk;
+}
+
+/* Loads and attaches; false with errno set and r->skel NULL. */
+static bool load_and_attach(XdpRedirect *r, unsigned ifindex,
+                            uint32_t mode_flags, XdpMeta meta_mode)
+{
+    LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = mode_flags);
+    int err;
+
+    r->skel = load_program(ifindex, r->dev_bound, meta_mode, r->frags);
+    /* Kernels before 5.18 know no such flag. */
+    if (!r->skel && r->frags && errno == EINVAL && !r->dev_bound) {
+        r->frags = false;
+        r->skel = load_program(ifindex, false, meta_mode, false);
+    }
+    if (!r->skel) {
+        return false;
+    }
+    r->link_fd = bpf_link_create(bpf_program__fd(loaded_program(r)),
+                                 ifindex, BPF_XDP, &opts);
+    if (r->link_fd < 0) {
+        err = errno;
+        xdp_redirect_bpf__destroy(r->skel);
+        r->skel = NULL;
+        errno = err;
+        return false;
+    }
+    return true;
 }
 
 XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags)
@@ -104,29 +158,68 @@ XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags)
 XdpRedirect *xdp_redirect_attach_frags(unsigned ifindex, uint32_t mode_flags,
                                        bool frags)
 {
-    LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = mode_flags);
-    XdpRedirect *r = g_new(XdpRedirect, 1);
+    return xdp_redirect_attach_meta(ifindex, mode_flags, frags, XDP_META_OFF);
+}
+
+/*
+ * With the struct, the device-bound program first: the kernel refuses it
+ * where the driver has no rx-metadata kfuncs (or in skb mode), and then
+ * the program that takes the time itself is next.
+ */
+XdpRedirect *xdp_redirect_attach_meta(unsigned ifindex, uint32_t mode_flags,
+                                      bool frags, XdpMeta meta)
+{
+    XdpRedirect *r = g_new0(XdpRedirect, 1);
     int err;
 
     r->link_fd = -1;
     r->frags = frags;
-    r->skel = load_program(frags);
-    /* Kernels before 5.18 know no such flag. */
-    if (!r->skel && frags && errno == EINVAL) {
-        r->frags = false;
-        r->skel = load_program(false);
+    r->dev_bound = meta == XDP_META_ON;
+    if (!load_and_attach(r, ifindex, mode_flags, meta) && r->dev_bound) {
+        r->dev_bound = false;
+        load_and_attach(r, ifindex, mode_flags, meta);
     }
-    if (r->skel) {
-        r->link_fd = bpf_link_create(bpf_program__fd(r->skel->progs.illan_xsk),
-                                     ifindex, BPF_XDP, &opts);
-    }
-    if (r->link_fd < 0) {
+    if (!r->skel) {
         err = errno;
-        xdp_redirect_detach(r);
+        g_free(r);
         errno = err;
         return NULL;
     }
+    r->meta = meta == XDP_META_OFF ? "off"
+            : meta == XDP_META_FOREIGN ? "foreign"
+            : r->dev_bound ? "kfunc" : "ktime";
     return r;
+}
+
+const char *xdp_redirect_meta_source(const XdpRedirect *r)
+{
+    return r->meta;
+}
+
+/* Our struct's id in the object's own BTF, which is what the program
+ * writes; the object is opened only to read it. */
+static uint32_t find_meta_btf_id(void)
+{
+    struct xdp_redirect_bpf *skel = xdp_redirect_bpf__open();
+    int id = -1;
+
+    if (skel) {
+        id = btf__find_by_name_kind(bpf_object__btf(skel->obj),
+                                    "illan_xdp_meta", BTF_KIND_STRUCT);
+        xdp_redirect_bpf__destroy(skel);
+    }
+    return id > 0 ? (uint32_t)id : 0;
+}
+
+uint32_t xdp_meta_btf_id(void)
+{
+    static gsize id;
+
+    if (g_once_init_enter(&id)) {
+        /* 0 is not an id g_once can store: keep it shifted by one. */
+        g_once_init_leave(&id, (gsize)find_meta_btf_id() + 1);
+    }
+    return (uint32_t)(id - 1);
 }
 
 bool xdp_redirect_frags(const XdpRedirect *r)

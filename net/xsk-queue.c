@@ -22,6 +22,7 @@
  * multi-buffer.
  */
 #include "net/xsk-queue.h"
+#include "net/xdp-meta.h"
 #include "qemu/thread.h"
 
 #include <errno.h>
@@ -600,6 +601,42 @@ static unsigned count_chains(XskQueue *q, const RxBatch *b, unsigned taken)
     return n;
 }
 
+/*
+ * The metadata of the first @taken frames: the 4 bytes in front of each
+ * frame's first descriptor are the BTF id of the struct our program
+ * wrote there, or anything else (a foreign struct, or none).  One load
+ * and one compare a frame; the struct of the last of ours is kept.
+ */
+static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
+{
+    const uint32_t want = q->cfg.meta_btf_id;
+    const uint8_t *last = NULL;
+    unsigned foreign = 0;
+    struct illan_xdp_meta m;
+
+    for (unsigned i = 0; i < taken; i++) {
+        const struct xdp_desc *d = rx_desc(q, b, b->starts[i]);
+        const uint8_t *data = xsk_umem__get_data(q->umem_area, d->addr);
+        uint32_t id;
+
+        memcpy(&id, data - sizeof(id), sizeof(id));
+        if (G_LIKELY(id == want)) {
+            last = data;
+        } else {
+            foreign++;
+        }
+    }
+    STAT_ADD(q->stats.rx_meta_frames, taken - foreign);
+    STAT_ADD(q->stats.rx_meta_foreign, foreign);
+    if (last) {
+        memcpy(&m, last - sizeof(m), sizeof(m));
+        __atomic_store_n(&q->stats.rx_meta_timestamp, m.rx_timestamp,
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&q->stats.rx_meta_flags, m.flags, __ATOMIC_RELAXED);
+        __atomic_store_n(&q->stats.rx_meta_hash, m.rx_hash, __ATOMIC_RELAXED);
+    }
+}
+
 /* One batch from the rx ring to the NIC, which takes what it has room
  * for in the same call; what it holds goes back to the ring for later.
  * Returns how many frames it took, or 1 if it only dropped chains. */
@@ -620,6 +657,9 @@ static unsigned rx_batch(XskQueue *q)
     taken = b.nframes ? net_backend_deliver_or_hold(q->backend, b.frames,
                                                     b.nframes)
                       : 0;
+    if (q->cfg.meta_btf_id) {
+        read_meta(q, &b, taken);
+    }
     /* Descriptors of held frames go back to the ring, with any after. */
     used = taken < b.nframes ? b.starts[taken] : b.next;
     memcpy(q->rx_free + q->rx_nfree, b.addrs, used * sizeof(b.addrs[0]));
@@ -969,6 +1009,11 @@ void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
     st->tx_ring_full = STAT_GET(q->stats.tx_ring_full);
     st->tx_oversize = STAT_GET(q->stats.tx_oversize);
     st->tx_chains = STAT_GET(q->stats.tx_chains);
+    st->rx_meta_frames = STAT_GET(q->stats.rx_meta_frames);
+    st->rx_meta_foreign = STAT_GET(q->stats.rx_meta_foreign);
+    st->rx_meta_timestamp = STAT_GET(q->stats.rx_meta_timestamp);
+    st->rx_meta_flags = STAT_GET(q->stats.rx_meta_flags);
+    st->rx_meta_hash = STAT_GET(q->stats.rx_meta_hash);
     /* The kernel keeps these on the socket; a dead one reads as zero. */
     getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &x, &len);
     st->xdp_rx_dropped = x.rx_dropped;

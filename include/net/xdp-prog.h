@@ -31,6 +31,24 @@ XdpRedirect *xdp_redirect_attach(unsigned ifindex, uint32_t mode_flags);
  * the kernel knows the flag, without it otherwise. */
 XdpRedirect *xdp_redirect_attach_frags(unsigned ifindex, uint32_t mode_flags,
                                        bool frags);
+/* What the program writes in front of each frame (include/net/xdp-meta.h):
+ * nothing, struct illan_xdp_meta, or (for tests) a struct of another
+ * BTF type. */
+typedef enum XdpMeta {
+    XDP_META_OFF,
+    XDP_META_ON,
+    XDP_META_FOREIGN,
+} XdpMeta;
+/* The same, writing @meta: with XDP_META_ON the program is device-bound
+ * and reads the driver's timestamp and hash where the kernel allows it,
+ * and takes bpf_ktime_get_ns() otherwise. */
+XdpRedirect *xdp_redirect_attach_meta(unsigned ifindex, uint32_t mode_flags,
+                                      bool frags, XdpMeta meta);
+/* "kfunc" (device-bound), "ktime", "off" or "foreign". */
+const char *xdp_redirect_meta_source(const XdpRedirect *r);
+/* The BTF type id of struct illan_xdp_meta, the last member the program
+ * writes; 0 if our object cannot be read.  Any thread. */
+uint32_t xdp_meta_btf_id(void);
 /* Whether the attached program was loaded with BPF_F_XDP_HAS_FRAGS. */
 bool xdp_redirect_frags(const XdpRedirect *r);
 /* Frames of rx queue @queue go to AF_XDP socket @fd. */

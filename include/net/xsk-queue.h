@@ -42,6 +42,8 @@ typedef struct XskQueueConfig {
     unsigned busy_poll_usecs;   /* 0: no SO_PREFER_BUSY_POLL */
     bool multi_buffer;      /* bind with XDP_USE_SG, and without it if
                                the kernel refuses */
+    uint32_t meta_btf_id;   /* 0, or the BTF id of struct illan_xdp_meta
+                               to look for in front of each frame */
 } XskQueueConfig;
 
 /* Counters of one queue; "xdp_*" are the kernel's XDP_STATISTICS.
@@ -54,6 +56,11 @@ typedef struct XskQueueStats {
     uint64_t rx_chains, rx_too_long, rx_truncated;
     uint64_t tx_frames, tx_kicks, tx_kick_errors, tx_ring_full, tx_oversize;
     uint64_t tx_chains;
+    /* With meta_btf_id: frames with our struct in front and with any
+     * other, and the struct of the last of ours (CLOCK_MONOTONIC ns with
+     * ILLAN_XDP_META_TS_KTIME in its flags). */
+    uint64_t rx_meta_frames, rx_meta_foreign;
+    uint64_t rx_meta_timestamp, rx_meta_flags, rx_meta_hash;
     uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_rx_ring_full,
              xdp_rx_fill_ring_empty_descs, xdp_tx_invalid_descs,
              xdp_tx_ring_empty_descs;
