@@ -33,6 +33,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
@@ -601,11 +602,34 @@ static unsigned count_chains(XskQueue *q, const RxBatch *b, unsigned taken)
     return n;
 }
 
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+/* Counts one delay from @stamp (CLOCK_MONOTONIC ns) to now. */
+static void sample_latency(XskQueue *q, uint64_t stamp)
+{
+    uint64_t now = monotonic_ns();
+    uint64_t delay = now > stamp ? now - stamp : 0;
+    unsigned b = delay ? 64 - __builtin_clzll(delay) : 0;
+
+    STAT_ADD(q->stats.rx_latency[MIN(b, XSK_LATENCY_BUCKETS - 1)], 1);
+    /* The I/O thread is the one writer. */
+    if (delay > STAT_GET(q->stats.rx_latency_max)) {
+        __atomic_store_n(&q->stats.rx_latency_max, delay, __ATOMIC_RELAXED);
+    }
+}
+
 /*
  * The metadata of the first @taken frames: the 4 bytes in front of each
  * frame's first descriptor are the BTF id of the struct our program
  * wrote there, or anything else (a foreign struct, or none).  One load
- * and one compare a frame; the struct of the last of ours is kept.
+ * and one compare a frame; the struct of the last of ours is kept, and
+ * its delay sampled.  Called once the device has taken the frames.
  */
 static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
 {
@@ -634,6 +658,9 @@ static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
                          __ATOMIC_RELAXED);
         __atomic_store_n(&q->stats.rx_meta_flags, m.flags, __ATOMIC_RELAXED);
         __atomic_store_n(&q->stats.rx_meta_hash, m.rx_hash, __ATOMIC_RELAXED);
+        if (m.flags & ILLAN_XDP_META_TS_KTIME) {
+            sample_latency(q, m.rx_timestamp);
+        }
     }
 }
 
@@ -1014,6 +1041,10 @@ void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
     st->rx_meta_timestamp = STAT_GET(q->stats.rx_meta_timestamp);
     st->rx_meta_flags = STAT_GET(q->stats.rx_meta_flags);
     st->rx_meta_hash = STAT_GET(q->stats.rx_meta_hash);
+    for (unsigned b = 0; b < XSK_LATENCY_BUCKETS; b++) {
+        st->rx_latency[b] = STAT_GET(q->stats.rx_latency[b]);
+    }
+    st->rx_latency_max = STAT_GET(q->stats.rx_latency_max);
     /* The kernel keeps these on the socket; a dead one reads as zero. */
     getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &x, &len);
     st->xdp_rx_dropped = x.rx_dropped;

@@ -51,6 +51,10 @@ typedef struct XskQueueConfig {
  * that spanned several descriptors; rx_too_long and rx_truncated the
  * chains dropped before the NIC saw them (longer than NET_FRAME_MAX or
  * than XSK_CHAIN_CAP descriptors, or without their last descriptor). */
+/* Latency buckets: bucket b counts delays in [2^(b-1), 2^b) ns, bucket 0
+ * a delay of 0; the last one holds everything longer. */
+#define XSK_LATENCY_BUCKETS 40
+
 typedef struct XskQueueStats {
     uint64_t rx_frames, rx_batches, rx_wakeups, sleeps;
     uint64_t rx_chains, rx_too_long, rx_truncated;
@@ -61,6 +65,11 @@ typedef struct XskQueueStats {
      * ILLAN_XDP_META_TS_KTIME in its flags). */
     uint64_t rx_meta_frames, rx_meta_foreign;
     uint64_t rx_meta_timestamp, rx_meta_flags, rx_meta_hash;
+    /* One sample a batch, of its last frame with our struct and a
+     * CLOCK_MONOTONIC timestamp: from the XDP program to the device's
+     * receive having returned, its rx-queue entry written. */
+    uint64_t rx_latency[XSK_LATENCY_BUCKETS];
+    uint64_t rx_latency_max;
     uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_rx_ring_full,
              xdp_rx_fill_ring_empty_descs, xdp_tx_invalid_descs,
              xdp_tx_ring_empty_descs;
