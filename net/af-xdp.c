@@ -1034,7 +1034,7 @@ static uint64_t latency_quantile(const XskQueueStats *st, uint64_t samples,
     for (unsigned b = 0; b < XSK_LATENCY_BUCKETS; b++) {
         seen += st->rx_latency[b];
         if (seen >= want) {
-            return MIN((uint64_t)1 << b, st->rx_latency_max);
+            return MIN(xsk_latency_bucket_end(b), st->rx_latency_max);
         }
     }
     return st->rx_latency_max;

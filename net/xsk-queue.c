@@ -615,9 +615,8 @@ static void sample_latency(XskQueue *q, uint64_t stamp)
 {
     uint64_t now = monotonic_ns();
     uint64_t delay = now > stamp ? now - stamp : 0;
-    unsigned b = delay ? 64 - __builtin_clzll(delay) : 0;
 
-    STAT_ADD(q->stats.rx_latency[MIN(b, XSK_LATENCY_BUCKETS - 1)], 1);
+    STAT_ADD(q->stats.rx_latency[xsk_latency_bucket(delay)], 1);
     /* The I/O thread is the one writer. */
     if (delay > STAT_GET(q->stats.rx_latency_max)) {
         __atomic_store_n(&q->stats.rx_latency_max, delay, __ATOMIC_RELAXED);
