@@ -359,6 +359,21 @@ def wait_quiet():
     return round(time.monotonic() - start - QUIET_SAMPLE_S, 1)
 
 
+def ksoftirqd_pids():
+    """{cpu name: pid} of the kernel threads that run softirq work a CPU
+    could not finish on the way out of an interrupt."""
+    pids = {}
+    for entry in os.listdir('/proc'):
+        try:
+            with open(f'/proc/{entry}/comm') as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if name.startswith('ksoftirqd/'):
+            pids['cpu' + name.split('/', 1)[1]] = int(entry)
+    return pids
+
+
 class CpuWindow:
     """/proc/stat and process times at the start and end of a window."""
 
@@ -369,6 +384,9 @@ class CpuWindow:
         self.cpu0 = cpu_times()
         self.foreign0 = foreign_ticks(self.ours)
         self.illan0 = process_ticks(illan_pid) if illan_pid else 0
+        self.ksoftirqd = ksoftirqd_pids()
+        self.ksoftirqd0 = {cpu: process_ticks(pid)
+                           for cpu, pid in self.ksoftirqd.items()}
 
     def close(self):
         secs = time.monotonic() - self.t0
@@ -382,7 +400,11 @@ class CpuWindow:
                                        cpus[name]['iowait'] -
                                        cpus[name]['steal'], 1)
         foreign = foreign_delta(self.foreign0, foreign_ticks(self.ours))
-        out = {'cpus': cpus, 'foreign': round(100 * foreign / hz / secs, 1)}
+        out = {'cpus': cpus, 'foreign': round(100 * foreign / hz / secs, 1),
+               'ksoftirqd': {cpu: round(100 * (process_ticks(pid) -
+                                               self.ksoftirqd0[cpu]) /
+                                        hz / secs, 1)
+                             for cpu, pid in self.ksoftirqd.items()}}
         if self.illan_pid:
             out['illan'] = round(100 * (process_ticks(self.illan_pid) -
                                         self.illan0) / hz / secs, 1)
@@ -1003,8 +1025,9 @@ def print_table(title, header, results, row):
 
 
 def cpu_cells(r):
-    cpus = r['cpu']['cpus']
+    cpus, soft = r['cpu']['cpus'], r['cpu']['ksoftirqd']
     return [fmt(cpus['cpu0']['busy'], 0), fmt(cpus['cpu1']['busy'], 0),
+            f"{soft.get('cpu0', 0):.0f}/{soft.get('cpu1', 0):.0f}",
             f"{cpus['cpu0']['steal']:.0f}/{cpus['cpu1']['steal']:.0f}",
             fmt(r['cpu']['foreign'], 0)]
 
@@ -1031,7 +1054,7 @@ def failed_row(head, header, failed):
 
 RAW_HEADER = ['fwd', 'size', 'mode', 'wait', 'ns/frame (cpu)',
               'gen ns/frame (cpu)', 'Mpps', 'Gbit/s', 'offered Mpps',
-              'drops/s', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
+              'drops/s', 'cpu0 %', 'cpu1 %', 'ksoftirqd %', 'steal %', 'other %',
               'runs (Mpps)']
 
 
@@ -1046,7 +1069,7 @@ def raw_row(r, failed='FAILED'):
 
 TESTPMD_HEADER = ['fwd', 'size', 'lcore ns/frame (cpu)', 'lcore vs raw',
                   'gen ns/frame (cpu)', 'Mpps', 'vs raw', 'own Mpps',
-                  'offered Mpps', 'drops/s', 'cpu0 %', 'cpu1 %', 'steal %',
+                  'offered Mpps', 'drops/s', 'cpu0 %', 'cpu1 %', 'ksoftirqd %', 'steal %',
                   'other %', 'runs (Mpps)']
 
 
@@ -1066,7 +1089,7 @@ ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'I/O ns/frame (cpu)',
                 'all ns/frame (cpu)', 'all vs raw', 'gen ns/frame (cpu)',
                 'Mpps',
                 'vs raw', 'vs testpmd', 'offered Mpps', 'guest tx Mpps',
-                'drops/s', 'illan %', 'cpu0 %', 'cpu1 %', 'steal %',
+                'drops/s', 'illan %', 'cpu0 %', 'cpu1 %', 'ksoftirqd %', 'steal %',
                 'other %', 'runs (Mpps)']
 
 
