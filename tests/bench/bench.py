@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""make bench: how fast illan carries frames over af-xdp, against the raw
-AF_XDP limit of the same machine.
+"""make bench: what a frame over af-xdp costs illan's threads in CPU, and
+how fast it carries frames, against a bare AF_XDP socket and DPDK's testpmd
+on the same machine in the same run.
 
 Two network namespaces joined by one veth pair: the generator's end
 (xdp-gen, XDP live frames, on CPU0) and the device under test's end
-(xsk-rxdrop or illan, on CPU1).  First the raw receive limit, then illan's
-points; each point is the median of --runs runs of --secs seconds.  See
+(xsk-rxdrop, dpdk-testpmd or illan, on CPU1).  First the raw loops
+(receive, macswap, send), then testpmd, then illan's points; each point is
+the median of --runs runs of --secs seconds, and every thread's CPU time
+over a run's window comes from /proc/PID/task/TID/stat.  See
 docs/devel/benchmarks.md for the columns.
 """
 
@@ -1157,7 +1160,9 @@ def parse_args():
     p.add_argument('--match', metavar='GLOB', action='append',
                    help='only the points whose label matches, e.g. '
                    '"rxonly/64/on/native/poll" or "*/64/*" (raw points: '
-                   '"raw/64/native/poll"); may be given more than once')
+                   '"raw/64/native/poll", "raw-txonly/64/native/poll"; '
+                   'testpmd: "testpmd/macswap/64"); may be given more '
+                   'than once')
     p.add_argument('--illan-cpus', default=str(DUT_CPU),
                    help='CPU list illan is pinned to (taskset -c)')
     p.add_argument('--json', help='where the figures go '
