@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 MESON_TEST  = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps run check check-asan check-tsan bench clean
+.PHONY: all deps bench-deps run check check-asan check-tsan bench clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -27,6 +27,10 @@ $(TSAN_BUILD)/build.ninja:
 
 deps:
 	scripts/install-deps.sh
+
+# What make bench needs beyond make check: DPDK's testpmd, the peer.
+bench-deps:
+	scripts/install-deps.sh --bench
 
 # The main job: real traffic through spapr-vlan, pools off against on
 # (scripts/demo.py says what it does, and what it skips without root).
@@ -65,10 +69,11 @@ check-tsan: deps $(TSAN_BUILD)/build.ninja
 	    TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:atexit_sleep_ms=0 \
 	    setarch $$(uname -m) -R $(MESON_TEST)
 
-# Frame rates over af-xdp against the raw AF_XDP limit, in private network
-# namespaces (root; ~15 minutes; docs/devel/benchmarks.md).  Not part of
-# check.  BENCH_ARGS passes options, e.g. BENCH_ARGS="--only raw".
-bench: all
+# Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
+# and DPDK's testpmd, in private network namespaces (root; ~20 minutes;
+# docs/devel/benchmarks.md).  Not part of check.  BENCH_ARGS passes
+# options, e.g. BENCH_ARGS="--only raw".
+bench: bench-deps all
 	tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:

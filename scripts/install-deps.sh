@@ -6,6 +6,12 @@ set -euo pipefail
 packages=(meson ninja-build pkg-config gcc libglib2.0-dev libfdt-dev
           device-tree-compiler libjson-glib-dev libxdp-dev libbpf-dev xdp-tools bpftool
           clang llvm iproute2 ethtool iputils-ping iperf3 python3)
+# --bench (make bench): also DPDK's testpmd and its AF_XDP driver, the
+# peer the benchmark runs in the same run; Debian 12 ships dpdk-testpmd in
+# dpdk-dev.  Not for make check, which does not need them.
+if [ "${1:-}" = --bench ]; then
+    packages+=(dpdk-dev librte-net-af-xdp23)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""make bench: how fast illan carries frames over af-xdp, against the raw
-AF_XDP limit of the same machine.
+"""make bench: what a frame over af-xdp costs illan's threads in CPU, and
+how fast it carries frames, against a bare AF_XDP socket and DPDK's testpmd
+on the same machine in the same run.
 
 Two network namespaces joined by one veth pair: the generator's end
 (xdp-gen, XDP live frames, on CPU0) and the device under test's end
-(xsk-rxdrop or illan, on CPU1).  First the raw receive limit, then illan's
-points; each point is the median of --runs runs of --secs seconds.  See
+(xsk-rxdrop, dpdk-testpmd or illan, on CPU1).  First the raw loops
+(receive, macswap, send), then testpmd, then illan's points; each point is
+the median of --runs runs of --secs seconds, and every thread's CPU time
+over a run's window comes from /proc/PID/task/TID/stat.  See
 docs/devel/benchmarks.md for the columns.
 """
 
@@ -16,11 +19,13 @@ import json
 import os
 import platform
 import queue
+import re
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import shutil
 import tempfile
 import threading
 import time
@@ -65,11 +70,12 @@ class Proc:
 
     live = []
 
-    def __init__(self, name, argv, stderr_path=None):
+    def __init__(self, name, argv, stderr_path=None, stdin=False):
         self.name = name
         self.stderr_path = stderr_path
         err = open(stderr_path, 'w') if stderr_path else subprocess.PIPE
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
+                                  stdin=subprocess.PIPE if stdin else None,
                                   text=True)
         if stderr_path:
             err.close()
@@ -99,6 +105,29 @@ class Proc:
                 raise Failed(f'{self.name} exited: {self.stderr()}')
             if line.split(' ', 1)[0] == word:
                 return parse_kv(line)
+
+    def expect_re(self, pattern, timeout):
+        """The match of the next line that matches pattern."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0, deadline -
+                                                  time.monotonic()))
+            except queue.Empty:
+                raise Failed(f'{self.name}: no "{pattern}" in {timeout} s')
+            if line is None:
+                raise Failed(f'{self.name} exited: {self.stderr()}')
+            m = re.search(pattern, line)
+            if m:
+                return m
+
+    def write(self, line):
+        """A line to its standard input; nothing once it has exited."""
+        try:
+            self.p.stdin.write(line + '\n')
+            self.p.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
 
     def stderr(self):
         if self.p.poll() is None:
@@ -224,6 +253,77 @@ def process_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def parse_task_stat(text):
+    """A thread's name and utime + stime, in clock ticks, from its
+    /proc/PID/task/TID/stat line (the name may hold spaces and ')').
+
+    >>> parse_task_stat('42 (vcpu-g0) R 1 2 3 4 5 6 7 8 9 10 250 40 0 0')
+    ('vcpu-g0', 290)
+    >>> parse_task_stat('7 (a) b) S 1 2 3 4 5 6 7 8 9 10 3 4 0 0')
+    ('a) b', 7)
+    """
+    name = text[text.index('(') + 1:text.rindex(')')]
+    fields = text.rsplit(')', 1)[1].split()
+    return name, int(fields[11]) + int(fields[12])
+
+
+def thread_ticks(pid):
+    """{tid: (name, ticks)} for every thread of pid; {} once it is gone."""
+    threads = {}
+    try:
+        tids = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+        return threads
+    for tid in tids:
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                threads[tid] = parse_task_stat(f.read())
+        except OSError:
+            continue
+    return threads
+
+
+class ThreadWindow:
+    """Each thread's CPU time over a window, for the processes named:
+    read at its start and its end, so that warm-up is not in it."""
+
+    def __init__(self, procs):
+        self.procs = procs
+        self.t0 = time.monotonic()
+        self.start = {role: thread_ticks(pid) for role, pid in procs.items()}
+
+    def close(self):
+        """{role: {thread name: CPU seconds}}, threads of one name summed
+        (xdp-gen's senders), and the window's length."""
+        secs = time.monotonic() - self.t0
+        hz = os.sysconf('SC_CLK_TCK')
+        used = {}
+        for role, pid in self.procs.items():
+            before, threads = self.start[role], {}
+            for tid, (name, ticks) in thread_ticks(pid).items():
+                ticks -= before.get(tid, (name, 0))[1]
+                threads[name] = threads.get(name, 0) + ticks / hz
+            used[role] = threads
+        return {'secs': secs, 'threads': used}
+
+
+def cost(threads, secs, frames, prefix='', exclude=()):
+    """The CPU a frame costs the threads whose name starts with prefix
+    ('' for all), but for those excluded: ns a frame over the window's
+    frames, and their share of one CPU."""
+    cpu = sum(t for name, t in threads.items()
+              if name.startswith(prefix) and not name.startswith(exclude))
+    return {'ns': round(cpu * 1e9 / frames, 1) if frames > 0 else None,
+            'pct': round(100 * cpu / secs, 1)}
+
+
+def gen_cost(use, m0, m1):
+    """The generator's CPU a frame it offered (veth tx_packets); only
+    listening (txonly), it offers none."""
+    return cost(use['threads']['gen'], use['secs'],
+                m1['tx_packets'] - m0['tx_packets'])
+
+
 def foreign_ticks(ours):
     """CPU ticks by pid of the user-space processes that are not this
     benchmark's: the other work on a shared machine."""
@@ -262,6 +362,21 @@ def wait_quiet():
     return round(time.monotonic() - start - QUIET_SAMPLE_S, 1)
 
 
+def ksoftirqd_pids():
+    """{cpu name: pid} of the kernel threads that run softirq work a CPU
+    could not finish on the way out of an interrupt."""
+    pids = {}
+    for entry in os.listdir('/proc'):
+        try:
+            with open(f'/proc/{entry}/comm') as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if name.startswith('ksoftirqd/'):
+            pids['cpu' + name.split('/', 1)[1]] = int(entry)
+    return pids
+
+
 class CpuWindow:
     """/proc/stat and process times at the start and end of a window."""
 
@@ -272,6 +387,9 @@ class CpuWindow:
         self.cpu0 = cpu_times()
         self.foreign0 = foreign_ticks(self.ours)
         self.illan0 = process_ticks(illan_pid) if illan_pid else 0
+        self.ksoftirqd = ksoftirqd_pids()
+        self.ksoftirqd0 = {cpu: process_ticks(pid)
+                           for cpu, pid in self.ksoftirqd.items()}
 
     def close(self):
         secs = time.monotonic() - self.t0
@@ -285,7 +403,11 @@ class CpuWindow:
                                        cpus[name]['iowait'] -
                                        cpus[name]['steal'], 1)
         foreign = foreign_delta(self.foreign0, foreign_ticks(self.ours))
-        out = {'cpus': cpus, 'foreign': round(100 * foreign / hz / secs, 1)}
+        out = {'cpus': cpus, 'foreign': round(100 * foreign / hz / secs, 1),
+               'ksoftirqd': {cpu: round(100 * (process_ticks(pid) -
+                                               self.ksoftirqd0[cpu]) /
+                                        hz / secs, 1)
+                             for cpu, pid in self.ksoftirqd.items()}}
         if self.illan_pid:
             out['illan'] = round(100 * (process_ticks(self.illan_pid) -
                                         self.illan0) / hz / secs, 1)
@@ -443,12 +565,14 @@ def gen_mark(gen):
     return gen.expect('mark', START_TIMEOUT_S)
 
 
-def start_rxdrop(args, ns, mode, wait, fwd):
+def start_rxdrop(args, ns, mode, wait, fwd, size):
+    extra = ['-s', size, '-d', ns.gen_mac] if fwd == 'txonly' else []
     for attempt in range(START_ATTEMPTS):
         rx = Proc('xsk-rxdrop', ['ip', 'netns', 'exec', ns.dut,
                                  tool(args, 'xsk-rxdrop'), '-i', 'dut0',
                                  '-m', mode, '-w', wait, '-f', fwd,
-                                 '-t', str(args.secs), '-c', str(DUT_CPU)])
+                                 '-t', str(args.secs), '-c', str(DUT_CPU),
+                                 *extra])
         try:
             rx.expect('ready', START_TIMEOUT_S)
             return rx
@@ -460,31 +584,43 @@ def start_rxdrop(args, ns, mode, wait, fwd):
 
 
 def raw_run(args, ns, point):
-    """drop: what the socket received.  macswap: what arrived back at the
-    generator's end, as for illan's macswap."""
+    """drop: what the socket received.  macswap and txonly: what arrived
+    at the generator's end, as for illan's.  The receiver's (or sender's)
+    CPU a frame is over the frames it counted itself in its window:
+    received, forwarded or sent."""
     size, mode, wait, fwd = (point['size'], point['mode'], point['wait'],
                              point['fwd'])
-    rx = start_rxdrop(args, ns, mode, wait, fwd)
-    gen = start_gen(args, ns, size, args.secs + START_TIMEOUT_S + 5,
-                    ns.dut_mac, *(['--count'] if fwd == 'macswap' else []))
+    gen_args = (args, ns, size, args.secs + START_TIMEOUT_S + 5, ns.dut_mac,
+                *{'macswap': ['--count'], 'txonly': ['--listen']}.get(fwd, []))
+    gen = start_gen(*gen_args) if fwd == 'txonly' else None
+    rx = start_rxdrop(args, ns, mode, wait, fwd, size)
     try:
+        gen = gen or start_gen(*gen_args)
         rx.expect('first', START_TIMEOUT_S)
         m0, cpu = gen_mark(gen), CpuWindow([rx.pid, gen.pid])
+        threads = ThreadWindow({'rx': rx.pid, 'gen': gen.pid})
         done = rx.expect('done', args.secs + START_TIMEOUT_S)
-        m1, use = gen_mark(gen), cpu.close()
+        m1, use, thr = gen_mark(gen), cpu.close(), threads.close()
     finally:
-        gen.stop()
+        if gen:
+            gen.stop()
         rx.stop()
     secs = done['secs']
-    if fwd == 'macswap':
+    if fwd == 'drop':
+        mpps, gbps = done['frames'] / secs / 1e6, done['bytes'] * 8 / secs / 1e9
+    else:
         mpps = gen_rate(m0, m1, 'rx_frames') / 1e6
         gbps = gen_rate(m0, m1, 'rx_bytes') * 8 / 1e9
-    else:
-        mpps, gbps = done['frames'] / secs / 1e6, done['bytes'] * 8 / secs / 1e9
+    # Its own count is over its own window; the threads' is a few ms off.
+    frames = (done['tx_frames'] if fwd == 'macswap' else done['frames']) * \
+        thr['secs'] / secs
     return {'mpps': mpps, 'gbps': gbps,
-            'offered_mpps': gen_rate(m0, m1, 'tx_packets') / 1e6,
+            'offered_mpps': None if fwd == 'txonly' else
+            gen_rate(m0, m1, 'tx_packets') / 1e6,
             'drops': per_s(xdp_drops(done), secs),
-            'cpu': use, 'secs': secs}
+            'cost': {'rx': cost(thr['threads']['rx'], thr['secs'], frames),
+                     'gen': gen_cost(thr, m0, m1)},
+            'threads': thr, 'cpu': use, 'secs': secs}
 
 
 def gen_rate(m0, m1, key):
@@ -579,11 +715,43 @@ def illan_window(args, ns, point, illan, qmp):
     try:
         time.sleep(WARMUP_S)
         a, cpu = snapshot(qmp, gen), CpuWindow([gen.pid], illan.pid)
+        threads = ThreadWindow({'illan': illan.pid, 'gen': gen.pid})
         time.sleep(args.secs)
-        b, use = snapshot(qmp, gen), cpu.close()
+        b, use, thr = snapshot(qmp, gen), cpu.close(), threads.close()
     finally:
         gen.stop()
-    return illan_figures(point, a, b, use)
+    return dict(illan_figures(point, a, b, use),
+                cost=illan_cost(point['fwd'], a, b, thr), threads=thr)
+
+
+# What each of illan's threads handles, by fwd: the I/O thread moves
+# frames between the AF_XDP rings and the NIC (into it for rxonly, out of
+# it for txonly and macswap), the vCPU is the guest receiving or sending.
+ROLE_FRAMES = {
+    'rxonly': ('net.nics.0.rx.frames', 'guest.rx-frames'),
+    'txonly': ('net.nics.0.tx.frames', 'guest.tx-frames'),
+    'macswap': ('net.nics.0.tx.frames', 'guest.tx-frames'),
+}
+IO_THREAD = 'xsk-'
+VCPU_THREAD = 'vcpu-'
+
+
+def illan_cost(fwd, a, b, thr):
+    """CPU a frame of the I/O thread, the guest's vCPU, all of illan's
+    threads and its other threads (over the guest's frames), and the
+    generator."""
+    d = delta({'guest': a['guest'], 'net': a['net']},
+              {'guest': b['guest'], 'net': b['net']})
+    io_frames, guest_frames = (d[k] for k in ROLE_FRAMES[fwd])
+    threads, secs = thr['threads']['illan'], thr['secs']
+    # The counters were read on both sides of the thread window.
+    scale = secs / (b['t'] - a['t'])
+    return {'io': cost(threads, secs, io_frames * scale, IO_THREAD),
+            'vcpu': cost(threads, secs, guest_frames * scale, VCPU_THREAD),
+            'all': cost(threads, secs, guest_frames * scale),
+            'rest': cost(threads, secs, guest_frames * scale,
+                         exclude=(IO_THREAD, VCPU_THREAD)),
+            'gen': gen_cost(thr, a['gen'], b['gen'])}
 
 
 def illan_figures(point, a, b, use):
@@ -610,15 +778,140 @@ def illan_figures(point, a, b, use):
             'counters': d}
 
 
+# --- the peer: DPDK's testpmd over its AF_XDP driver -----------------------
+
+TESTPMD = 'dpdk-testpmd'
+# Enough buffers for its rings (2048 each) and bursts; its default
+# (~155 k of 2 KiB) does not fit in memory without huge pages.
+TESTPMD_MBUFS = 16384
+TESTPMD_WORKER = 'rte-worker-'
+
+
+def testpmd_argv(ns, point):
+    """Its main lcore (which only reads our commands) and its forwarding
+    lcore both on the device's CPU, as illan's threads are; no huge pages,
+    no PCI, one AF_XDP queue on dut0 as illan's."""
+    fwd, size = point['fwd'], point['size']
+    # stdbuf: its answers come through stdio, block-buffered into a pipe.
+    argv = ['ip', 'netns', 'exec', ns.dut, 'stdbuf', '-oL', TESTPMD,
+            '--lcores', f'0@{DUT_CPU},1@{DUT_CPU}', '--no-pci',
+            '--no-shconf', '--no-huge', '-m', '512',
+            '--vdev', 'net_af_xdp0,iface=dut0,start_queue=0,queue_count=1',
+            '--', '-i', f'--forward-mode={fwd}',
+            f'--total-num-mbufs={TESTPMD_MBUFS}']
+    if fwd == 'txonly':
+        argv += [f'--txpkts={size}', f'--eth-peer=0,{ns.gen_mac}']
+    return argv
+
+
+def port_stats(pmd):
+    """testpmd's counters of port 0 ("show port stats 0")."""
+    pmd.write('show port stats 0')
+    t = time.monotonic()
+    stats = {'t': t}
+    for row in ('RX-packets', 'RX-errors', 'TX-packets'):
+        line = pmd.expect_re(rf'^\s*{row}:.*', START_TIMEOUT_S).group(0)
+        stats.update((k, int(v)) for k, v in
+                     re.findall(r'([A-Za-z-]+):\s+(\d+)', line))
+    return stats
+
+
+def start_testpmd(ns, point, tmp):
+    """Up once its port answers; the kernel may still hold the last run's
+    socket on the queue for a moment, so a failed start is tried again."""
+    if not shutil.which(TESTPMD):
+        raise Failed(f'no {TESTPMD}: make bench installs it '
+                     '(scripts/install-deps.sh --bench)')
+    for attempt in range(START_ATTEMPTS):
+        pmd = Proc('testpmd', testpmd_argv(ns, point),
+                   stderr_path=os.path.join(tmp, 'testpmd.err'), stdin=True)
+        try:
+            port_stats(pmd)
+            return pmd
+        except Failed:
+            pmd.stop()
+            if attempt == START_ATTEMPTS - 1:
+                raise
+            time.sleep(SETTLE_S)
+
+
+def testpmd_run(args, ns, point):
+    """rxonly: what its port received; txonly and macswap: what arrived
+    at the generator's end, as for illan and the raw loops (its own count
+    of frames sent is beside it).  Its forwarding lcore's CPU a frame is
+    over the frames its port counted in the window."""
+    fwd, size = point['fwd'], point['size']
+    flags = {'macswap': ['--count'], 'txonly': ['--listen']}.get(fwd, [])
+    with tempfile.TemporaryDirectory(prefix='illan-bench-') as tmp:
+        pmd = start_testpmd(ns, point, tmp)
+        try:
+            pmd.write('start')
+            gen = start_gen(args, ns, size, WARMUP_S + args.secs + 5,
+                            ns.dut_mac, *flags)
+            try:
+                time.sleep(WARMUP_S)
+                a, m0 = port_stats(pmd), gen_mark(gen)
+                cpu = CpuWindow([gen.pid, pmd.pid])
+                threads = ThreadWindow({'pmd': pmd.pid, 'gen': gen.pid})
+                time.sleep(args.secs)
+                b, m1 = port_stats(pmd), gen_mark(gen)
+                use, thr = cpu.close(), threads.close()
+            finally:
+                gen.stop()
+        finally:
+            pmd.write('quit')
+            pmd.stop()
+    return testpmd_figures(fwd, a, b, m0, m1, use, thr)
+
+
+def testpmd_figures(fwd, a, b, m0, m1, use, thr):
+    secs = b['t'] - a['t']
+    d = {k: b[k] - a[k] for k in b}
+    own = 'RX' if fwd == 'rxonly' else 'TX'
+    own_frames = d[f'{own}-packets']
+    arrived = None if fwd == 'rxonly' else gen_rate(m0, m1, 'rx_frames')
+    frames = own_frames * thr['secs'] / secs
+    threads = thr['threads']['pmd']
+    return {'mpps': (arrived or own_frames / secs) / 1e6,
+            'own_mpps': own_frames / secs / 1e6,
+            'gbps': (gen_rate(m0, m1, 'rx_bytes') if arrived else
+                     d['RX-bytes'] / secs) * 8 / 1e9,
+            'offered_mpps': None if fwd == 'txonly' else
+            gen_rate(m0, m1, 'tx_packets') / 1e6,
+            'drops': per_s({'missed': d['RX-missed'],
+                            'rx-errors': d['RX-errors'],
+                            'tx-errors': d['TX-errors']}, secs),
+            'cost': {'lcore': cost(threads, thr['secs'], frames,
+                                   TESTPMD_WORKER),
+                     'rest': cost(threads, thr['secs'], frames,
+                                  exclude=(TESTPMD_WORKER,)),
+                     'gen': gen_cost(thr, m0, m1)},
+            'threads': thr, 'cpu': use, 'secs': secs, 'counters': d}
+
+
 # --- points, runs, medians -----------------------------------------------
 
+# The sizes testpmd's txonly, and so the peers' points, are measured at.
+PEER_SIZES = ('64', '1500')
+
+
 def raw_points():
-    """The receive limit everywhere; the forwarding loop's limit where
-    illan's macswap target is held."""
+    """The receive limit everywhere; the forwarding loop's and the
+    sender's where illan's macswap and txonly are held against them (a
+    sender has no XDP program and never waits: its mode and wait only say
+    which illan points it stands for)."""
     return [{'fwd': 'drop', 'size': s, 'mode': m, 'wait': w}
             for s in SIZES for m in MODES for w in WAITS] + \
-        [{'fwd': 'macswap', 'size': '64', 'mode': 'native', 'wait': w}
-         for w in WAITS]
+        [{'fwd': 'macswap', 'size': '64', 'mode': 'native', 'wait': 'spin'}] + \
+        [{'fwd': f, 'size': s, 'mode': 'native', 'wait': 'poll'}
+         for f in ('macswap', 'txonly') for s in PEER_SIZES]
+
+
+def testpmd_points():
+    """testpmd polls: its wait is spin, its XDP mode the kernel's choice
+    (native on veth)."""
+    return [{'fwd': f, 'size': s, 'mode': 'native', 'wait': 'spin',
+             'peer': 'testpmd'} for f in FWDS for s in PEER_SIZES]
 
 
 def illan_points(full):
@@ -683,11 +976,16 @@ def measure(args, ns, point, one_run):
     return result
 
 
-def raw_key(point, fwd='drop'):
-    """The raw point an illan point is held against: same size, XDP mode
-    and wait style (illan's irq or poll waiting is poll())."""
-    return (fwd, point['size'], point['mode'],
-            'spin' if point['wait'] == 'spin' else 'poll')
+RAW_FWD = {'rxonly': 'drop', 'txonly': 'txonly', 'macswap': 'macswap'}
+
+
+def raw_key(point, fwd=None):
+    """The raw point a point is held against: the raw loop doing the same
+    (receive for rxonly), same size, XDP mode and wait style (illan's irq
+    or poll waiting is poll()).  testpmd polls but is held against the
+    poll(2) receiver, the one the issue's targets name."""
+    wait = 'poll' if point.get('peer') else point['wait']
+    return (fwd or RAW_FWD[point['fwd']], point['size'], point['mode'], wait)
 
 
 # --- output --------------------------------------------------------------
@@ -730,19 +1028,22 @@ def print_table(title, header, results, row):
 
 
 def cpu_cells(r):
-    cpus = r['cpu']['cpus']
+    cpus, soft = r['cpu']['cpus'], r['cpu']['ksoftirqd']
     return [fmt(cpus['cpu0']['busy'], 0), fmt(cpus['cpu1']['busy'], 0),
+            f"{soft.get('cpu0', 0):.0f}/{soft.get('cpu1', 0):.0f}",
             f"{cpus['cpu0']['steal']:.0f}/{cpus['cpu1']['steal']:.0f}",
             fmt(r['cpu']['foreign'], 0)]
 
 
-def raw_row(r, failed='FAILED'):
-    head = [r['fwd'], r['size'], r['mode'], r['wait']]
-    if 'failed' in r:
-        return head + [failed] + [''] * (len(RAW_HEADER) - 5)
-    return head + [fmt(r['mpps']), fmt(r['gbps']), fmt(r['offered_mpps']),
-                   fmt_drops(r['drops'])] + cpu_cells(r) + \
-        [runs_cell(r)]
+def fmt_cost(c):
+    """ns a frame (share of one CPU)."""
+    if c is None:
+        return '-'
+    return f"{fmt(c['ns'], 0)} ({c['pct']:.0f}%)"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
 
 
 def runs_cell(r):
@@ -750,39 +1051,79 @@ def runs_cell(r):
     return cell + (f' ({r["noisy_runs"]} noisy)' if r['noisy_runs'] else '')
 
 
-RAW_HEADER = ['fwd', 'size', 'mode', 'wait', 'Mpps', 'Gbit/s', 'offered Mpps',
-              'drops/s', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
+def failed_row(head, header, failed):
+    return head + [failed] + [''] * (len(header) - len(head) - 1)
+
+
+RAW_HEADER = ['fwd', 'size', 'mode', 'wait', 'ns/frame (cpu)',
+              'gen ns/frame (cpu)', 'Mpps', 'Gbit/s', 'offered Mpps',
+              'drops/s', 'cpu0 %', 'cpu1 %', 'ksoftirqd %', 'steal %', 'other %',
               'runs (Mpps)']
-ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'Mpps', 'Gbit/s',
-                'vs raw', 'vs raw macswap', 'offered Mpps', 'guest tx Mpps', 'drops/s',
-                'illan %', 'cpu0 %', 'cpu1 %', 'steal %', 'other %',
-                'runs (Mpps)']
 
 
-def vs_raw(r, raw):
-    """txonly sends: there is no receive limit to hold it against."""
-    limit = raw.get(raw_key(r))
-    if 'failed' in r or not limit or r['fwd'] == 'txonly':
-        return None
-    return r['mpps'] / limit
+def raw_row(r, failed='FAILED'):
+    head = [r['fwd'], r['size'], r['mode'], r['wait']]
+    if 'failed' in r:
+        return failed_row(head, RAW_HEADER, failed)
+    return head + [fmt_cost(r['cost']['rx']), fmt_cost(r['cost']['gen']),
+                   fmt(r['mpps']), fmt(r['gbps']), fmt(r['offered_mpps']),
+                   fmt_drops(r['drops'])] + cpu_cells(r) + [runs_cell(r)]
 
 
-def vs_raw_fwd(r, raw):
-    """macswap against the raw forwarding loop, where there is one."""
-    limit = raw.get(raw_key(r, 'macswap'))
-    if 'failed' in r or not limit or r['fwd'] != 'macswap':
-        return None
-    return r['mpps'] / limit
+TESTPMD_HEADER = ['fwd', 'size', 'lcore ns/frame (cpu)', 'lcore vs raw',
+                  'gen ns/frame (cpu)', 'Mpps', 'vs raw', 'own Mpps',
+                  'offered Mpps', 'drops/s', 'cpu0 %', 'cpu1 %', 'ksoftirqd %', 'steal %',
+                  'other %', 'runs (Mpps)']
+
+
+def testpmd_row(r, failed='FAILED'):
+    head = [r['fwd'], r['size']]
+    if 'failed' in r:
+        return failed_row(head, TESTPMD_HEADER, failed)
+    return head + [fmt_cost(r['cost']['lcore']), fmt(r['vs_raw_ns']),
+                   fmt_cost(r['cost']['gen']), fmt(r['mpps']),
+                   fmt(r['vs_raw']), fmt(r['own_mpps']),
+                   fmt(r['offered_mpps']), fmt_drops(r['drops'])] + \
+        cpu_cells(r) + [runs_cell(r)]
+
+
+ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'I/O ns/frame (cpu)',
+                'I/O vs raw', 'vCPU ns/frame (cpu)', 'vCPU vs raw',
+                'all ns/frame (cpu)', 'all vs raw', 'gen ns/frame (cpu)',
+                'Mpps',
+                'vs raw', 'vs testpmd', 'offered Mpps', 'guest tx Mpps',
+                'drops/s', 'illan %', 'cpu0 %', 'cpu1 %', 'ksoftirqd %', 'steal %',
+                'other %', 'runs (Mpps)']
 
 
 def illan_row(r, failed='FAILED'):
     head = [r['fwd'], r['size'], r['pools'], r['mode'], r['wait']]
     if 'failed' in r:
-        return head + [failed] + [''] * (len(ILLAN_HEADER) - 6)
-    return head + [fmt(r['mpps']), fmt(r['gbps']), fmt(r['vs_raw']),
-                   fmt(r['vs_raw_fwd']), fmt(r['offered_mpps']), fmt(r['guest_tx_mpps']),
+        return failed_row(head, ILLAN_HEADER, failed)
+    c = r['cost']
+    return head + [fmt_cost(c['io']), fmt(r['io_vs_raw']),
+                   fmt_cost(c['vcpu']), fmt(r['vcpu_vs_raw']),
+                   fmt_cost(c['all']), fmt(r['all_vs_raw']),
+                   fmt_cost(c['gen']),
+                   fmt(r['mpps']), fmt(r['vs_raw']), fmt(r['vs_testpmd']),
+                   fmt(r['offered_mpps']), fmt(r['guest_tx_mpps']),
                    fmt_drops(r['drops']), fmt(r['cpu'].get('illan'), 0)] + \
         cpu_cells(r) + [runs_cell(r)]
+
+
+def hold(r, raw, peers, costs):
+    """A point's ratios to what it is held against, measured before it in
+    the run: its rate over the raw loop's and testpmd's (illan), and each
+    named thread's ns a frame over the raw loop's thread."""
+    if 'failed' in r:
+        return
+    limit = raw.get(raw_key(r))
+    peer = peers.get((r['fwd'], r['size']))
+    r['vs_raw'] = ratio(r['mpps'], limit and limit['mpps'])
+    r['vs_testpmd'] = ratio(r['mpps'], peer and peer['mpps'])
+    for name, key in costs:
+        r[name] = ratio(r['cost'][key]['ns'],
+                        limit and limit['cost']['rx']['ns'])
 
 
 def machine():
@@ -799,6 +1140,9 @@ def machine():
 
 # --- main ----------------------------------------------------------------
 
+PARTS = ('raw', 'testpmd', 'illan')
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--build', default='build', help='meson build directory')
@@ -806,8 +1150,9 @@ def parse_args():
                    help='seconds per run: 5 (the least) or more; '
                    '2 with --quick')
     p.add_argument('--runs', type=int, default=3, help='runs per point')
-    p.add_argument('--only', choices=('raw', 'illan'),
-                   help='measure one part only')
+    p.add_argument('--only', metavar='PART', action='append',
+                   choices=PARTS, help='measure this part only: raw, '
+                   'testpmd or illan (repeatable; default all)')
     p.add_argument('--full', action='store_true',
                    help='every fwd, size, pools, mode and wait')
     p.add_argument('--quick', action='store_true',
@@ -815,7 +1160,9 @@ def parse_args():
     p.add_argument('--match', metavar='GLOB', action='append',
                    help='only the points whose label matches, e.g. '
                    '"rxonly/64/on/native/poll" or "*/64/*" (raw points: '
-                   '"raw/64/native/poll"); may be given more than once')
+                   '"raw/64/native/poll", "raw-txonly/64/native/poll"; '
+                   'testpmd: "testpmd/macswap/64"); may be given more '
+                   'than once')
     p.add_argument('--illan-cpus', default=str(DUT_CPU),
                    help='CPU list illan is pinned to (taskset -c)')
     p.add_argument('--json', help='where the figures go '
@@ -826,6 +1173,7 @@ def parse_args():
     args.secs = args.secs or (2 if args.quick else 5)
     if args.secs < (1 if args.quick else 5):
         p.error('--secs is at least 5 (or 1 with --quick)')
+    args.only = args.only or list(PARTS)
     args.json = args.json or os.path.join(args.build, 'bench.json')
     return args
 
@@ -836,10 +1184,9 @@ def header(args):
             'kernel': f'{platform.system()} {platform.release()} '
                       f'{platform.version()}',
             'machine': machine()}
-    points = (len(selected(args, raw_points()))
-              if args.only != 'illan' else 0) + \
-        (len(selected(args, illan_points(args.full)))
-         if args.only != 'raw' else 0)
+    points = sum(len(selected(args, pts)) for part, pts in (
+        ('raw', raw_points()), ('testpmd', testpmd_points()),
+        ('illan', illan_points(args.full))) if part in args.only)
     minutes = points * args.runs * (args.secs + RUN_OVERHEAD_S) / 60
     print(f'date:    {info["date"]}\nkernel:  {info["kernel"]}\n'
           f'machine: {info["machine"]}\n'
@@ -850,7 +1197,10 @@ def header(args):
 
 def label(point):
     """fwd/size/pools/mode/wait for illan; raw/size/mode/wait for the
-    receive limit, raw-macswap/... for the forwarding loop's."""
+    receive limit, raw-macswap/... and raw-txonly/... for the forwarding
+    loop's and the sender's; testpmd/fwd/size for the peer."""
+    if point.get('peer'):
+        return f"{point['peer']}/{point['fwd']}/{point['size']}"
     if 'pools' in point:
         keys = ('fwd', 'size', 'pools', 'mode', 'wait')
         return '/'.join(point[k] for k in keys)
@@ -866,32 +1216,45 @@ def selected(args, points):
 
 
 def bench(args, report):
-    raw = {}
+    """The raw loops first, then testpmd, then illan: each is held against
+    what came before it in the same run."""
+    raw, peers = {}, {}
     with Netns() as ns:
-        if args.only != 'illan':
+        if 'raw' in args.only:
             for point in selected(args, raw_points()):
                 r = measure(args, ns, point, raw_run)
                 report['raw'].append(r)
                 if 'failed' not in r:
-                    raw[raw_key(r, r['fwd'])] = r['mpps']
-                progress('raw', raw_row(r)[:5], r)
-            print_table('Raw AF_XDP limits (xsk-rxdrop: receive, and a macswap loop)',
-                        RAW_HEADER,
-                        report['raw'], raw_row)
-        if args.only != 'raw':
+                    raw[raw_key(r, r['fwd'])] = r
+                progress(r)
+            print_table('Raw AF_XDP (xsk-rxdrop: receive, a macswap loop, '
+                        'a sender)', RAW_HEADER, report['raw'], raw_row)
+        if 'testpmd' in args.only:
+            for point in selected(args, testpmd_points()):
+                r = measure(args, ns, point, testpmd_run)
+                hold(r, raw, {}, (('vs_raw_ns', 'lcore'),))
+                report['testpmd'].append(r)
+                if 'failed' not in r:
+                    peers[(r['fwd'], r['size'])] = r
+                progress(r)
+            print_table("DPDK testpmd, AF_XDP driver (net_af_xdp)",
+                        TESTPMD_HEADER, report['testpmd'], testpmd_row)
+        if 'illan' in args.only:
             for point in selected(args, illan_points(args.full)):
                 r = measure(args, ns, point, illan_run)
-                r['vs_raw'] = vs_raw(r, raw)
-                r['vs_raw_fwd'] = vs_raw_fwd(r, raw)
+                hold(r, raw, peers, (('io_vs_raw', 'io'),
+                                     ('vcpu_vs_raw', 'vcpu'),
+                                     ('all_vs_raw', 'all')))
                 report['illan'].append(r)
-                progress('illan', illan_row(r)[:6], r)
+                progress(r)
             print_table('illan (spapr-vlan + af-xdp, built-in ibmveth guest)',
                         ILLAN_HEADER, report['illan'], illan_row)
 
 
-def progress(part, cells, r):
-    why = f': {r["failed"]}' if 'failed' in r else ''
-    print(f'  {part} {" ".join(cells)}{why}', flush=True)
+def progress(r):
+    done = f': {r["failed"]}' if 'failed' in r else \
+        f' {r["mpps"]:.2f} Mpps'
+    print(f'  {label(r)}{done}', flush=True)
 
 
 def interrupted(signum, frame):
@@ -906,7 +1269,7 @@ def main():
         return 1
     signal.signal(signal.SIGTERM, interrupted)
     report = dict(header(args), secs=args.secs, runs=args.runs, raw=[],
-                  illan=[])
+                  testpmd=[], illan=[])
     try:
         bench(args, report)
     except KeyboardInterrupt:

@@ -13,11 +13,21 @@
  * completes it; the benchmark counts what arrives at the generator's end,
  * as it does for illan's macswap.
  *
+ * With --fwd txonly it is the limit of a sender: no program and no
+ * receive ring, every UMEM frame holds one IPv4/UDP frame of --size bytes
+ * to --dst, and the loop puts up to a batch of them on the tx ring and
+ * kicks the kernel with sendto() every batch (copy mode sends in that
+ * call), taking completed frames back as it goes.  It counts completed
+ * frames; the benchmark counts what arrives at the generator's end, as it
+ * does for illan's txonly.
+ *
  * It counts for --duration seconds from the first frame and prints,
  * key=value: "ready" once bound, "first" at the first frame and "done"
  * with the frames, bytes, rate and XDP_STATISTICS of that window (frames
- * received; with macswap also tx_frames, those sent).
+ * received; with macswap also tx_frames, those sent; with txonly frames
+ * are those the kernel completed).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <poll.h>
@@ -45,13 +55,13 @@
 #define POLL_TIMEOUT_MS 100
 
 typedef struct Options {
-    char *ifname, *mode, *wait, *fwd;
-    int secs, cpu;
+    char *ifname, *mode, *wait, *fwd, *dst;
+    int secs, cpu, size;
 } Options;
 
 typedef struct Rx {
     int fd;
-    bool spin, macswap;
+    bool spin, macswap, txonly;
     void *area;
     struct xsk_umem *umem;
     struct xsk_socket *xsk;
@@ -61,6 +71,9 @@ typedef struct Rx {
     struct xsk_ring_prod tx;
     XdpRedirect *prog;
     uint64_t frames, bytes, tx_frames;
+    /* txonly: the UMEM frames not on the tx ring, and the frame length. */
+    uint64_t free_frames[RING];
+    uint32_t nfree, size;
 } Rx;
 
 static _Noreturn void die(const char *what, int err)
@@ -91,10 +104,14 @@ static void open_socket(Rx *r, const Options *o)
     if (err) {
         die("xsk_umem__create", -err);
     }
-    if (!strcmp(o->fwd, "macswap")) {
+    if (strcmp(o->fwd, "drop")) {
         scfg.tx_size = RING;
     }
-    err = xsk_socket__create(&r->xsk, o->ifname, 0, r->umem, &r->rx,
+    if (!strcmp(o->fwd, "txonly")) {
+        scfg.rx_size = 0;
+    }
+    err = xsk_socket__create(&r->xsk, o->ifname, 0, r->umem,
+                             scfg.rx_size ? &r->rx : NULL,
                              scfg.tx_size ? &r->tx : NULL, &scfg);
     if (err) {
         die("xsk_socket__create", -err);
@@ -113,6 +130,59 @@ static void fill_all(Rx *r)
     xsk_ring_prod__submit(&r->fill, RING);
 }
 
+static uint16_t ip_checksum(const uint8_t *h, size_t len)
+{
+    uint32_t sum = 0;
+
+    for (size_t i = 0; i < len; i += 2) {
+        sum += (uint32_t)h[i] << 8 | h[i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return (uint16_t)~sum;
+}
+
+/* An IPv4/UDP frame of r->size bytes to @dst from the benchmarking range
+ * (UDP checksum 0: none, as IPv4 allows), copied into every UMEM frame:
+ * the sender never writes a frame again. */
+static void write_frames(Rx *r, const char *dst)
+{
+    uint8_t f[FRAME] = { 0 };
+    uint16_t ip_len = htons(r->size - 14), udp_len = htons(r->size - 34);
+    uint16_t port = htons(9), sum;
+
+    if (sscanf(dst, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &f[0], &f[1], &f[2],
+               &f[3], &f[4], &f[5]) != 6) {
+        die("--dst is not a MAC address", EINVAL);
+    }
+    memcpy(f + 6, (uint8_t[]){ 0x02, 0, 0, 0, 0, 0x01 }, 6);
+    f[12] = 0x08;                                   /* IPv4 */
+    f[14] = 0x45;
+    memcpy(f + 16, &ip_len, 2);
+    f[22] = 64;                                     /* TTL */
+    f[23] = 17;                                     /* UDP */
+    memcpy(f + 26, (uint8_t[]){ 198, 18, 0, 2, 198, 18, 0, 1 }, 8);
+    sum = htons(ip_checksum(f + 14, 20));
+    memcpy(f + 24, &sum, 2);
+    memcpy(f + 34, &port, 2);
+    memcpy(f + 36, &port, 2);
+    memcpy(f + 38, &udp_len, 2);
+    for (uint32_t i = 0; i < RING; i++) {
+        memcpy((uint8_t *)r->area + (size_t)i * FRAME, f, r->size);
+        r->free_frames[i] = (uint64_t)i * FRAME;
+    }
+    r->nfree = RING;
+}
+
+static void setup_sender(Rx *r, const Options *o)
+{
+    r->txonly = true;
+    r->size = o->size;
+    open_socket(r, o);
+    write_frames(r, o->dst);
+}
+
 static void setup(Rx *r, const Options *o)
 {
     unsigned ifindex = if_nametoindex(o->ifname);
@@ -121,6 +191,10 @@ static void setup(Rx *r, const Options *o)
 
     if (!ifindex) {
         die(o->ifname, errno);
+    }
+    if (!strcmp(o->fwd, "txonly")) {
+        setup_sender(r, o);
+        return;
     }
     r->prog = xdp_redirect_attach(ifindex, mode);
     if (!r->prog) {
@@ -193,12 +267,49 @@ static uint32_t forward_batch(Rx *r)
     return n;
 }
 
+/*
+ * txonly: completed frames back to the free list, a batch onto the tx
+ * ring, and a kick, which in copy mode is the kernel sending them (up to
+ * its own budget a call); how many frames completed.
+ */
+static uint32_t send_batch(Rx *r)
+{
+    uint32_t idx_comp = 0, idx_tx = 0;
+    uint32_t done = xsk_ring_cons__peek(&r->comp, RING, &idx_comp);
+    uint32_t n;
+
+    for (uint32_t i = 0; i < done; i++) {
+        r->free_frames[r->nfree++] =
+            *xsk_ring_cons__comp_addr(&r->comp, idx_comp + i);
+    }
+    xsk_ring_cons__release(&r->comp, done);
+    n = xsk_ring_prod__reserve(&r->tx, MIN(BATCH, r->nfree), &idx_tx);
+    for (uint32_t i = 0; i < n; i++) {
+        struct xdp_desc *t = xsk_ring_prod__tx_desc(&r->tx, idx_tx + i);
+
+        t->addr = r->free_frames[--r->nfree];
+        t->len = r->size;
+        t->options = 0;
+    }
+    xsk_ring_prod__submit(&r->tx, n);
+    if (xsk_ring_prod__needs_wakeup(&r->tx)) {
+        sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+    }
+    r->frames += done;
+    r->tx_frames += done;
+    r->bytes += (uint64_t)done * r->size;
+    return done;
+}
+
 /* One batch from the rx ring back to the fill ring; how many frames. */
 static uint32_t take_batch(Rx *r)
 {
     uint32_t idx_rx = 0, idx_fill = 0;
     uint32_t n;
 
+    if (r->txonly) {
+        return send_batch(r);
+    }
     if (r->macswap) {
         return forward_batch(r);
     }
@@ -233,7 +344,9 @@ static void idle(Rx *r)
 {
     struct pollfd p = { .fd = r->fd, .events = POLLIN };
 
-    if (r->macswap && xsk_prod_nb_free(&r->tx, RING) < RING) {
+    if (r->txonly) {
+        return;                 /* the next batch's kick is the wait */
+    } else if (r->macswap && xsk_prod_nb_free(&r->tx, RING) < RING) {
         /* Frames wait for the kernel to send them. */
         sendto(r->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
     } else if (!r->spin) {
@@ -342,11 +455,16 @@ static bool parse_args(int argc, char **argv, Options *o)
         { "wait", 'w', 0, G_OPTION_ARG_STRING, &o->wait,
           "when the ring is empty: poll (default) or spin", "WAIT" },
         { "fwd", 'f', 0, G_OPTION_ARG_STRING, &o->fwd,
-          "drop (default) or macswap: send each frame back", "FWD" },
+          "drop (default), macswap (send each frame back) or txonly",
+          "FWD" },
         { "duration", 't', 0, G_OPTION_ARG_INT, &o->secs,
           "seconds from the first frame, default 10", "SECS" },
         { "cpu", 'c', 0, G_OPTION_ARG_INT, &o->cpu,
           "CPU to run on, default 1", "CPU" },
+        { "size", 's', 0, G_OPTION_ARG_INT, &o->size,
+          "txonly: frame length in bytes, 60 to 1514, default 64", "BYTES" },
+        { "dst", 'd', 0, G_OPTION_ARG_STRING, &o->dst,
+          "txonly: destination MAC (required)", "MAC" },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx =
@@ -361,10 +479,14 @@ static bool parse_args(int argc, char **argv, Options *o)
     if (!o->ifname || o->secs <= 0 ||
         (strcmp(o->mode, "native") && strcmp(o->mode, "skb")) ||
         (strcmp(o->wait, "poll") && strcmp(o->wait, "spin")) ||
-        (strcmp(o->fwd, "drop") && strcmp(o->fwd, "macswap"))) {
+        (strcmp(o->fwd, "drop") && strcmp(o->fwd, "macswap") &&
+         strcmp(o->fwd, "txonly")) ||
+        (!strcmp(o->fwd, "txonly") &&
+         (!o->dst || o->size < 60 || o->size > 1514))) {
         fprintf(stderr, "xsk-rxdrop: needs --ifname, a positive --duration, "
-                "--mode native|skb, --wait poll|spin and --fwd "
-                "drop|macswap\n");
+                "--mode native|skb, --wait poll|spin, --fwd "
+                "drop|macswap|txonly, and for txonly --dst and a --size of "
+                "60 to 1514\n");
         return false;
     }
     return true;
@@ -373,7 +495,7 @@ static bool parse_args(int argc, char **argv, Options *o)
 int main(int argc, char **argv)
 {
     Options o = { .mode = "native", .wait = "poll", .fwd = "drop",
-                  .secs = 10, .cpu = 1 };
+                  .secs = 10, .cpu = 1, .size = 64 };
     Rx r = { 0 };
 
     if (!parse_args(argc, argv, &o)) {
