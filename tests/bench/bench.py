@@ -633,6 +633,8 @@ def gen_rate(m0, m1, key):
 def illan_argv(args, ns, point, qmp_path):
     size, mode, spin = point['size'], point['mode'], point['wait'] == 'spin'
     netdev = f'af-xdp,id=n0,ifname=dut0,mode={mode},queues=1'
+    if args.netdev_opts:
+        netdev += ',' + args.netdev_opts
     guest = f'ibmveth,id=g0,dev=net0,fwd={point["fwd"]}'
     if spin:
         netdev += ',spin=on'
@@ -1165,6 +1167,9 @@ def parse_args():
                    'than once')
     p.add_argument('--illan-cpus', default=str(DUT_CPU),
                    help='CPU list illan is pinned to (taskset -c)')
+    p.add_argument('--netdev-opts', default='',
+                   help='more -netdev af-xdp options for illan, e.g. '
+                        'rx-metadata=off')
     p.add_argument('--json', help='where the figures go '
                    '(default BUILD/bench.json)')
     args = p.parse_args()
