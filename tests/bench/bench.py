@@ -92,34 +92,32 @@ class Proc:
     def pid(self):
         return self.p.pid
 
-    def expect(self, word, timeout):
-        """The key=value fields of the next line starting with word."""
+    def _next_line(self, wanted, what, timeout):
+        """wanted() of the first of the next lines where it is not None."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 line = self.lines.get(timeout=max(0, deadline -
                                                   time.monotonic()))
             except queue.Empty:
-                raise Failed(f'{self.name}: no "{word}" in {timeout} s')
+                raise Failed(f'{self.name}: no "{what}" in {timeout} s')
             if line is None:
                 raise Failed(f'{self.name} exited: {self.stderr()}')
-            if line.split(' ', 1)[0] == word:
-                return parse_kv(line)
+            found = wanted(line)
+            if found is not None:
+                return found
+
+    def expect(self, word, timeout):
+        """The key=value fields of the next line starting with word."""
+        return self._next_line(
+            lambda line: (parse_kv(line) if line.split(' ', 1)[0] == word
+                          else None),
+            word, timeout)
 
     def expect_re(self, pattern, timeout):
         """The match of the next line that matches pattern."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0, deadline -
-                                                  time.monotonic()))
-            except queue.Empty:
-                raise Failed(f'{self.name}: no "{pattern}" in {timeout} s')
-            if line is None:
-                raise Failed(f'{self.name} exited: {self.stderr()}')
-            m = re.search(pattern, line)
-            if m:
-                return m
+        return self._next_line(lambda line: re.search(pattern, line),
+                               pattern, timeout)
 
     def write(self, line):
         """A line to its standard input; nothing once it has exited."""
