@@ -130,7 +130,7 @@ static void test_rxonly(void)
     g_assert_cmpint(qjson_int(g, "rx-no-buffer"), ==, 0);
     g_assert_cmpstr(json_object_get_string_member(g, "poll"), ==, "irq");
     /* Asleep on the interrupt while nothing arrives: it looks at its
-     * queue every 10 ms (LATE_MS, for a lost interrupt) and polls no
+     * queue every 10 ms (LOOK_MS, for a lost interrupt) and polls no
      * more, and uses well under half a CPU even under ThreadSanitizer on
      * a loaded machine (1 tick of 10 ms alone in a normal build; 10 seen
      * under TSan beside the live-migration suite). */
