@@ -582,7 +582,7 @@ def start_rxdrop(args, ns, mode, wait, fwd, size):
 
 
 def raw_run(args, ns, point):
-    """drop: what the socket received.  macswap and txonly: what arrived
+    """drop and copy: what the socket received.  macswap and txonly: what arrived
     at the generator's end, as for illan's.  The receiver's (or sender's)
     CPU a frame is over the frames it counted itself in its window:
     received, forwarded or sent."""
@@ -604,7 +604,7 @@ def raw_run(args, ns, point):
             gen.stop()
         rx.stop()
     secs = done['secs']
-    if fwd == 'drop':
+    if fwd in ('drop', 'copy'):
         mpps, gbps = done['frames'] / secs / 1e6, done['bytes'] * 8 / secs / 1e9
     else:
         mpps = gen_rate(m0, m1, 'rx_frames') / 1e6
@@ -897,11 +897,15 @@ PEER_SIZES = ('64', '1500')
 
 def raw_points():
     """The receive limit everywhere; the forwarding loop's and the
-    sender's where illan's macswap and txonly are held against them (a
+    sender's where illan's macswap and txonly are held against them, and
+    the receiver that copies each frame out, the floor for illan's I/O
+    thread (a
     sender has no XDP program and never waits: its mode and wait only say
     which illan points it stands for)."""
     return [{'fwd': 'drop', 'size': s, 'mode': m, 'wait': w}
             for s in SIZES for m in MODES for w in WAITS] + \
+        [{'fwd': 'copy', 'size': s, 'mode': 'native', 'wait': 'poll'}
+         for s in PEER_SIZES] + \
         [{'fwd': 'macswap', 'size': '64', 'mode': 'native', 'wait': 'spin'}] + \
         [{'fwd': f, 'size': s, 'mode': 'native', 'wait': 'poll'}
          for f in ('macswap', 'txonly') for s in PEER_SIZES]
@@ -1088,7 +1092,7 @@ def testpmd_row(r, failed='FAILED'):
 
 
 ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'I/O ns/frame (cpu)',
-                'I/O vs raw', 'vCPU ns/frame (cpu)', 'vCPU vs raw',
+                'I/O vs raw', 'I/O vs raw copy', 'vCPU ns/frame (cpu)', 'vCPU vs raw',
                 'all ns/frame (cpu)', 'all vs raw', 'gen ns/frame (cpu)',
                 'Mpps',
                 'vs raw', 'vs testpmd', 'offered Mpps', 'guest tx Mpps',
@@ -1102,7 +1106,7 @@ def illan_row(r, failed='FAILED'):
         return failed_row(head, ILLAN_HEADER, failed)
     c = r['cost']
     return head + [fmt_cost(c['io']), fmt(r['io_vs_raw']),
-                   fmt_cost(c['vcpu']), fmt(r['vcpu_vs_raw']),
+                   fmt(r.get('io_vs_copy')), fmt_cost(c['vcpu']), fmt(r['vcpu_vs_raw']),
                    fmt_cost(c['all']), fmt(r['all_vs_raw']),
                    fmt_cost(c['gen']),
                    fmt(r['mpps']), fmt(r['vs_raw']), fmt(r['vs_testpmd']),
@@ -1124,6 +1128,10 @@ def hold(r, raw, peers, costs):
     for name, key in costs:
         r[name] = ratio(r['cost'][key]['ns'],
                         limit and limit['cost']['rx']['ns'])
+    if 'io' in r['cost'] and r['fwd'] == 'rxonly':
+        floor = raw.get(raw_key(r, 'copy'))
+        r['io_vs_copy'] = ratio(r['cost']['io']['ns'],
+                                floor and floor['cost']['rx']['ns'])
 
 
 def machine():

@@ -7,6 +7,12 @@
  * need-wakeup, batches of 64.  Every frame goes straight back to the fill
  * ring.
  *
+ * With --fwd copy each frame is also copied out of the UMEM into the
+ * next of COPY_SLOTS buffers of COPY_SLOT bytes, as a guest's buffer pool
+ * takes them: the least work any device model does with a frame (the
+ * plain receiver never reads the frame's bytes, which the kernel wrote on
+ * another CPU).  It is the floor for illan's I/O thread per frame.
+ *
  * With --fwd macswap it is the limit of a forwarding loop instead: each
  * frame goes out again through the same socket with its MACs swapped
  * (same UMEM frame, no copy), and back to the fill ring once the kernel
@@ -50,6 +56,10 @@
 #define RING 2048
 #define FRAME 4096
 #define BATCH 64
+/* --fwd copy: as many buffers as Linux's ibmveth posts in its 2048-byte
+ * pool (512), each with room for the largest frame here. */
+#define COPY_SLOTS 512
+#define COPY_SLOT FRAME
 /* Without traffic by then, the generator is not coming. */
 #define FIRST_FRAME_TIMEOUT_S 10
 #define POLL_TIMEOUT_MS 100
@@ -63,6 +73,9 @@ typedef struct Rx {
     int fd;
     bool spin, macswap, txonly;
     void *area;
+    /* --fwd copy: where frames are copied to, and the next slot. */
+    uint8_t *copy_area;
+    unsigned copy_next;
     struct xsk_umem *umem;
     struct xsk_socket *xsk;
     struct xsk_ring_prod fill;
@@ -207,6 +220,16 @@ static void setup(Rx *r, const Options *o)
     fill_all(r);
     r->spin = !strcmp(o->wait, "spin");
     r->macswap = !strcmp(o->fwd, "macswap");
+    if (!strcmp(o->fwd, "copy")) {
+        r->copy_area = g_malloc0((size_t)COPY_SLOTS * COPY_SLOT);
+    }
+}
+
+static void copy_out(Rx *r, const struct xdp_desc *d)
+{
+    memcpy(r->copy_area + (size_t)r->copy_next * COPY_SLOT,
+           xsk_umem__get_data(r->area, d->addr), MIN(d->len, COPY_SLOT));
+    r->copy_next = (r->copy_next + 1) % COPY_SLOTS;
 }
 
 /* Completed transmits go back to the fill ring, as many as it has room
@@ -330,6 +353,9 @@ static uint32_t take_batch(Rx *r)
     for (uint32_t i = 0; i < n; i++) {
         const struct xdp_desc *d = xsk_ring_cons__rx_desc(&r->rx, idx_rx + i);
 
+        if (r->copy_area) {
+            copy_out(r, d);
+        }
         r->bytes += d->len;
         *xsk_ring_prod__fill_addr(&r->fill, idx_fill + i) =
             d->addr & ~(uint64_t)(FRAME - 1);
@@ -432,6 +458,7 @@ static void teardown(Rx *r)
     xsk_umem__delete(r->umem);
     xdp_redirect_detach(r->prog);
     munmap(r->area, (size_t)RING * FRAME);
+    g_free(r->copy_area);
 }
 
 static void pin(int cpu)
@@ -455,7 +482,8 @@ static bool parse_args(int argc, char **argv, Options *o)
         { "wait", 'w', 0, G_OPTION_ARG_STRING, &o->wait,
           "when the ring is empty: poll (default) or spin", "WAIT" },
         { "fwd", 'f', 0, G_OPTION_ARG_STRING, &o->fwd,
-          "drop (default), macswap (send each frame back) or txonly",
+          "drop (default), copy (drop after copying each frame out), "
+          "macswap (send each frame back) or txonly",
           "FWD" },
         { "duration", 't', 0, G_OPTION_ARG_INT, &o->secs,
           "seconds from the first frame, default 10", "SECS" },
@@ -479,13 +507,13 @@ static bool parse_args(int argc, char **argv, Options *o)
     if (!o->ifname || o->secs <= 0 ||
         (strcmp(o->mode, "native") && strcmp(o->mode, "skb")) ||
         (strcmp(o->wait, "poll") && strcmp(o->wait, "spin")) ||
-        (strcmp(o->fwd, "drop") && strcmp(o->fwd, "macswap") &&
-         strcmp(o->fwd, "txonly")) ||
+        (strcmp(o->fwd, "drop") && strcmp(o->fwd, "copy") &&
+         strcmp(o->fwd, "macswap") && strcmp(o->fwd, "txonly")) ||
         (!strcmp(o->fwd, "txonly") &&
          (!o->dst || o->size < 60 || o->size > 1514))) {
         fprintf(stderr, "xsk-rxdrop: needs --ifname, a positive --duration, "
                 "--mode native|skb, --wait poll|spin, --fwd "
-                "drop|macswap|txonly, and for txonly --dst and a --size of "
+                "drop|copy|macswap|txonly, and for txonly --dst and a --size of "
                 "60 to 1514\n");
         return false;
     }
