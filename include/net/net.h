@@ -70,11 +70,14 @@ typedef struct NetClientStats {
  * early and hold the rest, as QEMU's can_receive does for a guest that has
  * posted no buffer; it then calls net_nic_rx_ready() once it has room.
  * Without @may_hold it takes all @n.  The frames are the backend's and
- * valid only during the call.
+ * valid only during the call.  @stamp, when not 0, is the moment the
+ * last frame entered the host (CLOCK_MONOTONIC ns): the NIC may keep it
+ * beside that frame's place in the guest's queue, for the guest to
+ * measure the delay to its consumption.
  */
 typedef struct NetNicOps {
     unsigned (*receive_batch)(void *opaque, const NetFrame *frames,
-                              unsigned n, bool may_hold,
+                              unsigned n, bool may_hold, uint64_t stamp,
                               NetRxResult *results);
     /* The NIC's model ("spapr-vlan"), for x-query-net-stats. */
     const char *model;
@@ -139,9 +142,11 @@ void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
  * many the NIC took (delivered or dropped, and counted); the rest are
  * still the backend's, to offer again after its rx_ready().  Frames the
  * NIC could never take (no NIC, link down, too short) are always taken
- * and counted, never held. */
+ * and counted, never held.  @stamp: when the last frame entered the host
+ * (CLOCK_MONOTONIC ns), or 0 (see NetNicOps). */
 unsigned net_backend_deliver_or_hold(NetClientState *backend,
-                                     const NetFrame *frames, unsigned n);
+                                     const NetFrame *frames, unsigned n,
+                                     uint64_t stamp);
 /*
  * The backend's link changed: @state is "down", "up", "removed" (the host
  * interface went away), "reopened" (it came back and the backend recovered)
