@@ -381,7 +381,7 @@ static uint64_t frames_bytes(const NetFrame *frames, unsigned n)
  * frame after a held one is held with it.
  */
 static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
-                               unsigned n, bool may_hold, uint64_t stamp,
+                               unsigned n, bool may_hold, NetRxStamp *stamp,
                                RxTally *tally)
 {
     NetFrame passed[NET_BATCH_MAX];
@@ -397,7 +397,7 @@ static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
     }
     /* The stamp is the last frame's: it goes only with that frame. */
     if (!n_passed || index[n_passed - 1] != n - 1) {
-        stamp = 0;
+        stamp = NULL;
     }
     taken = n_passed ? nic->nic_ops->receive_batch(nic->opaque, passed,
                                                    n_passed, may_hold, stamp,
@@ -434,7 +434,7 @@ void net_nic_rx_ready(NetClientState *nic)
 }
 
 static unsigned deliver(NetClientState *backend, const NetFrame *frames,
-                        unsigned n, bool may_hold, uint64_t stamp)
+                        unsigned n, bool may_hold, NetRxStamp *stamp)
 {
     NetClientState *nic = backend->peer;
     RxTally tally = { 0 };
@@ -460,12 +460,12 @@ static unsigned deliver(NetClientState *backend, const NetFrame *frames,
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n)
 {
-    deliver(backend, frames, n, false, 0);
+    deliver(backend, frames, n, false, NULL);
 }
 
 unsigned net_backend_deliver_or_hold(NetClientState *backend,
                                      const NetFrame *frames, unsigned n,
-                                     uint64_t stamp)
+                                     NetRxStamp *stamp)
 {
     return deliver(backend, frames, n, true, stamp);
 }

@@ -624,8 +624,8 @@ static uint64_t batch_stamp(XskQueue *q, const RxBatch *b)
  * The metadata of the first @taken frames: the 4 bytes in front of each
  * frame's first descriptor are the BTF id of the struct our program
  * wrote there, or anything else (a foreign struct, or none).  One load
- * and one compare a frame; the struct of the last of ours is kept, and
- * its delay sampled.  Called once the device has taken the frames.
+ * and one compare a frame; the struct of the last of ours is kept.
+ * Called once the device has taken the frames.
  */
 static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
 {
@@ -654,10 +654,6 @@ static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
                          __ATOMIC_RELAXED);
         __atomic_store_n(&q->stats.rx_meta_flags, m.flags, __ATOMIC_RELAXED);
         __atomic_store_n(&q->stats.rx_meta_hash, m.rx_hash, __ATOMIC_RELAXED);
-        if (m.flags & ILLAN_XDP_META_TS_KTIME) {
-            latency_histogram_add_since(&q->stats.rx_latency,
-                                        m.rx_timestamp);
-        }
     }
 }
 
@@ -668,7 +664,7 @@ static unsigned rx_batch(XskQueue *q)
 {
     RxBatch b;
     unsigned taken, used;
-    uint64_t stamp;
+    NetRxStamp stamp = { 0 };
 
     b.n = xsk_ring_cons__peek(&q->rx, q->rx_peek, &b.idx);
     q->rx_held = false;
@@ -679,12 +675,20 @@ static unsigned rx_batch(XskQueue *q)
     b.next = b.nframes = 0;
     b.bounced = 0;
     rx_parse(q, &b);
-    stamp = q->cfg.meta_btf_id && b.nframes ? batch_stamp(q, &b) : 0;
+    if (q->cfg.meta_btf_id && b.nframes) {
+        stamp.entered = batch_stamp(q, &b);
+    }
     taken = b.nframes ? net_backend_deliver_or_hold(q->backend, b.frames,
-                                                    b.nframes, stamp)
+                                                    b.nframes,
+                                                    stamp.entered ? &stamp
+                                                                  : NULL)
                       : 0;
     if (q->cfg.meta_btf_id) {
         read_meta(q, &b, taken);
+    }
+    if (stamp.visible) {
+        latency_histogram_add(&q->stats.rx_latency, stamp.entered,
+                              stamp.visible);
     }
     /* Descriptors of held frames go back to the ring, with any after. */
     used = taken < b.nframes ? b.starts[taken] : b.next;

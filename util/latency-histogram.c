@@ -13,10 +13,9 @@ uint64_t latency_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
-void latency_histogram_add_since(LatencyHistogram *h, uint64_t stamp)
+void latency_histogram_add(LatencyHistogram *h, uint64_t from, uint64_t to)
 {
-    uint64_t now = latency_now_ns();
-    uint64_t delay = now > stamp ? now - stamp : 0;
+    uint64_t delay = to > from ? to - from : 0;
     uint64_t *b = &h->bucket[latency_bucket(delay)];
 
     /* One writer: plain read-modify-write, stored whole for readers. */
@@ -24,6 +23,11 @@ void latency_histogram_add_since(LatencyHistogram *h, uint64_t stamp)
     if (delay > h->max_ns) {
         __atomic_store_n(&h->max_ns, delay, __ATOMIC_RELAXED);
     }
+}
+
+void latency_histogram_add_since(LatencyHistogram *h, uint64_t from)
+{
+    latency_histogram_add(h, from, latency_now_ns());
 }
 
 void latency_histogram_snapshot(const LatencyHistogram *h,

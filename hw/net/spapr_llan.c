@@ -17,6 +17,7 @@
 #include "migration/savevm.h"
 #include "migration/vmstate.h"
 #include "qemu/bswap.h"
+#include "qemu/latency-histogram.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 #include "qemu/runstate.h"
@@ -266,7 +267,7 @@ typedef struct RxBatch {
     bool qbd_ok;
     uint64_t no_buffer;
     /* The backend's stamp, and the frame it belongs to (NULL: none). */
-    uint64_t stamp;
+    NetRxStamp *stamp;
     const NetFrame *stamped;
 } RxBatch;
 
@@ -315,15 +316,19 @@ static bool wrap_rxq(SpaprVlanState *s, RxBatch *b)
     return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, b->qbd);
 }
 
-/* The stamp goes where the guest looks for it, beside the entry about
- * to be written, before its control byte. */
-static void stamp_rxq_entry(SpaprVlanState *s, uint64_t stamp)
+/* The entry about to be written carries the stamped frame: the stamp
+ * goes where the guest looks for it, and the clock is read, before the
+ * entry's control byte, so that the guest cannot take the entry before
+ * either. */
+static void stamp_rxq_entry(SpaprVlanState *s, NetRxStamp *stamp)
 {
     uint64_t slot = s->rxq_ptr / RXQ_ENTRY_SIZE;
 
     if (slot < s->rx_nstamps) {
-        __atomic_store_n(&s->rx_stamps[slot], stamp, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->rx_stamps[slot], stamp->entered,
+                         __ATOMIC_RELAXED);
     }
+    stamp->visible = latency_now_ns();
 }
 
 /* Writes the entry for a frame of @len at @offset in the buffer whose
@@ -366,6 +371,9 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
     if (!spapr_vio_dma_write_u8_release(&s->vdev,
                                         LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
                                         entry[0])) {
+        if (last == b->stamped) {
+            b->stamp->visible = 0;
+        }
         return false;
     }
     s->rxq_ptr += RXQ_ENTRY_SIZE;
@@ -636,11 +644,11 @@ static unsigned receive_offloaded(SpaprVlanState *s, RxBatch *b,
 
 /* Returns how many of the frames it took; the rest are held. */
 static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
-                                     unsigned n, bool may_hold, uint64_t stamp,
+                                     unsigned n, bool may_hold,
+                                     NetRxStamp *stamp,
                                      NetRxResult *results)
 {
-    RxBatch b = { .stamp = stamp,
-                  .stamped = stamp && s->rx_stamps ? &frames[n - 1] : NULL };
+    RxBatch b = { .stamp = stamp, .stamped = stamp ? &frames[n - 1] : NULL };
     /* Filled only when an offload is on: a branch otherwise. */
     RxOffload off;
     bool offload = s->attrs & RX_CSUM_ATTRS;
@@ -688,7 +696,8 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
 
 static unsigned spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
                                          unsigned n, bool may_hold,
-                                         uint64_t stamp, NetRxResult *results)
+                                         NetRxStamp *stamp,
+                                         NetRxResult *results)
 {
     SpaprVlanState *s = opaque;
     bool delivered = false, irq;

@@ -62,9 +62,9 @@ typedef struct XskQueueStats {
      * ILLAN_XDP_META_TS_KTIME in its flags). */
     uint64_t rx_meta_frames, rx_meta_foreign;
     uint64_t rx_meta_timestamp, rx_meta_flags, rx_meta_hash;
-    /* One sample a batch, of its last frame with our struct and a
-     * CLOCK_MONOTONIC timestamp: from the XDP program to the device's
-     * receive having returned, its rx-queue entry written. */
+    /* One sample a batch whose last frame has our struct with a
+     * CLOCK_MONOTONIC timestamp and was delivered: from the XDP program
+     * to the device's making its rx-queue entry visible to the guest. */
     LatencyHistogram rx_latency;
     uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_rx_ring_full,
              xdp_rx_fill_ring_empty_descs, xdp_tx_invalid_descs,

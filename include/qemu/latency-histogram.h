@@ -43,9 +43,10 @@ static inline uint64_t latency_bucket_end(unsigned b)
 /* The CLOCK_MONOTONIC time in ns: the clock of bpf_ktime_get_ns(). */
 uint64_t latency_now_ns(void);
 
-/* Counts one delay from @stamp (CLOCK_MONOTONIC ns) to now; a stamp from
- * the future counts as 0.  The histogram's one writer only. */
-void latency_histogram_add_since(LatencyHistogram *h, uint64_t stamp);
+/* Counts one delay from @from to @to (CLOCK_MONOTONIC ns; 0 if @to is
+ * earlier), or from @from to now.  The histogram's one writer only. */
+void latency_histogram_add(LatencyHistogram *h, uint64_t from, uint64_t to);
+void latency_histogram_add_since(LatencyHistogram *h, uint64_t from);
 /* A consistent-enough copy for a reader on another thread: every word
  * loaded whole. */
 void latency_histogram_snapshot(const LatencyHistogram *h,

@@ -39,19 +39,20 @@ typedef struct TestNic {
     const NetRxResult *answers; /* by frame number, cycled; NULL: deliver */
     unsigned n_answers;
     unsigned room;              /* frames it takes when it may hold */
-    uint64_t stamp;             /* the last call's */
+    uint64_t stamp;             /* the last call's "entered", or 0 */
 } TestNic;
 
 static unsigned test_nic_receive_batch(void *opaque, const NetFrame *frames,
                                        unsigned n, bool may_hold,
-                                       uint64_t stamp, NetRxResult *results)
+                                       NetRxStamp *stamp,
+                                       NetRxResult *results)
 {
     TestNic *t = opaque;
 
     g_assert_cmpuint(n, >=, 1);
     g_assert_cmpuint(n, <=, NET_BATCH_MAX);
     t->calls++;
-    t->stamp = stamp;
+    t->stamp = stamp ? stamp->entered : 0;
     t->max_batch = MAX(t->max_batch, n);
     if (may_hold && t->room < n) {
         n = t->room;
@@ -652,7 +653,7 @@ static unsigned deliver_lengths_or_hold(NetClientState *backend,
     }
     if (may_hold) {
         taken = net_backend_deliver_or_hold(backend, frames, n,
-                                            LAST_FRAME_STAMP);
+                                            &(NetRxStamp){ LAST_FRAME_STAMP, 0 });
     } else {
         net_backend_deliver(backend, frames, n);
     }
@@ -722,7 +723,7 @@ static void test_results_counted(void)
 
 static unsigned parallel_nic_receive(void *opaque, const NetFrame *frames,
                                      unsigned n, bool may_hold,
-                                     uint64_t stamp, NetRxResult *results)
+                                     NetRxStamp *stamp, NetRxResult *results)
 {
     unsigned *frames_seen = opaque;
 
