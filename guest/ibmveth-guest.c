@@ -354,14 +354,15 @@ static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
  * the host's XDP program to the frame's consumption, now. */
 static void sample_rx_latency(IbmvethGuest *g, const IbmvethRxEntry *e)
 {
-    uint64_t *slot = &g->rx_stamps[e->index];
     uint64_t stamp;
 
-    if (G_LIKELY(e->index >= g->rx_nstamps ||
-                 !__atomic_load_n(slot, __ATOMIC_RELAXED))) {
+    if (G_UNLIKELY(e->index >= g->rx_nstamps) ||
+        G_LIKELY(!__atomic_load_n(&g->rx_stamps[e->index],
+                                  __ATOMIC_RELAXED))) {
         return;
     }
-    stamp = __atomic_exchange_n(slot, 0, __ATOMIC_RELAXED);
+    stamp = __atomic_exchange_n(&g->rx_stamps[e->index], 0,
+                                __ATOMIC_RELAXED);
     latency_histogram_add_since(&g->st.rx_latency, stamp);
 }
 
