@@ -1225,7 +1225,7 @@ LATENCY_HEADER = ['I/O wake-up', 'I/O thread on', 'kpps',
                   'XDP to device queue, us: p50 / p90 / p99 / p99.9 / max',
                   'XDP to guest, us: p50 / p90 / p99 / p99.9 / max',
                   'example p50, us', 'NET_RX cpu0/cpu1', 'cpu0 %', 'cpu1 %',
-                  'steal %', 'runs (guest p50 us)']
+                  'steal %', 'other %', 'runs (guest p50 us)']
 
 
 def fmt_us(ns):
@@ -1254,6 +1254,7 @@ def latency_row(r, failed='FAILED'):
                    f"{soft.get('cpu0', 0)}/{soft.get('cpu1', 0)}",
                    fmt(cpus['cpu0']['busy'], 0), fmt(cpus['cpu1']['busy'], 0),
                    f"{cpus['cpu0']['steal']:.0f}/{cpus['cpu1']['steal']:.0f}",
+                   fmt(r['cpu']['foreign'], 0),
                    ' '.join(fmt_us(p) for p in r['runs']) +
                    (f' ({r["noisy_runs"]} noisy)' if r['noisy_runs'] else '')]
 
