@@ -75,6 +75,15 @@ static JsonObject *guest_offloads(const IbmvethGuestConf *c,
     return o;
 }
 
+/* The same shape as an af-xdp queue's "rx-latency". */
+static JsonNode *guest_rx_latency(const IbmvethGuestStats *st)
+{
+    g_autoptr(GVariant) v =
+        g_variant_ref_sink(latency_histogram_variant(&st->rx_latency));
+
+    return json_gvariant_serialize(v);
+}
+
 static void add_guest_stats(IbmvethGuest *g, void *opaque)
 {
     const IbmvethGuestConf *c = ibmveth_guest_conf(g);
@@ -108,6 +117,7 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_object_member(o, "reasm", guest_reasm(&st));
     json_object_set_object_member(o, "drops", guest_drops(&st));
     json_object_set_int_member(o, "cpu-ns", st.cpu_ns);
+    json_object_set_member(o, "rx-latency", guest_rx_latency(&st));
     json_array_add_object_element(opaque, o);
 }
 

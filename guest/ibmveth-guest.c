@@ -22,6 +22,7 @@
 #include "guest/skb-truesize.h"
 #include "guest/tap.h"
 #include "guest/tx-frames.h"
+#include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr_vio.h"
 #include "qemu/option.h"
 #include "qemu/pause.h"
@@ -49,6 +50,12 @@ struct IbmvethGuest {
     GuestRam *ram;
     uint32_t irq;
     bool irq_claimed;
+    SpaprVlanState *vlan;   /* the device, for the rx stamps only */
+    /* By rx-queue entry, the device's stamps (see
+     * spapr_vlan_set_rx_stamps): ours, lent to it while the driver is
+     * open; the vCPU takes them. */
+    uint64_t *rx_stamps;
+    uint32_t rx_nstamps;
     IbmvethDriver *drv;     /* NULL while the state is awaited from an
                                incoming stream */
     IpReasm *reasm;
@@ -346,6 +353,23 @@ static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
     }
 }
 
+/* The device's stamp for the entry @e, if it left one (the entry of the
+ * last frame of a batch that came with one): a sample of the delay from
+ * the host's XDP program to the frame's consumption, now. */
+static void sample_rx_latency(IbmvethGuest *g, const IbmvethRxEntry *e)
+{
+    uint64_t stamp;
+
+    if (G_UNLIKELY(e->index >= g->rx_nstamps) ||
+        G_LIKELY(!__atomic_load_n(&g->rx_stamps[e->index],
+                                  __ATOMIC_RELAXED))) {
+        return;
+    }
+    stamp = __atomic_exchange_n(&g->rx_stamps[e->index], 0,
+                                __ATOMIC_RELAXED);
+    latency_histogram_add_since(&g->st.rx_latency, stamp);
+}
+
 /*
  * One NAPI poll: up to budget entries, then the replenish.  The entries
  * are taken first and their frames prefetched together, since the device
@@ -364,6 +388,7 @@ static unsigned napi_poll(IbmvethGuest *g)
         if (status[n] == IBMVETH_RX_EMPTY) {
             break;
         }
+        sample_rx_latency(g, &e[n]);
         if (status[n] == IBMVETH_RX_READY && e[n].valid) {
             __builtin_prefetch(guest_ram_ptr(
                 g->ram, ibmveth_rx_data_addr(g->drv, &e[n]), e[n].len));
@@ -668,6 +693,7 @@ static bool find_device(IbmvethGuest *g, const char *dev, GError **errp)
         return false;
     }
     g->conf.drv.unit = vdev->reg;
+    g->vlan = spapr_vlan_from_vio(vdev);
     g->irq = fdt32_to_cpu(*irq);
     g->mcast_filters = fdt32_to_cpu(*filters);
     g->illan_options = fdt_getprop(fdt, node, "ibm,illan-options",
@@ -717,6 +743,22 @@ static bool probe_driver(IbmvethGuest *g, GError **errp)
     return tap_offloads(g, errp);
 }
 
+/* The driver is open: the device may stamp its queue's entries. */
+static void lend_rx_stamps(IbmvethGuest *g)
+{
+    g->rx_nstamps = ibmveth_rxq_entries(g->drv);
+    g->rx_stamps = g_new0(uint64_t, g->rx_nstamps);
+    spapr_vlan_set_rx_stamps(g->vlan, g->rx_stamps, g->rx_nstamps);
+}
+
+static void close_driver(IbmvethGuest *g)
+{
+    spapr_vlan_set_rx_stamps(g->vlan, NULL, 0);
+    ibmveth_close(g_steal_pointer(&g->drv));
+    g_clear_pointer(&g->rx_stamps, g_free);
+    g->rx_nstamps = 0;
+}
+
 static bool open_driver(IbmvethGuest *g, GError **errp)
 {
     IbmvethBus bus = guest_bus(g);
@@ -725,6 +767,7 @@ static bool open_driver(IbmvethGuest *g, GError **errp)
     if (!g->drv) {
         return false;
     }
+    lend_rx_stamps(g);
     /* Linux's first interrupt handler: off until the first poll is done,
      * the state the vCPU keeps at the top of its loop. */
     ibmveth_set_irq(g->drv, false);
@@ -829,8 +872,7 @@ void ibmveth_guest_machine_reset(IbmvethGuest *g)
         return;                 /* inmigrate: the state is still to come */
     }
     count_lost(g, GUEST_DROP_MACHINE_RESET);
-    ibmveth_close(g->drv);
-    g->drv = NULL;
+    close_driver(g);
     g->conf.drv = g->boot_drv;
     if (!probe_driver(g, &err) || !open_driver(g, &err)) {
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
@@ -912,8 +954,7 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     }
     pause_all();
     count_lost(g, GUEST_DROP_CLOSED);
-    ibmveth_close(g->drv);
-    g->drv = NULL;
+    close_driver(g);
     for (int i = 0; i <= last; i++) {
         g->conf.drv.pool_active[i] = true;
     }
@@ -942,7 +983,7 @@ void ibmveth_guest_free(IbmvethGuest *g)
 {
     ibmveth_guest_stop(g);
     if (g->drv) {
-        ibmveth_close(g->drv);
+        close_driver(g);
     }
     if (g->irq_claimed) {
         spapr_irq_claim(g->spapr, g->irq, NULL, NULL);
@@ -990,6 +1031,7 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
 
     g_assert(!g->drv);
     g->drv = ibmveth_adopt(&bus, s);
+    lend_rx_stamps(g);
     /* The source's probe set the device's attributes, which came with
      * the device's state. */
     ibmveth_read_features(&bus, &g->conf.drv);

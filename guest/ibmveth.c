@@ -589,12 +589,18 @@ IbmvethRxStatus ibmveth_rx_peek(IbmvethDriver *v, IbmvethRxEntry *e)
     v->bus.read(v->bus.opaque, gpa, raw, sizeof(raw));
     raw[0] = ctrl;
     parse_rxq_entry(raw, e);
+    e->index = v->rxq_index;
     p = pool_of_handle(v, e);
     if (!p) {
         return IBMVETH_RX_BAD_HANDLE;
     }
     e->buf_size = p->size;
     return IBMVETH_RX_READY;
+}
+
+uint32_t ibmveth_rxq_entries(IbmvethDriver *v)
+{
+    return v->rxq_len / IBMVETH_RXQ_ENTRY_SIZE;
 }
 
 uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e)

@@ -138,7 +138,10 @@ static const SchemaObject objects[] = {
       "rx-no-buffer:int wakeups:int woken-late:int resets:int "
       "napi-polls:int offloads:GuestOffloads frames-by-buffer-size:any "
       "buffer-bytes:int memory:GuestMemoryStats reasm:GuestReasmStats "
-      "drops:GuestDrops cpu-ns:int", NULL, NULL },
+      "drops:GuestDrops cpu-ns:int rx-latency:LatencyStats", NULL, NULL },
+    /* The quantiles are there once there is a sample. */
+    { "LatencyStats", "samples:int *p50-ns:int *p90-ns:int *p99-ns:int "
+      "*p99.9-ns:int *max-ns:int", NULL, NULL },
     { "GuestOffloads", "rx-csum:bool large-send:bool rx-csum-good:int "
       "rx-large:int tx-csum-offloaded:int tx-large-sends:int "
       "gro-packets:int gro-merged:int gro-csum-checked:int", NULL, NULL },

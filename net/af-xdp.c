@@ -1024,47 +1024,6 @@ static const char *link_name(AfXdpLink link)
          : link == AF_XDP_LINK_DOWN ? "down" : "removed";
 }
 
-/* The upper bound (ns) of the bucket the @q-quantile falls in, no more
- * than the largest delay seen. */
-static uint64_t latency_quantile(const XskQueueStats *st, uint64_t samples,
-                                 double q)
-{
-    uint64_t want = (uint64_t)(q * samples + 0.999999), seen = 0;
-
-    for (unsigned b = 0; b < XSK_LATENCY_BUCKETS; b++) {
-        seen += st->rx_latency[b];
-        if (seen >= want) {
-            return MIN(xsk_latency_bucket_end(b), st->rx_latency_max);
-        }
-    }
-    return st->rx_latency_max;
-}
-
-static GVariant *latency_stats(const XskQueueStats *st)
-{
-    GVariantDict d;
-    uint64_t samples = 0;
-
-    for (unsigned b = 0; b < XSK_LATENCY_BUCKETS; b++) {
-        samples += st->rx_latency[b];
-    }
-    g_variant_dict_init(&d, NULL);
-    g_variant_dict_insert(&d, "samples", "t", (guint64)samples);
-    if (samples) {
-        g_variant_dict_insert(&d, "p50-ns", "t",
-                              (guint64)latency_quantile(st, samples, 0.5));
-        g_variant_dict_insert(&d, "p90-ns", "t",
-                              (guint64)latency_quantile(st, samples, 0.9));
-        g_variant_dict_insert(&d, "p99-ns", "t",
-                              (guint64)latency_quantile(st, samples, 0.99));
-        g_variant_dict_insert(&d, "p99.9-ns", "t",
-                              (guint64)latency_quantile(st, samples, 0.999));
-        g_variant_dict_insert(&d, "max-ns", "t",
-                              (guint64)st->rx_latency_max);
-    }
-    return g_variant_dict_end(&d);
-}
-
 static GVariant *queue_stats(XskQueue *q)
 {
     GVariantDict d;
@@ -1093,7 +1052,8 @@ static GVariant *queue_stats(XskQueue *q)
     PUT("rx-meta-timestamp", rx_meta_timestamp);
     PUT("rx-meta-flags", rx_meta_flags);
     PUT("rx-meta-hash", rx_meta_hash);
-    g_variant_dict_insert(&d, "rx-latency", "@a{sv}", latency_stats(&st));
+    g_variant_dict_insert(&d, "rx-latency", "@a{sv}",
+                          latency_histogram_variant(&st.rx_latency));
     PUT("rx_dropped", xdp_rx_dropped);
     PUT("rx_invalid_descs", xdp_rx_invalid_descs);
     PUT("rx_ring_full", xdp_rx_ring_full);

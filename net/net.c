@@ -381,7 +381,8 @@ static uint64_t frames_bytes(const NetFrame *frames, unsigned n)
  * frame after a held one is held with it.
  */
 static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
-                               unsigned n, bool may_hold, RxTally *tally)
+                               unsigned n, bool may_hold, NetRxStamp *stamp,
+                               RxTally *tally)
 {
     NetFrame passed[NET_BATCH_MAX];
     unsigned index[NET_BATCH_MAX];
@@ -394,8 +395,12 @@ static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
             passed[n_passed++] = frames[i];
         }
     }
+    /* The stamp is the last frame's: it goes only with that frame. */
+    if (!n_passed || index[n_passed - 1] != n - 1) {
+        stamp = NULL;
+    }
     taken = n_passed ? nic->nic_ops->receive_batch(nic->opaque, passed,
-                                                   n_passed, may_hold,
+                                                   n_passed, may_hold, stamp,
                                                    results)
                      : 0;
     g_assert(taken <= n_passed && (may_hold || taken == n_passed));
@@ -429,7 +434,7 @@ void net_nic_rx_ready(NetClientState *nic)
 }
 
 static unsigned deliver(NetClientState *backend, const NetFrame *frames,
-                        unsigned n, bool may_hold)
+                        unsigned n, bool may_hold, NetRxStamp *stamp)
 {
     NetClientState *nic = backend->peer;
     RxTally tally = { 0 };
@@ -444,7 +449,7 @@ static unsigned deliver(NetClientState *backend, const NetFrame *frames,
         tally.by_result[nic ? NET_RX_DROP_LINK_DOWN : NET_RX_DROP_NO_NIC] = n;
         tally.bytes = frames_bytes(frames, n);
     } else {
-        taken = deliver_to_nic(nic, frames, n, may_hold, &tally);
+        taken = deliver_to_nic(nic, frames, n, may_hold, stamp, &tally);
     }
     if (taken) {
         count_rx(backend, taken, &tally);
@@ -455,13 +460,14 @@ static unsigned deliver(NetClientState *backend, const NetFrame *frames,
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n)
 {
-    deliver(backend, frames, n, false);
+    deliver(backend, frames, n, false, NULL);
 }
 
 unsigned net_backend_deliver_or_hold(NetClientState *backend,
-                                     const NetFrame *frames, unsigned n)
+                                     const NetFrame *frames, unsigned n,
+                                     NetRxStamp *stamp)
 {
-    return deliver(backend, frames, n, true);
+    return deliver(backend, frames, n, true, stamp);
 }
 
 typedef enum TxOutcome {

@@ -602,33 +602,30 @@ static unsigned count_chains(XskQueue *q, const RxBatch *b, unsigned taken)
     return n;
 }
 
-static uint64_t monotonic_ns(void)
+/* When the batch's last frame entered the host (its CLOCK_MONOTONIC
+ * stamp), for the NIC to keep beside the frame's rx-queue entry; read
+ * before the entry becomes visible, so that the guest's sample is not
+ * limited to the entries it is slow to take.  0 when it has none. */
+static uint64_t batch_stamp(XskQueue *q, const RxBatch *b)
 {
-    struct timespec ts;
+    const struct xdp_desc *d = rx_desc(q, b, b->starts[b->nframes - 1]);
+    const uint8_t *data = xsk_umem__get_data(q->umem_area, d->addr);
+    struct illan_xdp_meta m;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
-/* Counts one delay from @stamp (CLOCK_MONOTONIC ns) to now. */
-static void sample_latency(XskQueue *q, uint64_t stamp)
-{
-    uint64_t now = monotonic_ns();
-    uint64_t delay = now > stamp ? now - stamp : 0;
-
-    STAT_ADD(q->stats.rx_latency[xsk_latency_bucket(delay)], 1);
-    /* The I/O thread is the one writer. */
-    if (delay > STAT_GET(q->stats.rx_latency_max)) {
-        __atomic_store_n(&q->stats.rx_latency_max, delay, __ATOMIC_RELAXED);
+    memcpy(&m.btf_id, data - sizeof(m.btf_id), sizeof(m.btf_id));
+    if (m.btf_id != q->cfg.meta_btf_id) {
+        return 0;
     }
+    memcpy(&m, data - sizeof(m), sizeof(m));
+    return m.flags & ILLAN_XDP_META_TS_KTIME ? m.rx_timestamp : 0;
 }
 
 /*
  * The metadata of the first @taken frames: the 4 bytes in front of each
  * frame's first descriptor are the BTF id of the struct our program
  * wrote there, or anything else (a foreign struct, or none).  One load
- * and one compare a frame; the struct of the last of ours is kept, and
- * its delay sampled.  Called once the device has taken the frames.
+ * and one compare a frame; the struct of the last of ours is kept.
+ * Called once the device has taken the frames.
  */
 static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
 {
@@ -657,9 +654,6 @@ static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
                          __ATOMIC_RELAXED);
         __atomic_store_n(&q->stats.rx_meta_flags, m.flags, __ATOMIC_RELAXED);
         __atomic_store_n(&q->stats.rx_meta_hash, m.rx_hash, __ATOMIC_RELAXED);
-        if (m.flags & ILLAN_XDP_META_TS_KTIME) {
-            sample_latency(q, m.rx_timestamp);
-        }
     }
 }
 
@@ -670,6 +664,7 @@ static unsigned rx_batch(XskQueue *q)
 {
     RxBatch b;
     unsigned taken, used;
+    NetRxStamp stamp = { 0 };
 
     b.n = xsk_ring_cons__peek(&q->rx, q->rx_peek, &b.idx);
     q->rx_held = false;
@@ -680,11 +675,20 @@ static unsigned rx_batch(XskQueue *q)
     b.next = b.nframes = 0;
     b.bounced = 0;
     rx_parse(q, &b);
+    if (q->cfg.meta_btf_id && b.nframes) {
+        stamp.entered = batch_stamp(q, &b);
+    }
     taken = b.nframes ? net_backend_deliver_or_hold(q->backend, b.frames,
-                                                    b.nframes)
+                                                    b.nframes,
+                                                    stamp.entered ? &stamp
+                                                                  : NULL)
                       : 0;
     if (q->cfg.meta_btf_id) {
         read_meta(q, &b, taken);
+    }
+    if (stamp.visible) {
+        latency_histogram_add(&q->stats.rx_latency, stamp.entered,
+                              stamp.visible);
     }
     /* Descriptors of held frames go back to the ring, with any after. */
     used = taken < b.nframes ? b.starts[taken] : b.next;
@@ -1040,10 +1044,7 @@ void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
     st->rx_meta_timestamp = STAT_GET(q->stats.rx_meta_timestamp);
     st->rx_meta_flags = STAT_GET(q->stats.rx_meta_flags);
     st->rx_meta_hash = STAT_GET(q->stats.rx_meta_hash);
-    for (unsigned b = 0; b < XSK_LATENCY_BUCKETS; b++) {
-        st->rx_latency[b] = STAT_GET(q->stats.rx_latency[b]);
-    }
-    st->rx_latency_max = STAT_GET(q->stats.rx_latency_max);
+    latency_histogram_snapshot(&q->stats.rx_latency, &st->rx_latency);
     /* The kernel keeps these on the socket; a dead one reads as zero. */
     getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &x, &len);
     st->xdp_rx_dropped = x.rx_dropped;

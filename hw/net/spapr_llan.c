@@ -17,6 +17,7 @@
 #include "migration/savevm.h"
 #include "migration/vmstate.h"
 #include "qemu/bswap.h"
+#include "qemu/latency-histogram.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 #include "qemu/runstate.h"
@@ -80,6 +81,12 @@ struct SpaprVlanState {
                                    buffers: wake it when there are some */
     uint64_t attrs;             /* the attributes the guest turned on */
     SpaprVlanStats stats;       /* all but tx_*, which are in tx */
+    /* The built-in guest's array, by rx-queue entry, of when the frame
+     * an entry carries entered the host (see spapr_vlan_set_rx_stamps);
+     * the guest owns it.  Each slot is written here before its entry's
+     * control byte, and taken by the guest after reading that byte. */
+    uint64_t *rx_stamps;
+    uint32_t rx_nstamps;
 
     QemuMutex tx_lock;          /* H_SEND_LOGICAL_LAN: the gather buffer,
                                    the backend's send, the tx counters */
@@ -259,6 +266,9 @@ typedef struct RxBatch {
     uint64_t qbd;
     bool qbd_ok;
     uint64_t no_buffer;
+    /* The backend's stamp, and the frame it belongs to (NULL: none). */
+    NetRxStamp *stamp;
+    const NetFrame *stamped;
 } RxBatch;
 
 static void count_no_buffer(SpaprVlanState *s, uint64_t frames)
@@ -306,12 +316,28 @@ static bool wrap_rxq(SpaprVlanState *s, RxBatch *b)
     return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, b->qbd);
 }
 
+/* The entry about to be written carries the stamped frame: the stamp
+ * goes where the guest looks for it, and the clock is read, before the
+ * entry's control byte, so that the guest cannot take the entry before
+ * either. */
+static void stamp_rxq_entry(SpaprVlanState *s, NetRxStamp *stamp)
+{
+    uint64_t slot = s->rxq_ptr / RXQ_ENTRY_SIZE;
+
+    if (slot < s->rx_nstamps) {
+        __atomic_store_n(&s->rx_stamps[slot], stamp->entered,
+                         __ATOMIC_RELAXED);
+    }
+    stamp->visible = latency_now_ns();
+}
+
 /* Writes the entry for a frame of @len at @offset in the buffer whose
- * handle is @handle, with the offload flags @flags; the control byte goes
- * last, with release semantics, so a guest polling it never sees a
- * half-written entry. */
+ * handle is @handle, with the offload flags @flags; @last is the last
+ * frame it carries.  The control byte goes last, with release semantics,
+ * so a guest polling it never sees a half-written entry. */
 static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
-                            uint16_t offset, uint32_t len, uint8_t flags)
+                            uint16_t offset, uint32_t len, uint8_t flags,
+                            const NetFrame *last)
 {
     uint8_t entry[RXQ_ENTRY_SIZE] = { 0 };
     uint32_t qlen = LLAN_BD_LEN(b->qbd);
@@ -339,9 +365,15 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
                              entry + 1, sizeof(entry) - 1)) {
         return false;
     }
+    if (G_UNLIKELY(last == b->stamped)) {
+        stamp_rxq_entry(s, b->stamp);
+    }
     if (!spapr_vio_dma_write_u8_release(&s->vdev,
                                         LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
                                         entry[0])) {
+        if (last == b->stamped) {
+            b->stamp->visible = 0;
+        }
         return false;
     }
     s->rxq_ptr += RXQ_ENTRY_SIZE;
@@ -451,7 +483,7 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
                                               RX_DATA_OFFSET);
     }
     if (!dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
-        !write_rxq_entry(s, b, handle, RX_DATA_OFFSET, f->len, flags)) {
+        !write_rxq_entry(s, b, handle, RX_DATA_OFFSET, f->len, flags, f)) {
         return NET_RX_DROP_DMA_ERROR;
     }
     s->stats.rx_frames++;
@@ -578,7 +610,7 @@ static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
         dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) &&
         write_rxq_entry(s, b, handle, RX_LRO_OFFSET, len,
                         LLAN_RXQ_LRG_PKT | LLAN_RXQ_NO_CSUM |
-                        LLAN_RXQ_CSUM_GOOD)) {
+                        LLAN_RXQ_CSUM_GOOD, &frames[run - 1])) {
         result = NET_RX_DELIVERED;
         s->stats.rx_frames++;
         s->stats.rx_bytes += len;
@@ -613,9 +645,10 @@ static unsigned receive_offloaded(SpaprVlanState *s, RxBatch *b,
 /* Returns how many of the frames it took; the rest are held. */
 static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
                                      unsigned n, bool may_hold,
+                                     NetRxStamp *stamp,
                                      NetRxResult *results)
 {
-    RxBatch b = { 0 };
+    RxBatch b = { .stamp = stamp, .stamped = stamp ? &frames[n - 1] : NULL };
     /* Filled only when an offload is on: a branch otherwise. */
     RxOffload off;
     bool offload = s->attrs & RX_CSUM_ATTRS;
@@ -663,6 +696,7 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
 
 static unsigned spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
                                          unsigned n, bool may_hold,
+                                         NetRxStamp *stamp,
                                          NetRxResult *results)
 {
     SpaprVlanState *s = opaque;
@@ -670,7 +704,7 @@ static unsigned spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
     unsigned taken;
 
     qemu_mutex_lock(&s->lock);
-    taken = receive_batch_locked(s, frames, n, may_hold, results);
+    taken = receive_batch_locked(s, frames, n, may_hold, stamp, results);
     for (unsigned i = 0; i < taken; i++) {
         if (results[i] == NET_RX_DELIVERED) {
             delivered = true;
@@ -1942,6 +1976,15 @@ static bool spapr_vlan_devnode(SpaprVioDevice *dev, void *fdt, int node,
         FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,illan-options", 0));
     }
     return true;
+}
+
+void spapr_vlan_set_rx_stamps(SpaprVlanState *s, uint64_t *stamps,
+                              uint32_t n)
+{
+    qemu_mutex_lock(&s->lock);
+    s->rx_stamps = stamps;
+    s->rx_nstamps = stamps ? n : 0;
+    qemu_mutex_unlock(&s->lock);
 }
 
 void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)

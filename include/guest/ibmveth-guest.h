@@ -19,6 +19,7 @@
 
 #include "guest/ibmveth.h"
 #include "hw/ppc/spapr.h"
+#include "qemu/latency-histogram.h"
 
 typedef struct IbmvethGuest IbmvethGuest;
 
@@ -95,6 +96,10 @@ typedef struct IbmvethGuestStats {
     uint64_t rx_no_buffer;      /* the device's count at buffer-list+4088 */
     uint64_t drops[GUEST_DROP__MAX];
     uint64_t cpu_ns;            /* the vCPU thread's CPU time */
+    /* One sample a device batch that came with the XDP program's
+     * stamp: from the program to the vCPU's reading its last frame's
+     * rx-queue entry. */
+    LatencyHistogram rx_latency;
 } IbmvethGuestStats;
 
 /* Checks @conf against the machine (the device exists and is a

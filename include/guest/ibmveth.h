@@ -174,6 +174,7 @@ typedef struct IbmvethRxEntry {
     uint32_t len, offset;
     uint64_t handle;
     uint8_t control;     /* the raw control byte, for checks of other bits */
+    uint32_t index;      /* its place in the queue, from 0 */
 } IbmvethRxEntry;
 
 typedef enum IbmvethRxStatus {
@@ -185,6 +186,8 @@ typedef enum IbmvethRxStatus {
 
 /* Reads the next rx-queue entry into @e without consuming it. */
 IbmvethRxStatus ibmveth_rx_peek(IbmvethDriver *v, IbmvethRxEntry *e);
+/* How many entries the receive queue holds. */
+uint32_t ibmveth_rxq_entries(IbmvethDriver *v);
 /* Guest address of the frame data of a READY entry. */
 uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e);
 /* The MSS of a large packet (IBMVETH_RXQ_LRG_PKT): the big-endian u64 the

@@ -28,6 +28,19 @@ typedef struct NetFrame {
     uint32_t len;
 } NetFrame;
 
+/*
+ * When a batch's last frame entered the host, from a backend that knows
+ * (CLOCK_MONOTONIC ns, as its XDP program read it), and when the NIC
+ * made it visible to the guest: the clock read just before the guest
+ * could see the frame's place in its queue, 0 when it never could
+ * (dropped, held).  A NIC may also leave @entered beside that place for
+ * the guest to measure the delay to its consumption.
+ */
+typedef struct NetRxStamp {
+    uint64_t entered;
+    uint64_t visible;
+} NetRxStamp;
+
 /* What became of one received frame. */
 typedef enum NetRxResult {
     NET_RX_DELIVERED,
@@ -70,11 +83,12 @@ typedef struct NetClientStats {
  * early and hold the rest, as QEMU's can_receive does for a guest that has
  * posted no buffer; it then calls net_nic_rx_ready() once it has room.
  * Without @may_hold it takes all @n.  The frames are the backend's and
- * valid only during the call.
+ * valid only during the call.  @stamp, when not NULL, is the last
+ * frame's (see NetRxStamp); the NIC sets its "visible".
  */
 typedef struct NetNicOps {
     unsigned (*receive_batch)(void *opaque, const NetFrame *frames,
-                              unsigned n, bool may_hold,
+                              unsigned n, bool may_hold, NetRxStamp *stamp,
                               NetRxResult *results);
     /* The NIC's model ("spapr-vlan"), for x-query-net-stats. */
     const char *model;
@@ -139,9 +153,12 @@ void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
  * many the NIC took (delivered or dropped, and counted); the rest are
  * still the backend's, to offer again after its rx_ready().  Frames the
  * NIC could never take (no NIC, link down, too short) are always taken
- * and counted, never held. */
+ * and counted, never held.  @stamp: NULL, or when the last frame
+ * entered the host; its "visible" comes back set if the NIC made the
+ * frame visible to the guest (see NetRxStamp). */
 unsigned net_backend_deliver_or_hold(NetClientState *backend,
-                                     const NetFrame *frames, unsigned n);
+                                     const NetFrame *frames, unsigned n,
+                                     NetRxStamp *stamp);
 /*
  * The backend's link changed: @state is "down", "up", "removed" (the host
  * interface went away), "reopened" (it came back and the backend recovered)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "net/net.h"
+#include "qemu/latency-histogram.h"
 
 /* Every UMEM frame is one page.  A received frame longer than one UMEM
  * frame's data room (the kernel keeps 256 bytes of headroom in each:
@@ -51,30 +52,6 @@ typedef struct XskQueueConfig {
  * that spanned several descriptors; rx_too_long and rx_truncated the
  * chains dropped before the NIC saw them (longer than NET_FRAME_MAX or
  * than XSK_CHAIN_CAP descriptors, or without their last descriptor). */
-/* Latency buckets, four to each power of two (a quarter octave, so a
- * quantile read from them is at most 25% high): delays of 0-3 ns have a
- * bucket each, and then [4, 5), [5, 6), [6, 7), [7, 8), [8, 10) ... ns;
- * the last bucket holds everything from about 2^40 ns (18 min) on. */
-#define XSK_LATENCY_BUCKETS 160
-
-/* The bucket of a delay of @ns, and the end (exclusive) of bucket @b. */
-static inline unsigned xsk_latency_bucket(uint64_t ns)
-{
-    unsigned e, b;
-
-    if (ns < 4) {
-        return ns;
-    }
-    e = 63 - __builtin_clzll(ns);
-    b = 4 * (e - 1) + ((ns >> (e - 2)) & 3);
-    return b < XSK_LATENCY_BUCKETS ? b : XSK_LATENCY_BUCKETS - 1;
-}
-
-static inline uint64_t xsk_latency_bucket_end(unsigned b)
-{
-    return b < 4 ? b + 1 : (uint64_t)(5 + b % 4) << (b / 4 - 1);
-}
-
 typedef struct XskQueueStats {
     uint64_t rx_frames, rx_batches, rx_wakeups, sleeps;
     uint64_t rx_chains, rx_too_long, rx_truncated;
@@ -85,11 +62,10 @@ typedef struct XskQueueStats {
      * ILLAN_XDP_META_TS_KTIME in its flags). */
     uint64_t rx_meta_frames, rx_meta_foreign;
     uint64_t rx_meta_timestamp, rx_meta_flags, rx_meta_hash;
-    /* One sample a batch, of its last frame with our struct and a
-     * CLOCK_MONOTONIC timestamp: from the XDP program to the device's
-     * receive having returned, its rx-queue entry written. */
-    uint64_t rx_latency[XSK_LATENCY_BUCKETS];
-    uint64_t rx_latency_max;
+    /* One sample a batch whose last frame has our struct with a
+     * CLOCK_MONOTONIC timestamp and was delivered: from the XDP program
+     * to the device's making its rx-queue entry visible to the guest. */
+    LatencyHistogram rx_latency;
     uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_rx_ring_full,
              xdp_rx_fill_ring_empty_descs, xdp_tx_invalid_descs,
              xdp_tx_ring_empty_descs;

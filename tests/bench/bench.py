@@ -639,6 +639,8 @@ def illan_argv(args, ns, point, qmp_path):
         guest += ',poll=spin'
     if point['fwd'] == 'txonly':
         guest += f',size={size},dst={ns.gen_mac}'
+    if point.get('netdev_opts'):
+        netdev += ',' + point['netdev_opts']
     return ['ip', 'netns', 'exec', ns.dut, 'taskset', '-c', args.illan_cpus,
             os.path.join(args.build, 'illan'), '-M', 'pseries', '-nodefaults',
             '-device', f'spapr-vlan,id=net0,netdev=n0,mac={NIC_MAC},'
@@ -992,6 +994,114 @@ def raw_key(point, fwd=None):
     return (fwd or RAW_FWD[point['fwd']], point['size'], point['mode'], wait)
 
 
+# --- latency -------------------------------------------------------------
+
+# Frames a second, evenly spaced: low enough that no queue forms, so
+# that a delay is the wake-up and the hand-over, not the backlog.
+LATENCY_RATE = 20000
+LATENCY_SIZE = '64'
+# The I/O thread's wake-up modes: illan's af-xdp options for each, and
+# whether the guest's vCPU spins too (with spin only: elsewhere it waits
+# for the device's interrupt, as Linux's NAPI does).
+WAKES = {'spin': ('spin=on', True), 'busy-poll': ('busy-poll=50', False),
+         'poll': ('', False)}
+# Where the I/O thread runs: on the core of the kernel's receive path
+# (the veth runs its peer's NAPI on the sending CPU: the generator's),
+# or on the other one, where the vCPU stays.
+CORES = {'same': GEN_CPU, 'other': DUT_CPU}
+# The AF_XDP-interaction example's figures (igc NIC, 2021), us: spin on
+# the same core; interrupt wake-ups with C-states / without.
+REFERENCE = {('spin', 'same'): '1.5', ('poll', 'same'): '22.9 / 3.2',
+             ('poll', 'other'): '50.4 / 4.1'}
+QUANTILES = ('p50-ns', 'p90-ns', 'p99-ns', 'p99.9-ns', 'max-ns')
+
+
+def latency_points():
+    return [{'latency': True, 'wake': w, 'core': c, 'fwd': 'rxonly',
+             'size': LATENCY_SIZE, 'pools': 'on', 'mode': 'native',
+             'wait': 'spin' if WAKES[w][1] else 'poll',
+             'netdev_opts': WAKES[w][0]}
+            for w in WAKES for c in CORES]
+
+
+def pin_threads(pid, prefix, cpu):
+    """What taskset -p does, to every thread of pid whose name starts
+    with prefix; their ids."""
+    tids = [tid for tid, (name, _) in thread_ticks(pid).items()
+            if name.startswith(prefix)]
+    for tid in tids:
+        os.sched_setaffinity(int(tid), {cpu})
+    if not tids:
+        raise Failed(f'no thread {prefix}* in illan to pin')
+    return tids
+
+
+def net_rx_softirqs():
+    """NET_RX softirqs run so far, by CPU: where the receive path ran."""
+    with open('/proc/softirqs') as f:
+        cpus = f.readline().split()
+        for line in f:
+            name, *counts = line.split()
+            if name == 'NET_RX:':
+                return {c.lower(): int(n) for c, n in zip(cpus, counts)}
+    return {}
+
+
+def latency_run(args, ns, point):
+    """One illan from start to end, the generator at LATENCY_RATE: every
+    sample of both histograms is of this run (one a device batch)."""
+    with tempfile.TemporaryDirectory(prefix='illan-bench-') as tmp:
+        illan, qmp = start_illan(args, ns, point, tmp)
+        try:
+            pin_threads(illan.pid, IO_THREAD, CORES[point['core']])
+            soft0, cpu = net_rx_softirqs(), CpuWindow([], illan.pid)
+            gen = start_gen(args, ns, LATENCY_SIZE, args.secs + 5, NIC_MAC,
+                            '--rate', str(LATENCY_RATE))
+            try:
+                m0 = gen_mark(gen)
+                time.sleep(args.secs)
+                m1, use = gen_mark(gen), cpu.close()
+                net, guest = qmp.cmd('x-query-net-stats'), guest_stats(qmp)
+            finally:
+                gen.stop()
+            soft1 = net_rx_softirqs()
+        except (QmpError, OSError) as e:
+            raise Failed(f'{e}; {illan.stderr()}')
+        finally:
+            stop_illan(illan, qmp)
+    device = flatten(net)
+    return {'mpps': gen_rate(m0, m1, 'tx_packets') / 1e6,
+            'device': net['netdevs'][0]['backend']['queues'][0]['rx-latency'],
+            'guest': guest['rx-latency'],
+            'delivered': device['nics.0.rx.delivered'],
+            'net_rx_softirqs': {c: soft1[c] - soft0.get(c, 0) for c in soft1},
+            'cpu': use, 'secs': args.secs}
+
+
+def measure_latency(args, ns, point):
+    """--runs runs; the one with the median p50 to the guest stands for
+    the point."""
+    ns.set_mode(point['mode'])
+    runs, errors = [], []
+    for _ in range(args.runs):
+        run = one_quiet_run(args, ns, point, latency_run, errors)
+        if run and run['guest']['samples']:
+            runs.append(run)
+        elif run:
+            errors.append('no sample: is rx-metadata on?')
+    result = dict(point)
+    if not runs:
+        result['failed'] = errors[0]
+        return result
+    runs.sort(key=lambda r: r['guest']['p50-ns'])
+    result.update(runs[(len(runs) - 1) // 2])
+    result['runs'] = [r['guest']['p50-ns'] for r in runs]
+    result['noisy_runs'] = sum(1 for r in runs if r.get('noisy'))
+    if errors:
+        result['errors'] = errors
+    return result
+
+
 # --- output --------------------------------------------------------------
 
 def fmt(value, digits=2):
@@ -1115,6 +1225,44 @@ def illan_row(r, failed='FAILED'):
         cpu_cells(r) + [runs_cell(r)]
 
 
+LATENCY_HEADER = ['I/O wake-up', 'I/O thread on', 'kpps',
+                  'XDP to device queue, us: p50 / p90 / p99 / p99.9 / max',
+                  'XDP to guest, us: p50 / p90 / p99 / p99.9 / max',
+                  'example p50, us', 'NET_RX cpu0/cpu1', 'cpu0 %', 'cpu1 %',
+                  'steal %', 'other %', 'runs (guest p50 us)']
+
+
+def fmt_us(ns):
+    """
+    >>> [fmt_us(n) for n in (1536, 24576, 131072)]
+    ['1.5', '25', '131']
+    """
+    return f'{ns / 1e3:.1f}' if ns < 10000 else f'{ns / 1e3:.0f}'
+
+
+def fmt_quantiles(h):
+    if not h['samples']:
+        return 'no samples'
+    return ' / '.join(fmt_us(h[q]) for q in QUANTILES)
+
+
+def latency_row(r, failed='FAILED'):
+    head = [r['wake'] + (' (+vCPU)' if r['wait'] == 'spin' else ''),
+            f"{r['core']} (cpu{CORES[r['core']]})"]
+    if 'failed' in r:
+        return failed_row(head, LATENCY_HEADER, failed)
+    soft, cpus = r['net_rx_softirqs'], r['cpu']['cpus']
+    return head + [fmt(r['mpps'] * 1e3, 1), fmt_quantiles(r['device']),
+                   fmt_quantiles(r['guest']),
+                   REFERENCE.get((r['wake'], r['core']), '-'),
+                   f"{soft.get('cpu0', 0)}/{soft.get('cpu1', 0)}",
+                   fmt(cpus['cpu0']['busy'], 0), fmt(cpus['cpu1']['busy'], 0),
+                   f"{cpus['cpu0']['steal']:.0f}/{cpus['cpu1']['steal']:.0f}",
+                   fmt(r['cpu']['foreign'], 0),
+                   ' '.join(fmt_us(p) for p in r['runs']) +
+                   (f' ({r["noisy_runs"]} noisy)' if r['noisy_runs'] else '')]
+
+
 def hold(r, raw, peers, costs):
     """A point's ratios to what it is held against, measured before it in
     the run: its rate over the raw loop's and testpmd's (illan), and each
@@ -1148,7 +1296,7 @@ def machine():
 
 # --- main ----------------------------------------------------------------
 
-PARTS = ('raw', 'testpmd', 'illan')
+PARTS = ('raw', 'testpmd', 'illan', 'latency')
 
 
 def parse_args():
@@ -1160,7 +1308,7 @@ def parse_args():
     p.add_argument('--runs', type=int, default=3, help='runs per point')
     p.add_argument('--only', metavar='PART', action='append',
                    choices=PARTS, help='measure this part only: raw, '
-                   'testpmd or illan (repeatable; default all)')
+                   'testpmd, illan or latency (repeatable; default all)')
     p.add_argument('--full', action='store_true',
                    help='every fwd, size, pools, mode and wait')
     p.add_argument('--quick', action='store_true',
@@ -1197,7 +1345,8 @@ def header(args):
             'machine': machine()}
     points = sum(len(selected(args, pts)) for part, pts in (
         ('raw', raw_points()), ('testpmd', testpmd_points()),
-        ('illan', illan_points(args.full))) if part in args.only)
+        ('illan', illan_points(args.full)),
+        ('latency', latency_points())) if part in args.only)
     minutes = points * args.runs * (args.secs + RUN_OVERHEAD_S) / 60
     print(f'date:    {info["date"]}\nkernel:  {info["kernel"]}\n'
           f'machine: {info["machine"]}\n'
@@ -1209,9 +1358,12 @@ def header(args):
 def label(point):
     """fwd/size/pools/mode/wait for illan; raw/size/mode/wait for the
     receive limit, raw-macswap/... and raw-txonly/... for the forwarding
-    loop's and the sender's; testpmd/fwd/size for the peer."""
+    loop's and the sender's; testpmd/fwd/size for the peer;
+    latency/wake/core for the latency table's."""
     if point.get('peer'):
         return f"{point['peer']}/{point['fwd']}/{point['size']}"
+    if point.get('latency'):
+        return f"latency/{point['wake']}/{point['core']}"
     if 'pools' in point:
         keys = ('fwd', 'size', 'pools', 'mode', 'wait')
         return '/'.join(point[k] for k in keys)
@@ -1260,11 +1412,22 @@ def bench(args, report):
                 progress(r)
             print_table('illan (spapr-vlan + af-xdp, built-in ibmveth guest)',
                         ILLAN_HEADER, report['illan'], illan_row)
+        if 'latency' in args.only:
+            for point in selected(args, latency_points()):
+                r = measure_latency(args, ns, point)
+                report['latency'].append(r)
+                progress(r)
+            print_table(f'Latency: illan rxonly, {LATENCY_SIZE} B at '
+                        f'{LATENCY_RATE // 1000} kpps, native; from the XDP '
+                        'program to the entry visible in the device queue '
+                        'and to the guest reading it',
+                        LATENCY_HEADER, report['latency'], latency_row)
 
 
 def progress(r):
     done = f': {r["failed"]}' if 'failed' in r else \
-        f' {r["mpps"]:.2f} Mpps'
+        f' guest p50 {fmt_us(r["guest"]["p50-ns"])} us' if r.get('latency') \
+        else f' {r["mpps"]:.2f} Mpps'
     print(f'  {label(r)}{done}', flush=True)
 
 
@@ -1280,7 +1443,7 @@ def main():
         return 1
     signal.signal(signal.SIGTERM, interrupted)
     report = dict(header(args), secs=args.secs, runs=args.runs, raw=[],
-                  testpmd=[], illan=[])
+                  testpmd=[], illan=[], latency=[])
     try:
         bench(args, report)
     except KeyboardInterrupt:

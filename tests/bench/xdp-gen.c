@@ -17,6 +17,13 @@
  * has on the veth, without an FCS, as the built-in guest's size= counts
  * them; 1518 is the most a veth with MTU 1500 takes from XDP.
  *
+ * Pacing.  --rate sends that many frames a second instead, evenly spaced,
+ * through an AF_PACKET socket: a live-frames run cannot be paced, and
+ * costs its ~30 ms of set-up each time.  The veth hands such a frame to
+ * its peer's XDP program the same way (in the peer's NAPI, on the
+ * sending CPU), after the skb is made an xdp_buff.  For latency at low
+ * rates, where the sender's cost does not matter; one size only.
+ *
  * Counting.  --count attaches a second program to the same interface that
  * counts and drops every frame arriving there, i.e. what the device under
  * test sends back; --listen only counts.
@@ -38,10 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/if_link.h>
+#include <linux/if_packet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -96,7 +105,7 @@ typedef struct Count {
 
 typedef struct Options {
     char *ifname, *size, *dst, *src;
-    int secs, cpu;
+    int secs, cpu, rate;
     gboolean count, listen;
 } Options;
 
@@ -105,6 +114,8 @@ typedef struct Gen {
     unsigned ifindex;
     uint8_t frame[MAX_SIZE];
     unsigned frame_len;
+    unsigned rate;                  /* paced: frames a second, or 0 */
+    int packet_fd;                  /* paced: bound to ifindex */
     int send_prog;
     int count_map;
     uint64_t runs;                  /* atomic: frames of finished runs */
@@ -442,6 +453,63 @@ static gpointer sender(gpointer opaque)
     return NULL;
 }
 
+/* The template with its header fields written, for the paced sender:
+ * the live-frames program writes them into each copy instead. */
+static void finish_template(Gen *g)
+{
+    Shape s;
+
+    shape_for(g, g->frame_len, &s);
+    memcpy(g->frame + ETH_LEN + 2, &s.tot_len, 2);
+    memcpy(g->frame + ETH_LEN + 10, &s.ip_csum, 2);
+    memcpy(g->frame + UDP_OFF + 4, &s.udp_len, 2);
+    memcpy(g->frame + UDP_OFF + 6, &s.udp_csum, 2);
+}
+
+static void setup_paced(Gen *g)
+{
+    struct sockaddr_ll sll = {
+        .sll_family = AF_PACKET, .sll_ifindex = g->ifindex,
+    };
+
+    finish_template(g);
+    g->packet_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (g->packet_fd < 0 ||
+        bind(g->packet_fd, (struct sockaddr *)&sll, sizeof(sll))) {
+        die("AF_PACKET socket");
+    }
+    /* Wake-ups on time, not up to 50 us late. */
+    prctl(PR_SET_TIMERSLACK, 1UL);
+}
+
+/* One frame every 1/rate s, on a fixed grid; a frame that is late goes
+ * at once, and the grid starts again from it rather than catching up
+ * with a burst. */
+static gpointer paced_sender(gpointer opaque)
+{
+    Gen *g = opaque;
+    const long period = 1000000000L / g->rate;
+    struct timespec next, now;
+
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!__atomic_load_n(&g->stop, __ATOMIC_RELAXED)) {
+        next.tv_nsec += period;
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000L;
+        }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        if (send(g->packet_fd, g->frame, g->frame_len, 0) ==
+            (ssize_t)g->frame_len) {
+            __atomic_fetch_add(&g->runs, 1, __ATOMIC_RELAXED);
+        }
+        if (since(&next, &now) > (double)period / 1e9) {
+            next = now;
+        }
+    }
+    return NULL;
+}
+
 /*
  * The senders run until the duration is over or SIGINT/SIGTERM; SIGUSR1
  * asks for a mark.  The signals are blocked everywhere and taken here, so
@@ -461,7 +529,11 @@ static void run(Gen *g, const Options *o)
     sigprocmask(SIG_BLOCK, &set, NULL);
     report(g, "ready");
     for (unsigned i = 0; i < SENDERS && !o->listen; i++) {
-        senders[i] = g_thread_new("sender", sender, g);
+        senders[i] = g_thread_new("sender", g->rate ? paced_sender : sender,
+                                  g);
+        if (g->rate) {
+            break;
+        }
     }
     while ((t = since(&g->start, &now)) < o->secs) {
         struct timespec wait = { .tv_sec = o->secs - t };
@@ -511,6 +583,9 @@ static bool parse_args(int argc, char **argv, Options *o)
           "seconds, default 10", "SECS" },
         { "cpu", 'c', 0, G_OPTION_ARG_INT, &o->cpu,
           "CPU to run on, default 0", "CPU" },
+        { "rate", 'r', 0, G_OPTION_ARG_INT, &o->rate,
+          "send PPS frames a second, evenly spaced, through an AF_PACKET "
+          "socket (one size; default: as fast as live frames go)", "PPS" },
         { "count", 0, 0, G_OPTION_ARG_NONE, &o->count,
           "count (and drop) the frames arriving at IF", NULL },
         { "listen", 0, 0, G_OPTION_ARG_NONE, &o->listen,
@@ -528,6 +603,12 @@ static bool parse_args(int argc, char **argv, Options *o)
     }
     if (!o->ifname || o->secs <= 0) {
         fprintf(stderr, "xdp-gen: needs --ifname and a positive --duration\n");
+        return false;
+    }
+    if (o->rate < 0 || o->rate > 1000000 ||
+        (o->rate && !strcmp(o->size, "mix"))) {
+        fprintf(stderr, "xdp-gen: --rate is 1 to 1000000 frames a second, "
+                "of one size\n");
         return false;
     }
     return true;
@@ -553,7 +634,10 @@ static void setup(Gen *g, const Options *o)
         g->frame_len = MAX(g->frame_len, sizes[i]);
     }
     build_template(g, dst, src);
-    if (!o->listen) {
+    g->rate = o->rate;
+    if (!o->listen && g->rate) {
+        setup_paced(g);
+    } else if (!o->listen) {
         setup_sender(g, sizes);
     }
     g->count_map = -1;

@@ -668,6 +668,73 @@ static void test_rx_metadata_foreign(void)
     helper_teardown(&h);
 }
 
+/*
+ * The built-in guest's view of the same stamps: frames sent one at a
+ * time, each its own batch, are each sampled by the device (the entry
+ * made visible) and by the guest (the entry read), and the guest cannot
+ * read an entry before it is there: each of its delays is at least the
+ * device's for the same frame, and so are its median and maximum.  With
+ * rx-metadata=off neither has a sample.
+ */
+static void check_guest_latency(const char *netdev_opts, bool stamped)
+{
+    enum { N = 16 };
+    g_autofree char *netdev = NULL;
+    g_autoptr(JsonObject) net = NULL;
+    g_autoptr(JsonObject) guests = NULL;
+    JsonObject *q, *g;
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s%s", r.veth.dut,
+                             netdev_opts);
+    qrig_init(&r.q);
+    qrig_start(&r.q, &(QRigOpts){
+        .mem = "512M", .netdev = netdev, .nic = ",id=net0",
+        .extra = "-guest ibmveth,id=g0,dev=net0,fwd=rxonly" });
+    r.q.peer = packet_socket_open(r.veth.peer);
+    for (unsigned i = 0; i < N; i++) {
+        send_frames(&r, i, 1);
+        qrig_wait_stat(r.q.qts, "guest.rx-frames", i + 1);
+    }
+    net = query_stats(&r, &g, NULL);
+    q = backend_queue(g, 0);
+    guests = qrig_guest_stats(r.q.qts);
+    g = qrig_stats_guest(guests);
+    if (!stamped) {
+        g_assert_cmpint(qjson_int(q, "rx-latency.samples"), ==, 0);
+        g_assert_cmpint(qjson_int(g, "rx-latency.samples"), ==, 0);
+        g_test_message("rx-metadata=off: %d frames, no sample in either "
+                       "histogram", N);
+        rig_stop(&r);
+        return;
+    }
+    g_assert_cmpint(qjson_int(q, "rx-latency.samples"), ==, N);
+    g_assert_cmpint(qjson_int(g, "rx-latency.samples"), ==, N);
+    g_assert_cmpint(qjson_int(g, "rx-latency.p50-ns"), >=,
+                    qjson_int(q, "rx-latency.p50-ns"));
+    g_assert_cmpint(qjson_int(g, "rx-latency.max-ns"), >=,
+                    qjson_int(q, "rx-latency.max-ns"));
+    g_test_message("%d frames one at a time: XDP to the device's queue "
+                   "p50 %" PRId64 " ns, max %" PRId64 " ns; to the guest's "
+                   "consumption p50 %" PRId64 " ns, max %" PRId64 " ns", N,
+                   qjson_int(q, "rx-latency.p50-ns"),
+                   qjson_int(q, "rx-latency.max-ns"),
+                   qjson_int(g, "rx-latency.p50-ns"),
+                   qjson_int(g, "rx-latency.max-ns"));
+    rig_stop(&r);
+}
+
+static void test_guest_latency(void)
+{
+    check_guest_latency("", true);
+}
+
+static void test_guest_latency_off(void)
+{
+    check_guest_latency(",rx-metadata=off", false);
+}
+
 /* Jumbo frames (multi-buffer): the built-in guest echoes every frame
  * (fwd=macswap), so each crosses AF_XDP both ways. */
 
@@ -1635,6 +1702,9 @@ int main(int argc, char **argv)
                     test_unprivileged_sock_fds);
     g_test_add_func("/af-xdp/rx-metadata/native", test_rx_metadata_native);
     g_test_add_func("/af-xdp/rx-metadata/skb", test_rx_metadata_skb);
+    g_test_add_func("/af-xdp/rx-metadata/guest-latency", test_guest_latency);
+    g_test_add_func("/af-xdp/rx-metadata/guest-latency-off",
+                    test_guest_latency_off);
     g_test_add_func("/af-xdp/rx-metadata/foreign",
                     test_rx_metadata_foreign);
     g_test_add_func("/af-xdp/map-path", test_map_path);

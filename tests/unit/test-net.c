@@ -39,10 +39,12 @@ typedef struct TestNic {
     const NetRxResult *answers; /* by frame number, cycled; NULL: deliver */
     unsigned n_answers;
     unsigned room;              /* frames it takes when it may hold */
+    uint64_t stamp;             /* the last call's "entered", or 0 */
 } TestNic;
 
 static unsigned test_nic_receive_batch(void *opaque, const NetFrame *frames,
                                        unsigned n, bool may_hold,
+                                       NetRxStamp *stamp,
                                        NetRxResult *results)
 {
     TestNic *t = opaque;
@@ -50,6 +52,7 @@ static unsigned test_nic_receive_batch(void *opaque, const NetFrame *frames,
     g_assert_cmpuint(n, >=, 1);
     g_assert_cmpuint(n, <=, NET_BATCH_MAX);
     t->calls++;
+    t->stamp = stamp ? stamp->entered : 0;
     t->max_batch = MAX(t->max_batch, n);
     if (may_hold && t->room < n) {
         n = t->room;
@@ -630,6 +633,9 @@ static void test_foreach_nics_first(void)
     net_cleanup();
 }
 
+/* What a holding backend says of its batches' last frames. */
+#define LAST_FRAME_STAMP 123456789u
+
 /* One frame of each length in @lens, with seeds 0, 1, ... */
 /* Returns how many the NIC took (all, unless @may_hold). */
 static unsigned deliver_lengths_or_hold(NetClientState *backend,
@@ -646,7 +652,8 @@ static unsigned deliver_lengths_or_hold(NetClientState *backend,
         frames[i] = (NetFrame){ bufs[i], lens[i] };
     }
     if (may_hold) {
-        taken = net_backend_deliver_or_hold(backend, frames, n);
+        taken = net_backend_deliver_or_hold(backend, frames, n,
+                                            &(NetRxStamp){ LAST_FRAME_STAMP, 0 });
     } else {
         net_backend_deliver(backend, frames, n);
     }
@@ -716,7 +723,7 @@ static void test_results_counted(void)
 
 static unsigned parallel_nic_receive(void *opaque, const NetFrame *frames,
                                      unsigned n, bool may_hold,
-                                     NetRxResult *results)
+                                     NetRxStamp *stamp, NetRxResult *results)
 {
     unsigned *frames_seen = opaque;
 
@@ -725,7 +732,7 @@ static unsigned parallel_nic_receive(void *opaque, const NetFrame *frames,
         results[i] = frames[i].len == 60 ? NET_RX_DELIVERED
                                          : NET_RX_DROP_NO_BUFFER;
     }
-    (void)may_hold;
+    (void)may_hold, (void)stamp;
     return n;
 }
 
@@ -903,6 +910,28 @@ static void test_hold(void)
     g_assert_cmpuint(st.rx_results[NET_RX_DROP_TOO_SHORT], ==, 1 + 1 + 2);
     assert_balanced(backend);
     assert_balanced(nic->nc);
+    test_nic_free(nic);
+    net_cleanup();
+}
+
+/* The backend's stamp goes with its batch's last frame, and only with
+ * it: a last frame too short for the NIC takes it along. */
+static void test_stamp(void)
+{
+    static const uint32_t lens[] = { 60, 61, 5 };
+    NetClientState *backend;
+    TestNic *nic;
+
+    netdev_add_ok("test-fake,id=n0");
+    backend = find_netdev("n0");
+    nic = test_nic_new("nic0", "n0");
+    nic->room = 8;
+    g_assert_cmpuint(deliver_lengths_or_hold(backend, lens, 2, true), ==, 2);
+    g_assert_cmpuint(nic->stamp, ==, LAST_FRAME_STAMP);
+    g_assert_cmpuint(deliver_lengths_or_hold(backend, lens, 3, true), ==, 3);
+    g_assert_cmpuint(nic->stamp, ==, 0);
+    g_assert_cmpuint(deliver_lengths_or_hold(backend, lens, 2, false), ==, 2);
+    g_assert_cmpuint(nic->stamp, ==, 0);
     test_nic_free(nic);
     net_cleanup();
 }
@@ -2297,6 +2326,7 @@ int main(int argc, char **argv)
     g_test_add_func("/net/rx/empty-batch", test_empty_batch);
     g_test_add_func("/net/rx/too-short", test_too_short);
     g_test_add_func("/net/rx/hold", test_hold);
+    g_test_add_func("/net/rx/stamp", test_stamp);
     g_test_add_func("/net/link-down", test_link_down);
     g_test_add_func("/net/tx", test_tx);
     g_test_add_func("/net/dgram/inet", test_dgram_inet);

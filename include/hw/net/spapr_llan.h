@@ -86,5 +86,18 @@ MACAddr spapr_vlan_get_mac(SpaprVlanState *s);
 NetClientState *spapr_vlan_nic(SpaprVlanState *s);
 /* The use-rx-buffer-pools property: pool mode, or legacy page mode. */
 bool spapr_vlan_rx_buffer_pools(SpaprVlanState *s);
+/*
+ * For the built-in guest, which measures how long frames wait for it:
+ * @stamps has a slot for each of the first @n rx-queue entries, and
+ * when a backend says when a batch's last frame entered the host
+ * (CLOCK_MONOTONIC ns), the device stores it in the slot of the entry
+ * carrying that frame before making the entry visible; the guest takes
+ * it (exchanges it with 0) after reading the entry.  The caller owns the
+ * array; NULL stops the stores, and once this returns the device no
+ * longer touches the old array.  Not migrated: a guest sets it again
+ * wherever it runs.
+ */
+void spapr_vlan_set_rx_stamps(SpaprVlanState *s, uint64_t *stamps,
+                              uint32_t n);
 
 #endif
