@@ -602,59 +602,44 @@ static unsigned count_chains(XskQueue *q, const RxBatch *b, unsigned taken)
     return n;
 }
 
-/* When the batch's last frame entered the host (its CLOCK_MONOTONIC
- * stamp), for the NIC to keep beside the frame's rx-queue entry; read
- * before the entry becomes visible, so that the guest's sample is not
- * limited to the entries it is slow to take.  0 when it has none. */
-static uint64_t batch_stamp(XskQueue *q, const RxBatch *b)
+/*
+ * The struct in front of the batch's last frame, if it is ours (the 4
+ * bytes before a frame's first descriptor are the BTF id of what the
+ * program wrote there).  Read before the frames are delivered, so that
+ * the NIC can keep the stamp beside the frame's rx-queue entry and the
+ * guest's sample is not limited to the entries it is slow to take.  The
+ * frames of one batch went through one program, so this frame speaks for
+ * all of them: one cache line a batch, not one a frame (the line in
+ * front of a frame's data is one the copy into the guest never touches).
+ */
+static bool batch_meta(XskQueue *q, const RxBatch *b,
+                       struct illan_xdp_meta *m)
 {
     const struct xdp_desc *d = rx_desc(q, b, b->starts[b->nframes - 1]);
     const uint8_t *data = xsk_umem__get_data(q->umem_area, d->addr);
-    struct illan_xdp_meta m;
 
-    memcpy(&m.btf_id, data - sizeof(m.btf_id), sizeof(m.btf_id));
-    if (m.btf_id != q->cfg.meta_btf_id) {
-        return 0;
+    memcpy(&m->btf_id, data - sizeof(m->btf_id), sizeof(m->btf_id));
+    if (m->btf_id != q->cfg.meta_btf_id) {
+        return false;
     }
-    memcpy(&m, data - sizeof(m), sizeof(m));
-    return m.flags & ILLAN_XDP_META_TS_KTIME ? m.rx_timestamp : 0;
+    memcpy(m, data - sizeof(*m), sizeof(*m));
+    return true;
 }
 
-/*
- * The metadata of the first @taken frames: the 4 bytes in front of each
- * frame's first descriptor are the BTF id of the struct our program
- * wrote there, or anything else (a foreign struct, or none).  One load
- * and one compare a frame; the struct of the last of ours is kept.
- * Called once the device has taken the frames.
- */
-static void read_meta(XskQueue *q, const RxBatch *b, unsigned taken)
+/* The @taken frames the NIC took, counted as carrying our struct @m or,
+ * when it is NULL, another. */
+static void count_meta(XskQueue *q, const struct illan_xdp_meta *m,
+                       unsigned taken)
 {
-    const uint32_t want = q->cfg.meta_btf_id;
-    const uint8_t *last = NULL;
-    unsigned foreign = 0;
-    struct illan_xdp_meta m;
-
-    for (unsigned i = 0; i < taken; i++) {
-        const struct xdp_desc *d = rx_desc(q, b, b->starts[i]);
-        const uint8_t *data = xsk_umem__get_data(q->umem_area, d->addr);
-        uint32_t id;
-
-        memcpy(&id, data - sizeof(id), sizeof(id));
-        if (G_LIKELY(id == want)) {
-            last = data;
-        } else {
-            foreign++;
-        }
+    if (!m) {
+        STAT_ADD(q->stats.rx_meta_foreign, taken);
+        return;
     }
-    STAT_ADD(q->stats.rx_meta_frames, taken - foreign);
-    STAT_ADD(q->stats.rx_meta_foreign, foreign);
-    if (last) {
-        memcpy(&m, last - sizeof(m), sizeof(m));
-        __atomic_store_n(&q->stats.rx_meta_timestamp, m.rx_timestamp,
-                         __ATOMIC_RELAXED);
-        __atomic_store_n(&q->stats.rx_meta_flags, m.flags, __ATOMIC_RELAXED);
-        __atomic_store_n(&q->stats.rx_meta_hash, m.rx_hash, __ATOMIC_RELAXED);
-    }
+    STAT_ADD(q->stats.rx_meta_frames, taken);
+    __atomic_store_n(&q->stats.rx_meta_timestamp, m->rx_timestamp,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&q->stats.rx_meta_flags, m->flags, __ATOMIC_RELAXED);
+    __atomic_store_n(&q->stats.rx_meta_hash, m->rx_hash, __ATOMIC_RELAXED);
 }
 
 /* One batch from the rx ring to the NIC, which takes what it has room
@@ -665,6 +650,8 @@ static unsigned rx_batch(XskQueue *q)
     RxBatch b;
     unsigned taken, used;
     NetRxStamp stamp = { 0 };
+    struct illan_xdp_meta meta;
+    bool ours = false;
 
     b.n = xsk_ring_cons__peek(&q->rx, q->rx_peek, &b.idx);
     q->rx_held = false;
@@ -676,15 +663,18 @@ static unsigned rx_batch(XskQueue *q)
     b.bounced = 0;
     rx_parse(q, &b);
     if (q->cfg.meta_btf_id && b.nframes) {
-        stamp.entered = batch_stamp(q, &b);
+        ours = batch_meta(q, &b, &meta);
+        if (ours && (meta.flags & ILLAN_XDP_META_TS_KTIME)) {
+            stamp.entered = meta.rx_timestamp;
+        }
     }
     taken = b.nframes ? net_backend_deliver_or_hold(q->backend, b.frames,
                                                     b.nframes,
                                                     stamp.entered ? &stamp
                                                                   : NULL)
                       : 0;
-    if (q->cfg.meta_btf_id) {
-        read_meta(q, &b, taken);
+    if (q->cfg.meta_btf_id && taken) {
+        count_meta(q, ours ? &meta : NULL, taken);
     }
     if (stamp.visible) {
         latency_histogram_add(&q->stats.rx_latency, stamp.entered,
