@@ -31,8 +31,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'bench'))
-from bench import (Failed, Proc, Qmp, QmpError, flatten,  # noqa: E402
-                   print_table, run, tool, xdp_drops)
+from bench import (Failed, Netns, Proc, Qmp, QmpError,  # noqa: E402
+                   flatten, print_table, run, tool, xdp_drops)
 
 GEN_CPU = 0
 NIC_MAC = '52:54:00:12:34:56'
@@ -57,6 +57,7 @@ WARMUP_S = 15
 RSS_SLACK_KB = 16 * 1024
 RSS_SLACK_SHARE = 0.10
 ASAN_QUARANTINE_MB = 256            # ASan's default quarantine_size_mb
+TSAN_RSS_FACTOR = 5                 # a byte and its shadow (gcc 12's TSan)
 SANITIZER_MARKS = ('ERROR: AddressSanitizer', 'WARNING: ThreadSanitizer',
                    'ERROR: LeakSanitizer', 'runtime error:',
                    'SUMMARY: AddressSanitizer', 'SUMMARY: ThreadSanitizer',
@@ -128,34 +129,30 @@ def jumbo_main(args):
 
 # --- the namespaces and the pairs -----------------------------------------
 
-def ns_run(ns, *argv):
-    return run('ip', 'netns', 'exec', ns, *argv)
+ns_run = Netns.run
 
 
-class Rig:
-    """ilsoak<pid>g holds genA and genB, ilsoak<pid>d dutA and dutB."""
+class Rig(Netns):
+    """ilsoak<pid>g holds genA and genB, ilsoak<pid>d dutA and dutB; IPv6
+    off, so that nothing but our frames crosses them.  Leaving removes
+    both, as bench.py's namespaces."""
 
     def __init__(self):
+        super().__init__()
         self.gen = f'ilsoak{os.getpid()}g'
         self.dut = f'ilsoak{os.getpid()}d'
-        self.made = []
 
     def __enter__(self):
         for ns in (self.gen, self.dut):
             run('ip', 'netns', 'add', ns)
             self.made.append(ns)
-            ns_run(ns, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1')
-            ns_run(ns, 'sysctl', '-qw',
-                   'net.ipv6.conf.default.disable_ipv6=1')
+            for conf in ('all', 'default'):
+                ns_run(ns, 'sysctl', '-qw',
+                       f'net.ipv6.conf.{conf}.disable_ipv6=1')
             ns_run(ns, 'ip', 'link', 'set', 'lo', 'up')
         for pair in 'AB':
             self.create(pair)
         return self
-
-    def __exit__(self, *exc):
-        Proc.stop_all()
-        for ns in self.made:
-            subprocess.run(['ip', 'netns', 'del', ns], capture_output=True)
 
     def create(self, pair):
         run('ip', 'link', 'add', f'gen{pair}', 'netns', self.gen,
@@ -746,58 +743,69 @@ def balance_rows(L, events):
     return rows, bad
 
 
-def asan_quarantine_kb(build):
-    """What ASan's quarantine may hold (kB) if illan is built with ASan:
-    freed blocks wait there before reuse, so RSS grows by up to that much
-    without a leak (LeakSanitizer looks for leaks at each exit instead)."""
+def rss_slack(build):
+    """(extra kB, factor) for the RSS tolerance of a sanitizer build, and
+    why.  ASan: freed blocks wait in its quarantine before reuse, so RSS
+    grows by up to its size without a leak (LeakSanitizer looks for leaks
+    at each exit instead).  TSan: RSS counts its shadow, several bytes for
+    each byte of memory the process touches, so growth is multiplied."""
     with open(os.path.join(build, 'illan'), 'rb') as f:
-        if b'__asan_init' not in f.read():
-            return 0
+        binary = f.read()
+    if b'__tsan_init' in binary:
+        return 0, TSAN_RSS_FACTOR, f'x{TSAN_RSS_FACTOR} for TSan\'s shadow'
+    if b'__asan_init' not in binary:
+        return 0, 1, ''
+    quarantine = ASAN_QUARANTINE_MB
     for option in os.environ.get('ASAN_OPTIONS', '').split(':'):
         key, _, value = option.partition('=')
         if key == 'quarantine_size_mb':
-            return int(value) * 1024
-    return ASAN_QUARANTINE_MB * 1024
+            quarantine = int(value)
+    return quarantine * 1024, 1, f'+ {quarantine} MiB of ASan quarantine'
 
 
-def rss_ok(warm, end, extra_kb=0):
+def rss_ok(warm, end, slack=(0, 1, '')):
     """End's RSS (kB) within the slack of warm-up's.
 
     >>> rss_ok((100000, 18), (115000, 18)), rss_ok((100000, 18), (120000, 18))
     (True, False)
+    >>> rss_ok((100000, 18), (140000, 18), (0, 5, 'TSan'))
+    True
     """
-    return end[0] <= warm[0] + max(RSS_SLACK_KB, warm[0] * RSS_SLACK_SHARE) \
-        + extra_kb
+    extra_kb, factor, _ = slack
+    return end[0] <= warm[0] + extra_kb + factor * max(
+        RSS_SLACK_KB, warm[0] * RSS_SLACK_SHARE)
 
 
-def mem_rows(procs, extra_kb):
+def mem_rows(procs, slack):
     """Per process RSS and descriptors at start, warm-up and end; a
     process's end against its warm-up, and the last process's end against
-    the first's warm-up."""
+    the warm-up of the first that started as it did (with -incoming or
+    not: a destination has been written all over by the stream)."""
     rows, bad = [], []
     fmt = lambda m: f'{m[0] // 1024} MiB / {m[1]}' if m else '-'
+
+    def check(what, warm, end):
+        ok = rss_ok(warm, end, slack) and end[1] == warm[1]
+        if not ok:
+            bad.append(f'{what}: {fmt(warm)} after warm-up, {fmt(end)} at '
+                       'the end')
+        return 'ok' if ok else 'GREW'
+
     for p in procs:
         warm, end = p.mem.get('warm-up'), p.mem.get('end')
-        verdict = '-'
-        if warm and end:
-            verdict = 'ok' if rss_ok(warm, end, extra_kb) and end[1] == warm[1] \
-                else 'GREW'
-            if verdict != 'ok':
-                bad.append(f'{p.name}: {fmt(warm)} after warm-up, '
-                           f'{fmt(end)} at the end')
         rows.append([p.name, p.pair, fmt(p.mem.get('start')), fmt(warm),
-                     fmt(end), verdict])
-    warmed = [p for p in procs if 'warm-up' in p.mem]
-    last = procs[-1].mem.get('end') if procs else None
-    if warmed and last:
-        first = warmed[0].mem['warm-up']
-        verdict = 'ok' if rss_ok(first, last, extra_kb) and last[1] == first[1] \
-            else 'GREW'
-        if verdict != 'ok':
-            bad.append(f'{procs[-1].name} ended at {fmt(last)}, '
-                       f'{warmed[0].name} was at {fmt(first)} after warm-up')
-        rows.append(['first -> last', '', '', fmt(first), fmt(last),
-                     verdict])
+                     fmt(end), check(p.name, warm, end) if warm and end
+                     else '-'])
+    if procs and 'end' in procs[-1].mem:
+        last = procs[-1]
+        like = [p for p in procs if 'warm-up' in p.mem and
+                bool(p.incoming) == bool(last.incoming)]
+        if like and like[0] is not last:
+            what = f'{like[0].name} -> {last.name}'
+            rows.append([what, '', '', fmt(like[0].mem['warm-up']),
+                         fmt(last.mem['end']),
+                         check(what, like[0].mem['warm-up'],
+                               last.mem['end'])])
     return rows, bad
 
 
@@ -820,13 +828,12 @@ def report(soak, started, failure):
                 ['af-xdp reopens', L['netdev.backend.reopens']]]
     print_table('Faults and events', ['event', 'count'], ev_rows,
                 lambda r, _: r)
-    extra = asan_quarantine_kb(soak.args.build)
-    rows, bad = mem_rows(soak.procs, extra)
+    slack = rss_slack(soak.args.build)
+    rows, bad = mem_rows(soak.procs, slack)
     problems += bad
     print_table(f'RSS / open descriptors (end within max({RSS_SLACK_KB // 1024}'
-                f' MiB, {RSS_SLACK_SHARE:.0%})' +
-                (f' + {extra // 1024} MiB of ASan quarantine' if extra else '') +
-                ' of warm-up, descriptors equal)',
+                f' MiB, {RSS_SLACK_SHARE:.0%}) {slack[2]} of warm-up, '
+                'descriptors equal)',
                 ['process', 'pair', 'start', f'warm-up ({WARMUP_S} s)',
                  'end', 'verdict'], rows, lambda r, _: r)
     reports = [line for p in soak.procs for line in p.reports()]
