@@ -831,8 +831,9 @@ def report(soak, started, failure):
     slack = rss_slack(soak.args.build)
     rows, bad = mem_rows(soak.procs, slack)
     problems += bad
-    print_table(f'RSS / open descriptors (end within max({RSS_SLACK_KB // 1024}'
-                f' MiB, {RSS_SLACK_SHARE:.0%}) {slack[2]} of warm-up, '
+    tolerance = ' '.join(filter(None, (
+        f'max({RSS_SLACK_KB // 1024} MiB, {RSS_SLACK_SHARE:.0%})', slack[2])))
+    print_table(f'RSS / open descriptors (end within {tolerance} of warm-up, '
                 'descriptors equal)',
                 ['process', 'pair', 'start', f'warm-up ({WARMUP_S} s)',
                  'end', 'verdict'], rows, lambda r, _: r)
