@@ -3,8 +3,21 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 MESON_TEST  = meson test --print-errorlogs --num-processes 2
+SOAK_SECONDS ?= 600
+SOAK_BUILD   ?= $(BUILD)
+SOAK         = tests/soak/soak.py --secs $(SOAK_SECONDS) $(SOAK_ARGS)
 
-.PHONY: all deps bench-deps run check check-asan check-tsan bench clean
+# How the sanitizer trees run, for check-asan/check-tsan and the soak:
+# the reasons are given at check-asan and check-tsan below.
+ASAN_RUN = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	setarch $$(uname -m) -R
+TSAN_RUN = G_SLICE=always-malloc \
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:atexit_sleep_ms=0 \
+	setarch $$(uname -m) -R
+
+.PHONY: all deps bench-deps run check check-asan check-tsan bench soak \
+	soak-asan soak-tsan clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -47,9 +60,7 @@ check: deps
 # were raised to 30).
 check-asan: deps $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	    setarch $$(uname -m) -R $(MESON_TEST)
+	cd $(ASAN_BUILD) && $(ASAN_RUN) $(MESON_TEST)
 
 # A report ends the process with status 66, which fails the test that ran
 # it (an illan child's report shows in its test's log).  setarch -R turns
@@ -65,9 +76,7 @@ check-asan: deps $(ASAN_BUILD)/build.ninja
 # QMP's), which it reports as a race; plain malloc it understands.
 check-tsan: deps $(TSAN_BUILD)/build.ninja
 	ninja -C $(TSAN_BUILD)
-	cd $(TSAN_BUILD) && G_SLICE=always-malloc \
-	    TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:atexit_sleep_ms=0 \
-	    setarch $$(uname -m) -R $(MESON_TEST)
+	cd $(TSAN_BUILD) && $(TSAN_RUN) $(MESON_TEST)
 
 # Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
 # and DPDK's testpmd, in private network namespaces (root; ~20 minutes;
@@ -75,6 +84,25 @@ check-tsan: deps $(TSAN_BUILD)/build.ninja
 # options, e.g. BENCH_ARGS="--only raw".
 bench: bench-deps all
 	tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+
+# Ten minutes (SOAK_SECONDS) of af-xdp traffic both ways through a
+# fwd=macswap guest while links flap, the interface is re-created, the
+# machine resets and live-migrates every minute; then every layer's frames
+# must balance, RSS and descriptors hold their level, and no sanitizer
+# report (root; docs/devel/soak.md).  SOAK_BUILD picks the tree; soak-asan
+# and soak-tsan run it on the sanitizer trees as check-asan and check-tsan
+# run the suites.
+soak: deps
+	$(MAKE) BUILD=$(SOAK_BUILD) all
+	$(SOAK) --build $(SOAK_BUILD)
+
+soak-asan: deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	$(ASAN_RUN) $(SOAK) --build $(ASAN_BUILD)
+
+soak-tsan: deps $(TSAN_BUILD)/build.ninja
+	ninja -C $(TSAN_BUILD)
+	$(TSAN_RUN) $(SOAK) --build $(TSAN_BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -587,6 +587,18 @@ static void publish_cpu(IbmvethGuest *g)
     }
 }
 
+/* The device adds to this counter from whichever thread delivers frames,
+ * with nothing the guest could order its read after: a CPU's load of a
+ * word DMA may be writing, which is what guest_ram_cpu_read is for. */
+static uint64_t rx_no_buffer(IbmvethGuest *g)
+{
+    uint64_t be = 0;
+
+    guest_ram_cpu_read(g->ram, ibmveth_buffer_list(g->drv) +
+                       IBMVETH_RX_NO_BUFFER_OFFSET, &be, sizeof(be));
+    return GUINT64_FROM_BE(be);
+}
+
 static gpointer vcpu_thread(gpointer opaque)
 {
     IbmvethGuest *g = opaque;
@@ -602,8 +614,8 @@ static gpointer vcpu_thread(gpointer opaque)
         vcpu_iteration(g);
         if ((++n & 1023) == 0) {
             publish_cpu(g);
-            __atomic_store_n(&g->st.rx_no_buffer,
-                             ibmveth_rx_no_buffer(g->drv), __ATOMIC_RELAXED);
+            __atomic_store_n(&g->st.rx_no_buffer, rx_no_buffer(g),
+                             __ATOMIC_RELAXED);
             __atomic_store_n(&g->st.add_failures,
                              ibmveth_add_failures(g->drv), __ATOMIC_RELAXED);
         }
