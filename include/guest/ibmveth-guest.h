@@ -81,7 +81,7 @@ typedef struct IbmvethGuestStats {
                                            the segments merged into them */
     uint64_t gro_csum_checked;          /* checksums GRO computed */
     uint64_t wakeups;                   /* interrupts that woke the vCPU */
-    uint64_t woken_late;        /* a frame waited over 1 s for its
+    uint64_t woken_late;        /* a frame waited over 250 ms for its
                                    interrupt while the vCPU slept */
     uint64_t resets;            /* machine resets: the device reopened */
     uint64_t napi_polls;
