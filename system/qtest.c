@@ -741,6 +741,9 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
     qemu_mutex_init(&qs->out_lock);
     qs->in_fd = qs->out_fd = -1;
     qs->log = log;
+    if (!strcmp(spec, "null")) {
+        return qs;
+    }
     if (!strcmp(spec, "stdio")) {
         qs->in_fd = STDIN_FILENO;
         qs->out_fd = STDOUT_FILENO;
@@ -766,6 +769,12 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
 fail:
     qtest_server_free(qs);
     return NULL;
+}
+
+void qtest_server_feed(QTestServer *qs, const char *data, size_t len)
+{
+    g_string_append_len(qs->inbuf, data, len);
+    consume_input(qs);
 }
 
 void qtest_server_free(QTestServer *qs)

@@ -11,17 +11,11 @@
  * on the device, and every transmit counted once on each layer.
  */
 #include "fuzz-input.h"
-#include "hw/net/llan_bd.h"
-#include "hw/net/spapr_llan.h"
+#include "fuzz-machine.h"
 #include "hw/ppc/hcall.h"
-#include "hw/ppc/spapr.h"
 #include "hw/ppc/spapr_iommu.h"
-#include "net/net.h"
 #include "qemu/guest-ram.h"
 #include "qemu/runstate.h"
-
-#include <stdio.h>
-#include <stdlib.h>
 
 #define RAM_SIZE        (16ULL << 20)
 #define MAPPED          (4ULL << 20)    /* identity-mapped at the start */
@@ -30,11 +24,8 @@
 #define MAX_WRITE       4096
 
 typedef struct Rig {
-    SpaprMachineState *spapr;
-    SpaprVlanState *lan;
+    FuzzMachine m;
     SpaprTceTable *tcet;
-    uint32_t unit;
-    NetClientState *backend;
     bool af_xdp;            /* deliver as af-xdp: the device may hold */
     bool room;              /* the device said it has room again */
     uint64_t offered;       /* frames the device took, by our count */
@@ -71,35 +62,12 @@ static const NetBackendOps fuzz_backend_ops = {
     .rx_ready = backend_rx_ready,
 };
 
-static void check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "fuzz-llan: counters do not balance: %s\n", what);
-        abort();
-    }
-}
-
 static void rig_init(Rig *r, bool pools)
 {
-    static const MachineOptions mo = { .ram_size = RAM_SIZE };
-    DeviceState *dev;
-    SpaprVioDevice *vdev;
-    GError *err = NULL;
-
-    r->spapr = spapr_machine_new(machine_class_find("pseries"), &mo, &err);
-    check(r->spapr != NULL, "machine");
-    r->backend = net_backend_new("n0", &fuzz_backend_ops, r);
-    dev = device_new(device_class_find("spapr-vlan"), &err);
-    check(dev && device_set_prop(dev, "netdev", "n0", &err) &&
-          device_set_prop(dev, "use-rx-buffer-pools", pools ? "on" : "off",
-                          &err) &&
-          spapr_machine_plug(r->spapr, dev, &err), "device");
-    vdev = (SpaprVioDevice *)dev;
-    r->lan = spapr_vlan_from_vio(vdev);
-    r->unit = vdev->reg;
-    spapr_machine_reset(r->spapr);
-    runstate_set(RUN_STATE_RUNNING);
-    r->tcet = spapr_tce_find_by_liobn(spapr_tce_registry(r->spapr), r->unit);
+    fuzz_machine_init(&r->m, "pseries", RAM_SIZE, pools, &fuzz_backend_ops,
+                      r);
+    r->tcet = spapr_tce_find_by_liobn(spapr_tce_registry(r->m.spapr),
+                                      r->m.unit);
     for (uint64_t a = 0; a < MAPPED; a += PAGE) {
         spapr_tce_put(r->tcet, a, a | 3);
     }
@@ -107,9 +75,7 @@ static void rig_init(Rig *r, bool pools)
 
 static void rig_free(Rig *r)
 {
-    spapr_machine_free(r->spapr);
-    net_cleanup();
-    runstate_set(RUN_STATE_PRELAUNCH);
+    fuzz_machine_free(&r->m);
     g_free(r->held_data);
 }
 
@@ -156,13 +122,13 @@ static uint64_t pick_mac(FuzzInput *in)
 
 static int64_t hcall(Rig *r, uint64_t op, const uint64_t *a, unsigned n)
 {
-    uint64_t args[HCALL_NARGS] = { r->unit };
+    uint64_t args[HCALL_NARGS] = { r->m.unit };
     unsigned nout;
 
     for (unsigned i = 0; i < n && i + 1 < HCALL_NARGS; i++) {
         args[i + 1] = a[i];
     }
-    return spapr_hypercall(r->spapr, op, args, &nout);
+    return spapr_hypercall(r->m.spapr, op, args, &nout);
 }
 
 /* An hcall on our unit (or, one time in 16, another), @n arguments. */
@@ -183,7 +149,7 @@ static void fuzz_hcall(Rig *r, FuzzInput *in, uint64_t op, unsigned n,
     args[0] = pick_addr(in);
     memcpy(args + 1, a, n * sizeof(a[0]));
     memset(args + 1 + n, 0, (HCALL_NARGS - 1 - n) * sizeof(args[0]));
-    spapr_hypercall(r->spapr, op, args, &nout);
+    spapr_hypercall(r->m.spapr, op, args, &nout);
 }
 
 static void op_register(Rig *r, FuzzInput *in)
@@ -210,7 +176,7 @@ static void op_send(Rig *r, FuzzInput *in)
 
 static void op_tce(Rig *r, FuzzInput *in)
 {
-    uint64_t liobn = fuzz_u8(in) < 240 ? r->unit : pick_addr(in);
+    uint64_t liobn = fuzz_u8(in) < 240 ? r->m.unit : pick_addr(in);
     uint64_t a[3] = { pick_addr(in), pick_addr(in) | (fuzz_u8(in) & 3),
                       pick_len(in) };
     uint64_t args[HCALL_NARGS] = { liobn, a[0], a[1], a[2] };
@@ -218,7 +184,7 @@ static void op_tce(Rig *r, FuzzInput *in)
                                     H_PUT_TCE_INDIRECT };
     unsigned nout;
 
-    spapr_hypercall(r->spapr, ops[fuzz_u8(in) % 4], args, &nout);
+    spapr_hypercall(r->m.spapr, ops[fuzz_u8(in) % 4], args, &nout);
 }
 
 static void op_write_memory(Rig *r, FuzzInput *in)
@@ -227,7 +193,7 @@ static void op_write_memory(Rig *r, FuzzInput *in)
     const uint8_t *bytes;
     size_t n = fuzz_bytes(in, MAX_WRITE, &bytes);
 
-    guest_ram_write(spapr_ram(r->spapr), addr, bytes, n);
+    guest_ram_write(spapr_ram(r->m.spapr), addr, bytes, n);
 }
 
 /* A whole range the guest unmaps (or maps read-only, or back). */
@@ -307,7 +273,7 @@ static void build_frame(Rig *r, FuzzInput *in, uint8_t *f, uint32_t len)
         f[i] = nfill ? fill[i % nfill] : (uint8_t)i;
     }
     if (kind & 1) {
-        MACAddr mac = spapr_vlan_get_mac(r->lan);
+        MACAddr mac = spapr_vlan_get_mac(r->m.lan);
 
         memcpy(f, mac.a, MIN(len, 6));
     } else if (len >= 6) {
@@ -328,13 +294,13 @@ static void offer(Rig *r, const NetFrame *frames, unsigned n)
     unsigned taken;
 
     if (!r->af_xdp) {
-        net_backend_deliver(r->backend, frames, n);
+        net_backend_deliver(r->m.backend, frames, n);
         r->offered += n;
         return;
     }
     r->room = false;
-    taken = net_backend_deliver_or_hold(r->backend, frames, n);
-    check(taken <= n, "took more than offered");
+    taken = net_backend_deliver_or_hold(r->m.backend, frames, n);
+    fuzz_check(taken <= n, "took more than offered");
     r->offered += taken;
     r->nheld = n - taken;
     memmove(r->held, frames + taken, r->nheld * sizeof(NetFrame));
@@ -383,7 +349,7 @@ static void op_machine(Rig *r, FuzzInput *in)
 {
     switch (fuzz_u8(in) % 4) {
     case 0:
-        net_client_set_link(r->backend, !net_client_link_up(r->backend));
+        net_client_set_link(r->m.backend, !net_client_link_up(r->m.backend));
         break;
     case 1:
         if (runstate_is_running()) {
@@ -393,7 +359,7 @@ static void op_machine(Rig *r, FuzzInput *in)
         }
         break;
     case 2:
-        spapr_machine_reset(r->spapr);
+        spapr_machine_reset(r->m.spapr);
         break;
     default:
         op_reoffer(r);
@@ -467,34 +433,34 @@ static void check_balance(Rig *r)
     NetClientStats nic, nd;
     SpaprVlanStats vs;
 
-    net_client_get_stats(spapr_vlan_nic(r->lan), &nic);
-    net_client_get_stats(r->backend, &nd);
-    spapr_vlan_get_stats(r->lan, &vs);
-    check(nd.rx_frames == r->offered, "netdev rx.frames != frames taken");
-    check(nic.rx_frames == r->offered, "nic rx.frames != frames taken");
-    check(sum(nic.rx_results, 0, NET_RX__MAX) == nic.rx_frames,
+    net_client_get_stats(spapr_vlan_nic(r->m.lan), &nic);
+    net_client_get_stats(r->m.backend, &nd);
+    spapr_vlan_get_stats(r->m.lan, &vs);
+    fuzz_check(nd.rx_frames == r->offered, "netdev rx.frames != frames taken");
+    fuzz_check(nic.rx_frames == r->offered, "nic rx.frames != frames taken");
+    fuzz_check(sum(nic.rx_results, 0, NET_RX__MAX) == nic.rx_frames,
           "nic rx.frames != delivered + dropped");
-    check(sum(nd.rx_results, 0, NET_RX__MAX) == nd.rx_frames,
+    fuzz_check(sum(nd.rx_results, 0, NET_RX__MAX) == nd.rx_frames,
           "netdev rx.frames != delivered + dropped");
-    check(!memcmp(nic.rx_results, nd.rx_results, sizeof(nd.rx_results)),
+    fuzz_check(!memcmp(nic.rx_results, nd.rx_results, sizeof(nd.rx_results)),
           "nic and netdev results differ");
-    check(vs.rx_frames == nic.rx_results[NET_RX_DELIVERED],
+    fuzz_check(vs.rx_frames == nic.rx_results[NET_RX_DELIVERED],
           "device rx-frames != delivered");
     /* The core drops what the device never sees: no NIC, link down,
      * too short. */
     for (int i = NET_RX_DROP_NOT_REGISTERED; i < NET_RX__MAX; i++) {
         bool core_only = i == NET_RX_DROP_TOO_SHORT;
 
-        check(vs.rx_dropped[i] == (core_only ? 0 : nic.rx_results[i]),
+        fuzz_check(vs.rx_dropped[i] == (core_only ? 0 : nic.rx_results[i]),
               "device drops != net core drops by reason");
     }
-    check(r->sends == nic.tx_frames + nic.tx_errors,
+    fuzz_check(r->sends == nic.tx_frames + nic.tx_errors,
           "backend sends != tx.frames + tx.errors");
-    check(vs.tx_frames == nic.tx_frames + nic.tx_errors + nic.tx_dropped,
+    fuzz_check(vs.tx_frames == nic.tx_frames + nic.tx_errors + nic.tx_dropped,
           "device tx-frames != net core tx");
-    check(nd.tx_frames == nic.tx_frames && nd.tx_errors == nic.tx_errors &&
+    fuzz_check(nd.tx_frames == nic.tx_frames && nd.tx_errors == nic.tx_errors &&
           nd.tx_dropped == nic.tx_dropped, "nic and netdev tx differ");
-    check(vs.rx_bytes <= vs.rx_buffer_bytes, "rx bytes > buffer bytes");
+    fuzz_check(vs.rx_bytes <= vs.rx_buffer_bytes, "rx bytes > buffer bytes");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

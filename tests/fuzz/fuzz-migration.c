@@ -7,13 +7,10 @@
  * one the stream names, when there is such a type, so that the committed
  * fixtures load.
  */
-#include "fuzz-input.h"
+#include "fuzz-machine.h"
 #include "hw/boards.h"
-#include "hw/net/spapr_llan.h"
-#include "hw/ppc/spapr.h"
 #include "migration/qemu-file.h"
 #include "migration/savevm.h"
-#include "net/net.h"
 #include "qemu/runstate.h"
 
 #include <stdio.h>
@@ -23,30 +20,6 @@
 
 #define RAM_SIZE    (16ULL << 20)
 #define CONFIG_AT   8       /* after magic and version */
-
-static void check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "fuzz-migration: %s\n", what);
-        abort();
-    }
-}
-
-static bool backend_send(void *opaque, const uint8_t *data, size_t len)
-{
-    (void)opaque, (void)data, (void)len;
-    return true;
-}
-
-static void backend_cleanup(void *opaque)
-{
-    (void)opaque;
-}
-
-static const NetBackendOps fuzz_backend_ops = {
-    .send = backend_send,
-    .cleanup = backend_cleanup,
-};
 
 /* The machine type of the stream's configuration section, if it has one
  * we know; else the default. */
@@ -89,40 +62,29 @@ static void receive_after_load(SpaprVlanState *lan, NetClientState *backend)
     for (int i = 0; i < NET_RX__MAX; i++) {
         sum += st.rx_results[i];
     }
-    check(st.rx_frames == G_N_ELEMENTS(lens) && sum == st.rx_frames,
+    fuzz_check(st.rx_frames == G_N_ELEMENTS(lens) && sum == st.rx_frames,
           "frames after the load do not balance");
-    check(vs.rx_frames == st.rx_results[NET_RX_DELIVERED],
+    fuzz_check(vs.rx_frames == st.rx_results[NET_RX_DELIVERED],
           "device rx-frames != delivered after the load");
 }
 
 static void load_into(int fd, const char *machine, bool pools)
 {
-    MachineOptions mo = { .ram_size = RAM_SIZE };
-    SpaprMachineState *spapr;
-    NetClientState *backend;
-    DeviceState *dev;
     GError *err = NULL;
+    FuzzMachine m;
     QEMUFile *qf;
     bool ok;
 
-    spapr = spapr_machine_new(machine_class_find(machine), &mo, &err);
-    check(spapr != NULL, "machine");
-    backend = net_backend_new("n0", &fuzz_backend_ops, NULL);
-    dev = device_new(device_class_find("spapr-vlan"), &err);
-    check(dev && device_set_prop(dev, "netdev", "n0", &err) &&
-          device_set_prop(dev, "mac", "52:54:00:12:34:56", &err) &&
-          device_set_prop(dev, "use-rx-buffer-pools", pools ? "on" : "off",
-                          &err) &&
-          spapr_machine_plug(spapr, dev, &err), "device");
-    spapr_machine_reset(spapr);
-    check(lseek(fd, 0, SEEK_SET) == 0, "lseek");
+    fuzz_machine_init(&m, machine, RAM_SIZE, pools, NULL, NULL);
+    runstate_set(RUN_STATE_INMIGRATE);
+    fuzz_check(lseek(fd, 0, SEEK_SET) == 0, "lseek");
     qf = qemu_file_new_input(fd);
-    ok = qemu_loadvm_state(qf, spapr_machine_type(spapr), spapr_ram(spapr),
+    ok = qemu_loadvm_state(qf, spapr_machine_type(m.spapr), spapr_ram(m.spapr),
                            &err);
     qemu_file_close(qf, NULL);
     /* A refusal says why; an acceptance says nothing. */
-    check(ok == (err == NULL), ok ? "accepted with an error"
-                                  : "refused without an error");
+    fuzz_check(ok == (err == NULL), ok ? "accepted with an error"
+                                       : "refused without an error");
     if (!ok && getenv("FUZZ_VERBOSE")) {
         fprintf(stderr, "refused (pools %s): %s\n", pools ? "on" : "off",
                 err->message);
@@ -130,12 +92,9 @@ static void load_into(int fd, const char *machine, bool pools)
     g_clear_error(&err);
     if (ok) {
         runstate_set(RUN_STATE_RUNNING);
-        receive_after_load(spapr_vlan_from_vio((SpaprVioDevice *)dev),
-                           backend);
-        runstate_set(RUN_STATE_PRELAUNCH);
+        receive_after_load(m.lan, m.backend);
     }
-    spapr_machine_free(spapr);
-    net_cleanup();
+    fuzz_machine_free(&m);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -153,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int fd = memfd_create("fuzz-migration", MFD_CLOEXEC);
     const char *machine = stream_machine(data, size);
 
-    check(fd >= 0 && write(fd, data, size) == (ssize_t)size, "memfd");
+    fuzz_check(fd >= 0 && write(fd, data, size) == (ssize_t)size, "memfd");
     load_into(fd, machine, true);
     load_into(fd, machine, false);
     close(fd);
