@@ -17,6 +17,10 @@
 #include "qemu/guest-ram.h"
 #include "qemu/runstate.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #define RAM_SIZE        (16ULL << 20)
 #define MAPPED          (4ULL << 20)    /* identity-mapped at the start */
 #define PAGE            4096ULL
@@ -436,6 +440,15 @@ static void check_balance(Rig *r)
     net_client_get_stats(spapr_vlan_nic(r->m.lan), &nic);
     net_client_get_stats(r->m.backend, &nd);
     spapr_vlan_get_stats(r->m.lan, &vs);
+    if (getenv("FUZZ_VERBOSE")) {
+        fprintf(stderr, "offered %" PRIu64 ":", r->offered);
+        for (int i = 0; i < NET_RX__MAX; i++) {
+            fprintf(stderr, " %s %" PRIu64, net_rx_result_name(i),
+                    nic.rx_results[i]);
+        }
+        fprintf(stderr, "; sent %" PRIu64 ", tx errors %" PRIu64 "\n",
+                nic.tx_frames, nic.tx_errors);
+    }
     fuzz_check(nd.rx_frames == r->offered, "netdev rx.frames != frames taken");
     fuzz_check(nic.rx_frames == r->offered, "nic rx.frames != frames taken");
     fuzz_check(sum(nic.rx_results, 0, NET_RX__MAX) == nic.rx_frames,

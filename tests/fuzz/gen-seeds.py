@@ -148,8 +148,8 @@ def llan():
     # 3 frames: 60, 1514 (IPv4 TCP) and 9018 bytes, to our MAC.
     frames = (bytes([15, 2]) + bytes([8, 11, 18]) +
               b''.join(b'\x00\x04abcd' + bytes([k]) for k in (1, 9, 1)))
-    send = (bytes([4, 1]) + bd(60, 0x300000) + b'\x00' + bytes([0]) +
-            b'\xff')
+    # One descriptor, no continuation token, MSS 0, the backend sends.
+    send = bytes([4, 1]) + bd(60, 0x300000) + b'\xff\x00\xff'
     for mode in range(4):
         write('fuzz-llan', 'session-mode%d' % mode,
               bytes([mode]) + register + add + signal + frames + send +
