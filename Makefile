@@ -2,6 +2,9 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = fuzz-llan fuzz-migration fuzz-qtest fuzz-qmp fuzz-options
 MESON_TEST  = meson test --print-errorlogs --num-processes 2
 SOAK_SECONDS ?= 600
 SOAK_BUILD   ?= $(BUILD)
@@ -16,7 +19,7 @@ TSAN_RUN = G_SLICE=always-malloc \
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:atexit_sleep_ms=0 \
 	setarch $$(uname -m) -R
 
-.PHONY: all deps bench-deps run check check-asan check-tsan bench soak \
+.PHONY: all deps bench-deps run check check-asan check-tsan fuzz bench soak \
 	soak-asan soak-tsan clean
 
 all: $(BUILD)/build.ninja
@@ -78,6 +81,18 @@ check-tsan: deps $(TSAN_BUILD)/build.ninja
 	ninja -C $(TSAN_BUILD)
 	cd $(TSAN_BUILD) && $(TSAN_RUN) $(MESON_TEST)
 
+# libFuzzer needs clang; the targets and what each checks are in
+# docs/devel/fuzzing.md.  Only the targets are built in this tree.
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized \
+	    -Db_lto=false -Db_sanitize=address,undefined -Db_lundef=false \
+	    -Dfuzzing=true
+
+# Each target for FUZZ_SECONDS, one after the other; fails on a finding.
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) $(addprefix tests/fuzz/,$(FUZZ_TARGETS))
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 # Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
 # and DPDK's testpmd, in private network namespaces (root; ~20 minutes;
 # docs/devel/benchmarks.md).  Not part of check.  BENCH_ARGS passes
@@ -105,4 +120,4 @@ soak-tsan: deps $(TSAN_BUILD)/build.ninja
 	$(TSAN_RUN) $(SOAK) --build $(TSAN_BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -1159,6 +1159,16 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
     return true;
 }
 
+static bool af_xdp_check(const QemuOpts *opts, GError **errp)
+{
+    AfXdpOptions o;
+    bool ok = parse_options(opts, &o, errp);
+
+    g_free(o.ifname);
+    g_free(o.map_path);
+    return ok;
+}
+
 static const NetdevType af_xdp_type = {
     .name = "af-xdp",
     .desc = "AF_XDP sockets on a host interface, an I/O thread per queue",
@@ -1190,6 +1200,7 @@ static const NetdevType af_xdp_type = {
         "                   front of each frame (default on; with inhibit=on, "
         "off)\n",
     .create = af_xdp_create,
+    .check = af_xdp_check,
 };
 
 /* libxdp and libbpf narrate their fallbacks on stderr; the netdev reports

@@ -139,7 +139,9 @@ static NetClientState *client_new(const char *name, bool is_nic,
     return nc;
 }
 
-bool net_netdev_add(const QemuOpts *opts, GError **errp)
+/* What every -netdev must have: a known type, and an id not in use. */
+static const NetdevType *check_type_and_id(const QemuOpts *opts,
+                                           GError **errp)
 {
     const char *type_name = qemu_opt_get(opts, "type");
     const char *id = qemu_opt_get(opts, "id");
@@ -148,21 +150,32 @@ bool net_netdev_add(const QemuOpts *opts, GError **errp)
     if (!type_name || !*type_name) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "Parameter 'type' is missing (see -netdev help)");
-        return false;
+        return NULL;
     }
     type = find_type(type_name);
     if (!type) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "Parameter 'type' does not accept value '%s' "
                     "(see -netdev help)", type_name);
-        return false;
+        return NULL;
     }
     if (!id || !*id) {
         g_set_error(errp, ILLAN_ERROR, 0, "Parameter 'id' is missing");
-        return false;
+        return NULL;
     }
     if (net_netdev_exists(id)) {
         g_set_error(errp, ILLAN_ERROR, 0, "Duplicate ID '%s' for netdev", id);
+        return NULL;
+    }
+    return type;
+}
+
+bool net_netdev_add(const QemuOpts *opts, GError **errp)
+{
+    const NetdevType *type = check_type_and_id(opts, errp);
+    const char *id = qemu_opt_get(opts, "id");
+
+    if (!type) {
         return false;
     }
     if (!type->create(id, opts, errp)) {
@@ -173,6 +186,13 @@ bool net_netdev_add(const QemuOpts *opts, GError **errp)
     /* A successful create() has registered its backend. */
     find_backend(id)->type = type;
     return true;
+}
+
+bool net_netdev_check(const QemuOpts *opts, GError **errp)
+{
+    const NetdevType *type = check_type_and_id(opts, errp);
+
+    return type && (!type->check || type->check(opts, errp));
 }
 
 bool net_netdev_exists(const char *id)

@@ -741,7 +741,9 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
     qemu_mutex_init(&qs->out_lock);
     qs->in_fd = qs->out_fd = -1;
     qs->log = log;
-    if (!strcmp(spec, "stdio")) {
+    if (!strcmp(spec, "null")) {
+        /* No channel: input comes from qtest_server_feed(). */
+    } else if (!strcmp(spec, "stdio")) {
         qs->in_fd = STDIN_FILENO;
         qs->out_fd = STDOUT_FILENO;
     } else if (g_str_has_prefix(spec, "unix:")) {
@@ -752,20 +754,28 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
         }
     } else {
         g_set_error(errp, ILLAN_ERROR, 0,
-                    "'%s' is not a qtest channel: use unix:PATH or stdio",
-                    spec);
+                    "'%s' is not a qtest channel: use unix:PATH, stdio or "
+                    "null", spec);
         goto fail;
     }
     if (qs->log) {
         fprintf(qs->log, "[I %f] OPENED\n", g_get_real_time() / 1e6);
         fflush(qs->log);
     }
-    qs->watch = g_unix_fd_add(qs->in_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
-                              qtest_readable, qs);
+    if (qs->in_fd >= 0) {
+        qs->watch = g_unix_fd_add(qs->in_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                                  qtest_readable, qs);
+    }
     return qs;
 fail:
     qtest_server_free(qs);
     return NULL;
+}
+
+void qtest_server_feed(QTestServer *qs, const char *data, size_t len)
+{
+    g_string_append_len(qs->inbuf, data, len);
+    consume_input(qs);
 }
 
 void qtest_server_free(QTestServer *qs)

@@ -34,6 +34,15 @@ void qmp_register_commands(const QmpCommand *cmds, size_t n)
     }
 }
 
+void qmp_unregister_command(const char *name)
+{
+    const QmpCommand *cmd = qmp_find_command(name);
+
+    if (cmd) {
+        g_ptr_array_remove(commands, (gpointer)cmd);
+    }
+}
+
 const QmpCommand *qmp_find_command(const char *name)
 {
     for (guint i = 0; commands && i < commands->len; i++) {

@@ -124,6 +124,8 @@ typedef struct NetdevType {
      * net_backend_new(@id, ...).  Keys other than type and id are the
      * backend's to check. */
     bool (*create)(const char *id, const QemuOpts *opts, GError **errp);
+    /* Optional: the options' checks alone, opening nothing. */
+    bool (*check)(const QemuOpts *opts, GError **errp);
 } NetdevType;
 
 void netdev_type_register(const NetdevType *type);
@@ -134,6 +136,9 @@ bool net_print_netdev_help(const char *type);
 
 /* -netdev TYPE,id=ID,...: parses and creates the backend. */
 bool net_netdev_add(const QemuOpts *opts, GError **errp);
+/* The checks net_netdev_add() makes before it opens anything, and the
+ * type's own check(), if it has one; creates nothing (fuzz-options). */
+bool net_netdev_check(const QemuOpts *opts, GError **errp);
 bool net_netdev_exists(const char *id);
 /* Removes a netdev no NIC uses (netdev_del). */
 bool net_netdev_del(const char *id, GError **errp);

@@ -52,6 +52,9 @@ typedef struct QmpCommand {
 /* Adds @n commands, which must live as long as the program; a name may
  * be registered once. */
 void qmp_register_commands(const QmpCommand *cmds, size_t n);
+/* Forgets @name: the fuzz target's way to keep commands that write
+ * files or reach the host out of its reach. */
+void qmp_unregister_command(const char *name);
 const QmpCommand *qmp_find_command(const char *name);
 /* Every command, in no particular order: registration runs from
  * constructors. */

@@ -16,13 +16,17 @@ typedef struct QTestServer QTestServer;
 /* Called once when the client hangs up. */
 typedef void (*QTestClosedFn)(void *opaque);
 
-/* @spec: "unix:PATH" (connect as client, as libqtest expects) or "stdio";
+/* @spec: "unix:PATH" (connect as client, as libqtest expects), "stdio",
+ * or "null": no channel, input only from qtest_server_feed(), replies
+ * dropped (but logged);
  * @log: where to log the traffic (the server closes it unless it is
  * stderr), or NULL for no log. */
 QTestServer *qtest_server_start(const char *spec, FILE *log,
                                 SpaprMachineState *spapr,
                                 QTestClosedFn closed, void *opaque,
                                 GError **errp);
+/* Handles @data as if the client had sent it (the fuzz target). */
+void qtest_server_feed(QTestServer *qs, const char *data, size_t len);
 void qtest_server_free(QTestServer *qs);
 
 #endif

@@ -560,6 +560,36 @@ static void test_core_option_errors(void)
     g_assert_false(net_netdev_exists("n0"));
 }
 
+/* What fuzz-options relies on: the checks refuse as net_netdev_add()
+ * would, and accept without opening or registering anything (no
+ * interface named veth-nosuch exists, so an open would fail). */
+static void netdev_check(const char *str, const char *msg)
+{
+    g_autoptr(QemuOpts) opts = qemu_opts_parse(str, "type", NULL);
+    g_autoptr(GError) err = NULL;
+    bool existed = net_netdev_exists("n0");
+
+    g_assert_nonnull(opts);
+    g_assert_true(net_netdev_check(opts, &err) == !msg);
+    if (msg) {
+        g_assert_nonnull(strstr(err->message, msg));
+    }
+    g_assert_true(net_netdev_exists("n0") == existed);
+}
+
+static void test_netdev_check(void)
+{
+    netdev_check("af-xdp,id=n0,ifname=veth-nosuch,queues=2,mode=skb", NULL);
+    netdev_check("dgram,id=n0", NULL);
+    netdev_check("af-xdp,id=n0", "Parameter 'ifname' is missing");
+    netdev_check("af-xdp,id=n0,ifname=veth-nosuch,batch=0", "batch");
+    netdev_check("nosuch,id=n0", "does not accept value 'nosuch'");
+    netdev_add_ok("test-fake,id=n0");
+    netdev_check("af-xdp,id=n0,ifname=veth-nosuch",
+                 "Duplicate ID 'n0' for netdev");
+    net_cleanup();
+}
+
 static void test_nic_pairing(void)
 {
     TestNic *a, *b;
@@ -2310,6 +2340,7 @@ int main(int argc, char **argv)
     g_test_add_func("/net/result-names", test_result_names);
     g_test_add_func("/net/help", test_help_lists_types);
     g_test_add_func("/net/options/core", test_core_option_errors);
+    g_test_add_func("/net/options/check-only", test_netdev_check);
     g_test_add_func("/net/options/dgram", test_dgram_option_errors);
     g_test_add_func("/net/options/dgram-bind", test_dgram_bind_error);
     g_test_add_func("/net/options/unix-not-a-socket",

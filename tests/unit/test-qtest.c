@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -115,9 +117,31 @@ static void test_no_machine(void)
     g_string_free(c.rx, TRUE);
 }
 
+/* The "null" channel takes its input from qtest_server_feed() (the fuzz
+ * target's way in) and drops the replies; the log shows them. */
+static void test_null_channel_feed(void)
+{
+    char *log = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&log, &len);
+    QTestServer *qs = qtest_server_start("null", f, NULL, on_closed, NULL,
+                                         NULL);
+
+    g_assert_nonnull(qs);
+    /* A line split across two feeds is one line. */
+    qtest_server_feed(qs, "readb 0x0\nendian", 16);
+    qtest_server_feed(qs, "ness\nnosuch\n", 12);
+    qtest_server_free(qs);
+    g_assert_nonnull(strstr(log, "] OK 0x0000000000000000\n"));
+    g_assert_nonnull(strstr(log, "] OK big\n"));
+    g_assert_nonnull(strstr(log, "] FAIL Unknown command 'nosuch'\n"));
+    free(log);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/qtest/no-machine", test_no_machine);
+    g_test_add_func("/qtest/null-channel-feed", test_null_channel_feed);
     return g_test_run();
 }
