@@ -295,6 +295,9 @@ static void build_frame(Rig *r, FuzzInput *in, uint8_t *f, uint32_t len)
  * ours until it says it has room. */
 static void offer(Rig *r, const NetFrame *frames, unsigned n)
 {
+    /* The XDP stamp af-xdp passes with a batch's last frame when the
+     * program's metadata is on: every other batch has one. */
+    NetRxStamp stamp = { .entered = 1 };
     unsigned taken;
 
     if (!r->af_xdp) {
@@ -303,7 +306,8 @@ static void offer(Rig *r, const NetFrame *frames, unsigned n)
         return;
     }
     r->room = false;
-    taken = net_backend_deliver_or_hold(r->m.backend, frames, n);
+    taken = net_backend_deliver_or_hold(r->m.backend, frames, n,
+                                        n % 2 ? &stamp : NULL);
     fuzz_check(taken <= n, "took more than offered");
     r->offered += taken;
     r->nheld = n - taken;
