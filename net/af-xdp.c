@@ -225,14 +225,17 @@ static bool parse_sock_fds(const char *v, AfXdpOptions *o, GError **errp)
         int domain = 0;
         socklen_t len = sizeof(domain);
 
-        if (i == AF_XDP_MAX_QUEUES ||
-            !qemu_parse_uint64("sock-fds", parts[i], &fd, errp) ||
-            fd > INT32_MAX) {
-            if (errp && !*errp) {
-                g_set_error(errp, ILLAN_ERROR, 0,
-                            "Parameter 'sock-fds' takes at most %d "
-                            "descriptors", AF_XDP_MAX_QUEUES);
-            }
+        if (i == AF_XDP_MAX_QUEUES) {
+            g_set_error(errp, ILLAN_ERROR, 0, "Parameter 'sock-fds' takes "
+                        "at most %d descriptors", AF_XDP_MAX_QUEUES);
+            return false;
+        }
+        if (!qemu_parse_uint64("sock-fds", parts[i], &fd, errp)) {
+            return false;
+        }
+        if (fd > INT32_MAX) {
+            g_set_error(errp, ILLAN_ERROR, 0, "sock-fds: %s is not a file "
+                        "descriptor number", parts[i]);
             return false;
         }
         if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) ||

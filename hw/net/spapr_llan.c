@@ -1307,8 +1307,9 @@ static bool rx_pools_pre_load(void *opaque, GError **errp)
 {
     if (!rx_pools_needed(opaque)) {
         g_set_error(errp, ILLAN_ERROR, 0, "the stream has RX buffer pools but "
-                    "this device has use-rx-buffer-pools=off (pinned by "
-                    "pseries-1.0), so the posted buffers would be lost");
+                    "this device has use-rx-buffer-pools=off (given on its "
+                    "-device, or pinned by machine pseries-1.0), so the "
+                    "posted buffers would be lost");
         return false;
     }
     return true;
@@ -1526,7 +1527,8 @@ static bool attributes_post_load(void *opaque, int version_id,
     if (!img->offloads) {
         g_set_error(errp, ILLAN_ERROR, 0, "the guest turned on attributes "
                     "0x%" G_GINT64_MODIFIER "x but this device has "
-                    "offloads=off (pinned by pseries-2.5)", img->attrs);
+                    "offloads=off (given on its -device, or pinned by "
+                    "machine pseries-2.5)", img->attrs);
         return false;
     }
     if (img->attrs & ~allowed) {

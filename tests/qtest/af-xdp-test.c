@@ -1154,6 +1154,8 @@ static const struct {
     { ",mode=turbo", "Parameter 'mode' does not accept value 'turbo'" },
     { ",inhibit=on", "inhibit=on needs sock-fds" },
     { ",inhibit=on,sock-fds=0", "descriptor 0 is not an open AF_XDP socket" },
+    { ",inhibit=on,sock-fds=4294967296",
+      "sock-fds: 4294967296 is not a file descriptor number" },
     { ",batch=65", "Parameter 'batch' expects a value from 1 to 64" },
     { ",rx-ring-size=1000", "must be a power of two" },
     { ",multi-buffer=maybe",
