@@ -16,7 +16,7 @@ static void no_cleanup(void *opaque)
     (void)opaque;
 }
 
-static const NetBackendOps sink_ops = {
+const NetBackendOps fuzz_sink_ops = {
     .send = sink_send,
     .cleanup = no_cleanup,
 };
@@ -38,7 +38,7 @@ void fuzz_machine_init(FuzzMachine *m, const char *type, uint64_t ram_size,
 
     m->spapr = spapr_machine_new(machine_class_find(type), &mo, &err);
     fuzz_check(m->spapr != NULL, "no machine");
-    m->backend = net_backend_new("n0", ops ? ops : &sink_ops, opaque);
+    m->backend = net_backend_new("n0", ops ? ops : &fuzz_sink_ops, opaque);
     dev = device_new(device_class_find("spapr-vlan"), &err);
     fuzz_check(dev && device_set_prop(dev, "netdev", "n0", &err) &&
                device_set_prop(dev, "mac", "52:54:00:12:34:56", &err) &&

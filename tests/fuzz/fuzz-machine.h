@@ -19,7 +19,10 @@ typedef struct FuzzMachine {
     NetClientState *backend;
 } FuzzMachine;
 
-/* @ops NULL: a backend that sends everything and holds nothing. */
+/* A backend's ops that send everything and hold nothing. */
+extern const NetBackendOps fuzz_sink_ops;
+
+/* @ops NULL: fuzz_sink_ops. */
 void fuzz_machine_init(FuzzMachine *m, const char *type, uint64_t ram_size,
                        bool pools, const NetBackendOps *ops, void *opaque);
 void fuzz_machine_free(FuzzMachine *m);
