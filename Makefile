@@ -94,7 +94,8 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
-# and DPDK's testpmd, in private network namespaces (root; ~20 minutes;
+# and DPDK's testpmd, and XDP-to-guest latency, in private network
+# namespaces (root; ~25 minutes;
 # docs/devel/benchmarks.md).  Not part of check.  BENCH_ARGS passes
 # options, e.g. BENCH_ARGS="--only raw".
 bench: bench-deps all
