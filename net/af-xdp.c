@@ -101,7 +101,7 @@ typedef struct AfXdpState {
     XdpRedirect *redirect;      /* NULL with inhibit=on */
     LinkWatch *watch;
     AfXdpLink link;
-    uint64_t link_changes, reopens;
+    uint64_t link_changes, reopens, link_overruns;
     bool multi_buffer;          /* the queues are bound with XDP_USE_SG */
     bool mb_reported;           /* its absence was said on stderr */
     const char *rx_metadata;    /* "kfunc", "ktime", "external" or "off" */
@@ -948,9 +948,8 @@ static void interface_returned(AfXdpState *s, unsigned ifindex)
                 s->o.queues, s->link == AF_XDP_LINK_UP ? "up" : "down");
 }
 
-static void link_event(void *opaque, const LinkEvent *ev)
+static void link_change(AfXdpState *s, const LinkEvent *ev)
 {
-    AfXdpState *s = opaque;
     bool ours = s->link == AF_XDP_LINK_REMOVED
         ? ev->ifname && !strcmp(ev->ifname, s->o.ifname) && !ev->removed
         : ev->ifindex == s->ifindex;
@@ -970,6 +969,36 @@ static void link_event(void *opaque, const LinkEvent *ev)
         net_client_set_link(s->nc, ev->up);
         report_link(s, ev->up ? "up" : "down", "link %s is %s", s->o.ifname,
                     ev->up ? "up again" : "down");
+    }
+}
+
+/* rtnetlink dropped events: what they would have said is read from the
+ * interface as it is now and fed through the same path, so that a missed
+ * down, removal or re-creation is not missed for good. */
+static void link_overrun(AfXdpState *s)
+{
+    unsigned ifindex = if_nametoindex(s->o.ifname);
+
+    s->link_overruns++;
+    fprintf(stderr, "illan: af-xdp netdev '%s': rtnetlink dropped link "
+            "events; the state of %s is read again\n", s->id, s->o.ifname);
+    if (s->link != AF_XDP_LINK_REMOVED && ifindex != s->ifindex) {
+        link_change(s, &(LinkEvent){ .removed = true,
+                                     .ifindex = s->ifindex });
+    }
+    if (ifindex) {
+        link_change(s, &(LinkEvent){ .ifindex = ifindex,
+                                     .ifname = s->o.ifname,
+                                     .up = link_is_up(s->o.ifname) });
+    }
+}
+
+static void link_event(void *opaque, const LinkEvent *ev)
+{
+    if (ev->overrun) {
+        link_overrun(opaque);
+    } else {
+        link_change(opaque, ev);
     }
 }
 
@@ -1093,6 +1122,8 @@ static GVariant *af_xdp_query(void *opaque)
     g_variant_dict_insert(&d, "link", "s", link_name(s->link));
     g_variant_dict_insert(&d, "link-changes", "t", (guint64)s->link_changes);
     g_variant_dict_insert(&d, "reopens", "t", (guint64)s->reopens);
+    g_variant_dict_insert(&d, "link-overruns", "t",
+                          (guint64)s->link_overruns);
     g_variant_dict_insert(&d, "queues", "@aa{sv}",
                           g_variant_builder_end(&queues));
     return g_variant_dict_end(&d);

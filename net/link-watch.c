@@ -68,9 +68,17 @@ static gboolean link_readable(gint fd, GIOCondition cond, gpointer opaque)
     ssize_t len;
 
     (void)cond;
-    while ((len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+    for (;;) {
         struct nlmsghdr *nlh = (struct nlmsghdr *)buf;
 
+        len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (len < 0 && errno == ENOBUFS) {
+            w->fn(w->opaque, &(LinkEvent){ .overrun = true });
+            continue;
+        }
+        if (len <= 0) {
+            break;
+        }
         for (; NLMSG_OK(nlh, len); nlh = NLMSG_NEXT(nlh, len)) {
             dispatch(w, nlh);
         }

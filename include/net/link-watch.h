@@ -1,6 +1,7 @@
 /*
  * Host interface events from rtnetlink, on the main loop: an interface
- * appeared or changed (with its up/running state), or went away.
+ * appeared or changed (with its up/running state), or went away, or
+ * events were lost.
  */
 #ifndef NET_LINK_WATCH_H
 #define NET_LINK_WATCH_H
@@ -11,6 +12,11 @@
 typedef struct LinkWatch LinkWatch;
 
 typedef struct LinkEvent {
+    /* The kernel dropped events (the socket's receive buffer was full,
+     * as when the main loop stalls through a burst of changes): the
+     * other members are unset, and the receiver re-reads the state of
+     * what it watches. */
+    bool overrun;
     bool removed;           /* RTM_DELLINK */
     unsigned ifindex;
     const char *ifname;     /* may be NULL */

@@ -1464,6 +1464,61 @@ static void test_link_events(void)
     rig_stop(&r);
 }
 
+/* A file of `ip -batch` lines taking @ifname down and up @n times. */
+static char *flap_batch_file(const char *ifname, unsigned n)
+{
+    g_autoptr(GString) lines = g_string_new(NULL);
+    g_autoptr(GError) err = NULL;
+    char *path = NULL;
+    int fd = g_file_open_tmp("illan-flap-XXXXXX", &path, &err);
+
+    g_assert_no_error(err);
+    close(fd);
+    for (unsigned i = 0; i < n; i++) {
+        g_string_append_printf(lines, "link set %s down\nlink set %s up\n",
+                               ifname, ifname);
+    }
+    g_assert_true(g_file_set_contents(path, lines->str, lines->len, &err));
+    return path;
+}
+
+/*
+ * The kernel drops rtnetlink events once a listener's socket is full.
+ * illan is stopped while 300 flaps of another pair fill its socket many
+ * times over, and only then does its own peer go down: that event is
+ * lost, so illan can only learn of it by reading the link again.
+ */
+static void test_link_events_overrun(void)
+{
+    g_autoptr(JsonObject) rsp = NULL;
+    g_autofree char *batch = NULL;
+    JsonObject *nd;
+    VethPair other;
+    Rig r = { 0 };
+
+    rig_start(&r, 1, "");
+    qrig_open_guest(&r.q, NULL);
+    veth_pair_create(&other, 1);
+    batch = flap_batch_file(other.dut, 300);
+    g_assert_cmpint(kill(qtest_pid(r.q.qts), SIGSTOP), ==, 0);
+    netns_run("ip -batch %s", batch);
+    netns_run("ip link set %s down", r.veth.peer);
+    g_assert_cmpint(kill(qtest_pid(r.q.qts), SIGCONT), ==, 0);
+    expect_link_event(&r, "down");
+    rsp = query_stats(&r, &nd, NULL);
+    g_assert_cmpstr(backend_str(nd, "link"), ==, "down");
+    g_assert_cmpint(qjson_int(nd, "backend.link-overruns"), >=, 1);
+    g_clear_pointer(&rsp, json_object_unref);
+
+    netns_run("ip link set %s up", r.veth.peer);
+    expect_link_event(&r, "up");
+    send_frames(&r, 0, 10);
+    guest_skip_flood(&r, 0, 10);
+    unlink(batch);
+    veth_pair_destroy(&other);
+    rig_stop(&r);
+}
+
 /*
  * map-path: the test plays the privileged helper of a container set-up.
  * It creates an XSK map, pins it on a BPF file system of its own, and
@@ -1717,6 +1772,7 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/skb-fallback", test_skb_fallback);
     g_test_add_func("/af-xdp/program-lifecycle", test_program_lifecycle);
     g_test_add_func("/af-xdp/link-events", test_link_events);
+    g_test_add_func("/af-xdp/link-events/overrun", test_link_events_overrun);
     g_test_add_func("/af-xdp/jumbo/native", test_jumbo_native);
     g_test_add_func("/af-xdp/jumbo/skb", test_jumbo_skb);
     g_test_add_func("/af-xdp/jumbo/chain-edges", test_chain_edges);
