@@ -594,7 +594,7 @@ static bool parse_args(int argc, char **argv, Options *o)
           "count (and drop) the frames arriving at IF", NULL },
         { "listen", 0, 0, G_OPTION_ARG_NONE, &o->listen,
           "send nothing, only count", NULL },
-        { NULL },
+        { 0 },
     };
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("- XDP live-frames traffic generator");

@@ -493,7 +493,7 @@ static bool parse_args(int argc, char **argv, Options *o)
           "txonly: frame length in bytes, 60 to 1514, default 64", "BYTES" },
         { "dst", 'd', 0, G_OPTION_ARG_STRING, &o->dst,
           "txonly: destination MAC (required)", "MAC" },
-        { NULL },
+        { 0 },
     };
     g_autoptr(GOptionContext) ctx =
         g_option_context_new("- AF_XDP rx-drop receiver");

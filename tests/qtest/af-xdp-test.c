@@ -990,9 +990,11 @@ static bool queue_stat_reached(void *opaque)
 {
     QueueStat *w = opaque;
     JsonObject *nd;
-    g_autoptr(JsonObject) st = query_stats(w->r, &nd, NULL);
+    JsonObject *st = query_stats(w->r, &nd, NULL);   /* owns nd */
+    bool reached = qjson_int(backend_queue(nd, 0), w->key) >= w->want;
 
-    return qjson_int(backend_queue(nd, 0), w->key) >= w->want;
+    json_object_unref(st);
+    return reached;
 }
 
 /*

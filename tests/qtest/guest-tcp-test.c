@@ -192,7 +192,7 @@ static void stream_once(GuestNs *ns, bool to_guest)
 
 static void rig_up(QRig *r, VethPair *v, GuestNs *ns, const char *guest)
 {
-    g_autofree char *netdev = NULL, *extra = NULL, *mv = NULL;
+    g_autofree char *netdev = NULL, *extra = NULL;
 
     veth_pair_create(v, 1);
     netns_run("ip addr add " PEER_IP "/24 dev %s", v->peer);

@@ -292,7 +292,6 @@ static void linux_probe(QTestState *qts)
 
 static void test_attributes(void)
 {
-    g_autoptr(JsonObject) names = NULL;
     uint64_t a;
     QRig r;
 

@@ -185,9 +185,9 @@ void migrate(QTestState *qts, const char *uri)
 {
     g_autofree char *cmd = g_strdup_printf(
         "{'execute': 'migrate', 'arguments': {'uri': '%s'}}", uri);
-    g_autoptr(JsonObject) rsp = qmp_ok(qts, cmd);
     g_autofree char *state = NULL;
 
+    json_object_unref(qmp_ok(qts, cmd));
     assert_completed(qts);
     state = run_state(qts);
     g_assert_cmpstr(state, ==, "postmigrate");

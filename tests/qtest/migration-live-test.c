@@ -759,9 +759,9 @@ static JsonObject *wait_completed(QTestState *qts)
 static void live_migrate_wait(Live *l, LiveFigures *fig)
 {
     g_autoptr(JsonObject) info = wait_completed(l->b.src);
-    g_autoptr(JsonObject) dst_info = wait_completed(l->b.dst);
     g_autofree char *state = NULL;
 
+    json_object_unref(wait_completed(l->b.dst));
     l->echoed_done = load(&l->t.echoed);
     state = run_state(l->b.src);
     g_assert_cmpstr(state, ==, "postmigrate");

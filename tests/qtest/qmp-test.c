@@ -499,7 +499,7 @@ static JsonObject *check_greeting(Conn *c)
 
 static void conn_negotiate(Conn *c)
 {
-    g_autoptr(JsonObject) version = check_greeting(c);
+    json_object_unref(check_greeting(c));
 
     expect_return(conn_cmd(c, "{\"execute\": \"qmp_capabilities\"}"), "{}");
 }
@@ -608,7 +608,7 @@ static void test_negotiation(void)
 
     rig_start(&r, NULL);
     c = conn_open(r.qmp_path);
-    g_autoptr(JsonObject) v = check_greeting(c);
+    json_object_unref(check_greeting(c));
 
     /* Before qmp_capabilities every command, known or not, is refused. */
     check_error(c, "{\"execute\": \"query-status\"}", NOT_FOUND, NEED_CAPS);
@@ -729,7 +729,7 @@ static void test_single_quotes(void)
 
     rig_start(&r, NULL);
     c = conn_open(r.qmp_path);
-    g_autoptr(JsonObject) v = check_greeting(c);
+    json_object_unref(check_greeting(c));
     expect_return(conn_cmd(c, "{'execute': 'qmp_capabilities'}"), "{}");
     rsp = conn_cmd(c, "{'execute': 'qom-get', 'arguments': "
                       "{'path': '/machine/peripheral/nic0', "
@@ -971,7 +971,7 @@ static void test_quit(void)
     /* A second client, not negotiated: it gets no SHUTDOWN, only the
      * hang-up. */
     late = conn_open(path);
-    g_autoptr(JsonObject) v = check_greeting(late);
+    json_object_unref(check_greeting(late));
     conn_sendf(c, "{\"execute\": \"quit\", \"id\": \"bye\"}");
     recv_return(c, "\"bye\"", "{}");
     assert_no_kept_events(c);
@@ -1880,7 +1880,7 @@ static void test_bad_arguments(void)
                     "Invalid parameter type for 'type', expected: string");
     }
     fresh = conn_open(r.qmp_path);
-    g_autoptr(JsonObject) v = check_greeting(fresh);
+    json_object_unref(check_greeting(fresh));
     for (size_t i = 0; i < G_N_ELEMENTS(not_arrays); i++) {
         g_autofree char *req = g_strdup_printf(
             "{\"execute\": \"qmp_capabilities\", "
@@ -2301,7 +2301,7 @@ static void test_qemu_oob(void)
 
     rig_start(&r, NULL);
     c = conn_open(r.qmp_path);
-    g_autoptr(JsonObject) v = check_greeting(c);
+    json_object_unref(check_greeting(c));
 
     /* Not before it is enabled. */
     check_error(c, "{\"exec-oob\": \"query-status\"}", GENERIC,
