@@ -47,6 +47,7 @@ struct QTestServer {
     size_t scanned;             /* inbuf up to here holds no newline */
     bool discarding;            /* skipping the rest of an overlong line */
     FILE *log;
+    uint32_t max_transfer;      /* read/write sizes, QTEST_MAX_TRANSFER */
     int64_t start_us;
     QTestClosedFn closed;
     void *closed_opaque;
@@ -212,11 +213,11 @@ static void mem_write(QTestServer *qs, uint64_t addr, const void *buf,
     }
 }
 
-static bool transfer_size_ok(uint64_t size, GString *reply)
+static bool transfer_size_ok(QTestServer *qs, uint64_t size, GString *reply)
 {
-    if (size == 0 || size > QTEST_MAX_TRANSFER) {
+    if (size == 0 || size > qs->max_transfer) {
         g_string_printf(reply, "FAIL size must be 1 to %u bytes",
-                        QTEST_MAX_TRANSFER);
+                        qs->max_transfer);
         return false;
     }
     return true;
@@ -286,7 +287,7 @@ static void cmd_read(QTestServer *qs, char **argv, int argc, GString *reply)
     g_autofree uint8_t *p = NULL;
 
     (void)argc;
-    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(qs, v[1], reply)) {
         return;
     }
     p = g_malloc(v[1]);
@@ -302,7 +303,7 @@ static void cmd_b64read(QTestServer *qs, char **argv, int argc, GString *reply)
     g_autofree char *enc = NULL;
 
     (void)argc;
-    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(qs, v[1], reply)) {
         return;
     }
     p = g_malloc(v[1]);
@@ -325,7 +326,7 @@ static void cmd_write(QTestServer *qs, char **argv, int argc, GString *reply)
     g_autofree uint8_t *p = NULL;
 
     (void)argc;
-    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(qs, v[1], reply)) {
         return;
     }
     if (len < 3) {
@@ -374,7 +375,7 @@ static void cmd_b64write(QTestServer *qs, char **argv, int argc,
     gsize n;
 
     (void)argc;
-    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(v[1], reply)) {
+    if (!parse_args(argv + 1, 2, v, reply) || !transfer_size_ok(qs, v[1], reply)) {
         return;
     }
     if (strlen(data) < 3) {
@@ -748,6 +749,7 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
     qs->closed = closed;
     qs->closed_opaque = opaque;
     qs->start_us = g_get_monotonic_time();
+    qs->max_transfer = QTEST_MAX_TRANSFER;
     qs->inbuf = g_string_new(NULL);
     qs->irq_levels = g_hash_table_new(g_direct_hash, g_direct_equal);
     qemu_mutex_init(&qs->out_lock);
@@ -788,6 +790,11 @@ void qtest_server_feed(QTestServer *qs, const char *data, size_t len)
 {
     g_string_append_len(qs->inbuf, data, len);
     consume_input(qs);
+}
+
+void qtest_server_set_max_transfer(QTestServer *qs, uint32_t bytes)
+{
+    qs->max_transfer = MIN(bytes, QTEST_MAX_TRANSFER);
 }
 
 void qtest_server_free(QTestServer *qs)

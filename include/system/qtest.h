@@ -27,6 +27,9 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
                                 GError **errp);
 /* Handles @data as if the client had sent it (the fuzz target). */
 void qtest_server_feed(QTestServer *qs, const char *data, size_t len);
+/* Lowers the largest read or write from 16 MiB (the fuzz target: a few
+ * hundred 16 MiB reads fit in a 4 KiB input, and only copy). */
+void qtest_server_set_max_transfer(QTestServer *qs, uint32_t bytes);
 void qtest_server_free(QTestServer *qs);
 
 #endif

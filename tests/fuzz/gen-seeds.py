@@ -95,6 +95,9 @@ def qtest():
           'writel 0x100 0x11223344\nreadl 0x100\nread 0x100 4\n'
           'write 0x200 4 0xaabbccdd\nb64read 0x200 4\nb64write 0x300 3 ////\n'
           'memset 0x0 0x1000 0xff\nreadq 0xfff8\nendianness\n')
+    # The largest transfer the target allows, and one byte over it.
+    write('fuzz-qtest', 'largest-transfer',
+          'read 0x0 0x10000\nb64read 0x0 0x10000\nread 0x0 0x10001\n')
     write('fuzz-qtest', 'clock-irq',
           'clock_step\nclock_step 1000\nclock_set 5000\n'
           'irq_intercept_in xics\n'
