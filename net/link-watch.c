@@ -61,6 +61,23 @@ static void dispatch(LinkWatch *w, struct nlmsghdr *nlh)
     w->fn(w->opaque, &ev);
 }
 
+/*
+ * The kernel reports an overflow before the messages still queued, and
+ * those are older than the ones it dropped: dispatched after the
+ * receiver has re-read the link, a queued "up" would undo the "down"
+ * that re-read found.  So they are read and thrown away first; the
+ * re-read covers them.
+ */
+static void discard_queued(int fd)
+{
+    char buf[4096];
+    ssize_t len;
+
+    do {
+        len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+    } while (len > 0 || (len < 0 && (errno == ENOBUFS || errno == EINTR)));
+}
+
 static gboolean link_readable(gint fd, GIOCondition cond, gpointer opaque)
 {
     static char buf[65536];
@@ -73,6 +90,7 @@ static gboolean link_readable(gint fd, GIOCondition cond, gpointer opaque)
 
         len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (len < 0 && errno == ENOBUFS) {
+            discard_queued(fd);
             w->fn(w->opaque, &(LinkEvent){ .overrun = true });
             continue;
         }

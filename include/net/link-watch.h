@@ -15,7 +15,8 @@ typedef struct LinkEvent {
     /* The kernel dropped events (the socket's receive buffer was full,
      * as when the main loop stalls through a burst of changes): the
      * other members are unset, and the receiver re-reads the state of
-     * what it watches. */
+     * what it watches.  The events still queued from before the loss
+     * are not delivered: they are older than that state. */
     bool overrun;
     bool removed;           /* RTM_DELLINK */
     unsigned ifindex;

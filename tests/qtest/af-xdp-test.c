@@ -13,6 +13,7 @@
 #include "libqos/ibmveth.h"
 #include "libqos/rig.h"
 #include "netns.h"
+#include "net/link-watch.h"
 #include "net/net.h"
 #include "net/xdp-meta.h"
 #include "net/xdp-prog.h"
@@ -1484,11 +1485,36 @@ static char *flap_batch_file(const char *ifname, unsigned n)
     return path;
 }
 
+typedef struct LinkState {
+    const char *ifname;
+    bool up;
+} LinkState;
+
+static bool link_state_reached(void *opaque)
+{
+    LinkState *s = opaque;
+
+    return link_is_up(s->ifname) == s->up;
+}
+
+/* Sets @peer down or up and waits until the kernel has told its other
+ * end, @dut, of it (veth carrier changes reach it a moment later). */
+static void peer_set_and_wait(const VethPair *veth, bool up)
+{
+    LinkState s = { veth->dut, up };
+
+    netns_run("ip link set %s %s", veth->peer, up ? "up" : "down");
+    qtest_wait_until(link_state_reached, &s, QTEST_WAIT_S,
+                     "%s to be %s", veth->dut, up ? "up" : "down");
+}
+
 /*
  * The kernel drops rtnetlink events once a listener's socket is full.
- * illan is stopped while 300 flaps of another pair fill its socket many
- * times over, and only then does its own peer go down: that event is
- * lost, so illan can only learn of it by reading the link again.
+ * illan is stopped while its own peer flaps (a "down" and an "up" that
+ * stay queued), then 300 flaps of another pair fill its socket many
+ * times over, and only then does its peer go down: that event is lost,
+ * so illan can only learn of it by reading the link again, and the
+ * queued "up", older than that, must not undo what it read.
  */
 static void test_link_events_overrun(void)
 {
@@ -1503,8 +1529,10 @@ static void test_link_events_overrun(void)
     veth_pair_create(&other, 1);
     batch = flap_batch_file(other.dut, 300);
     g_assert_cmpint(kill(qtest_pid(r.q.qts), SIGSTOP), ==, 0);
+    peer_set_and_wait(&r.veth, false);
+    peer_set_and_wait(&r.veth, true);
     netns_run("ip -batch %s", batch);
-    netns_run("ip link set %s down", r.veth.peer);
+    peer_set_and_wait(&r.veth, false);
     g_assert_cmpint(kill(qtest_pid(r.q.qts), SIGCONT), ==, 0);
     expect_link_event(&r, "down");
     rsp = query_stats(&r, &nd, NULL);
