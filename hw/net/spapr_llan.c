@@ -143,9 +143,12 @@ static MACAddr mac_from_u64(uint64_t v)
 }
 
 /* The device behind a unit address, only if it is a logical LAN. */
+static const SpaprVioDeviceClass spapr_vlan_class;
+
+/* Every hcall comes through here: the class by address, not by name. */
 SpaprVlanState *spapr_vlan_from_vio(SpaprVioDevice *dev)
 {
-    if (!dev || strcmp(dev->qdev.klass->name, TYPE_SPAPR_VLAN)) {
+    if (!dev || dev->qdev.klass != &spapr_vlan_class.parent) {
         return NULL;
     }
     return (SpaprVlanState *)dev;
