@@ -505,6 +505,11 @@ static void rx_offload_scan(const SpaprVlanState *s, const NetFrame *frames,
     for (unsigned i = 0; i < n; i++) {
         LlanL4 l4;
 
+        if (i + 1 < n) {
+            for (uint32_t at = 64; at < frames[i + 1].len; at += 64) {
+                __builtin_prefetch(frames[i + 1].data + at);
+            }
+        }
         rx_csum_check(s, &frames[i], &l4, &off->csum[i]);
         /* A partial checksum is a local sender's: its data is as
          * trusted as a verified one's, and the merged frame goes up as
