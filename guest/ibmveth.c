@@ -240,17 +240,24 @@ static uint64_t pool_buf_addr(const IbmvethPool *p, uint32_t slot)
     return p->base + slot * p->stride;
 }
 
+/* @i + @n (both below @count) around a ring of @count: a compare, where
+ * a modulo's division was a quarter of the replenish's time. */
+static uint32_t ring_add(uint32_t i, uint32_t n, uint32_t count)
+{
+    return i + n >= count ? i + n - count : i + n;
+}
+
 /* The @nth free slot from the consumer end, without taking it. */
 static uint32_t pool_peek_free(const IbmvethPool *p, uint32_t nth)
 {
-    return p->free_map[(p->consumer + nth) % p->count];
+    return p->free_map[ring_add(p->consumer, nth, p->count)];
 }
 
 static void pool_take_free(IbmvethPool *p, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         p->posted[p->free_map[p->consumer]] = true;
-        p->consumer = (p->consumer + 1) % p->count;
+        p->consumer = ring_add(p->consumer, 1, p->count);
     }
     p->available += n;
 }
@@ -259,7 +266,7 @@ static void pool_return(IbmvethPool *p, uint32_t slot)
 {
     p->posted[slot] = false;
     p->free_map[p->producer] = slot;
-    p->producer = (p->producer + 1) % p->count;
+    p->producer = ring_add(p->producer, 1, p->count);
     p->available--;
 }
 
