@@ -3,22 +3,38 @@
 #ifndef GUEST_IP_CHECKSUM_H
 #define GUEST_IP_CHECKSUM_H
 
+#include <glib.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Over @len bytes (even, as an IPv4 header is): 0 for a header whose
- * checksum field is right, else the value to store in a zeroed field. */
+ * checksum field is right, else the value to store in a zeroed field.
+ * Sums 32-bit words in host order, since the ones' complement sum of
+ * 16-bit halves comes out the same in either byte order once swapped
+ * back: the guest checks every received header, and a byte at a time
+ * was a quarter of its NAPI poll at 64-byte frames. */
 static inline uint16_t ip_header_checksum(const uint8_t *hdr, size_t len)
 {
-    uint32_t sum = 0;
+    uint64_t sum = 0;
+    size_t i = 0;
 
-    for (size_t i = 0; i + 1 < len; i += 2) {
-        sum += (uint32_t)hdr[i] << 8 | hdr[i + 1];
+    for (; i + 4 <= len; i += 4) {
+        uint32_t w;
+
+        memcpy(&w, hdr + i, 4);
+        sum += w;
+    }
+    if (i + 2 <= len) {
+        uint16_t h;
+
+        memcpy(&h, hdr + i, 2);
+        sum += h;
     }
     while (sum >> 16) {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    return ~sum & 0xffff;
+    return ~GUINT16_FROM_BE((uint16_t)sum) & 0xffff;
 }
 
 #endif
