@@ -1,7 +1,7 @@
 /*
  * Checksum offload for the logical LAN: headers found, checksums summed.
  * Everything here runs per frame on a backend's thread or an hcall's, so
- * it allocates nothing and sums eight bytes a step.
+ * it allocates nothing and sums 32 bytes a step.
  */
 #include "hw/net/llan_offload.h"
 #include "qemu/bswap.h"
