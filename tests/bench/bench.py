@@ -563,22 +563,32 @@ def gen_mark(gen):
     return gen.expect('mark', START_TIMEOUT_S)
 
 
-def start_rxdrop(args, ns, mode, wait, fwd, size):
-    extra = ['-s', size, '-d', ns.gen_mac] if fwd == 'txonly' else []
+def start_retrying(start, ready, retryable=lambda proc: True):
+    """start() a process; returns it and what ready(proc) returns.  The
+    kernel may still hold the last run's socket on the queue for a moment,
+    so a start that fails (ready raises Failed) is tried again, up to
+    START_ATTEMPTS in all, as long as retryable(proc) says so."""
     for attempt in range(START_ATTEMPTS):
-        rx = Proc('xsk-rxdrop', ['ip', 'netns', 'exec', ns.dut,
-                                 tool(args, 'xsk-rxdrop'), '-i', 'dut0',
-                                 '-m', mode, '-w', wait, '-f', fwd,
-                                 '-t', str(args.secs), '-c', str(DUT_CPU),
-                                 *extra])
+        proc = start()
         try:
-            rx.expect('ready', START_TIMEOUT_S)
-            return rx
+            return proc, ready(proc)
         except Failed:
-            rx.stop()
-            if attempt == START_ATTEMPTS - 1:
+            proc.stop()
+            if attempt == START_ATTEMPTS - 1 or not retryable(proc):
                 raise
             time.sleep(SETTLE_S)
+
+
+def start_rxdrop(args, ns, mode, wait, fwd, size):
+    extra = ['-s', size, '-d', ns.gen_mac] if fwd == 'txonly' else []
+    rx, _ = start_retrying(
+        lambda: Proc('xsk-rxdrop', ['ip', 'netns', 'exec', ns.dut,
+                                    tool(args, 'xsk-rxdrop'), '-i', 'dut0',
+                                    '-m', mode, '-w', wait, '-f', fwd,
+                                    '-t', str(args.secs),
+                                    '-c', str(DUT_CPU), *extra]),
+        lambda rx: rx.expect('ready', START_TIMEOUT_S))
+    return rx
 
 
 def raw_run(args, ns, point):
@@ -668,24 +678,26 @@ def snapshot(qmp, gen):
 
 
 def start_illan(args, ns, point, tmp):
+    """Up once its guest is; only a queue still busy with the last run's
+    socket is worth another start."""
     qmp_path = os.path.join(tmp, 'qmp.sock')
-    for attempt in range(START_ATTEMPTS):
+
+    def start():
         if os.path.exists(qmp_path):
             os.unlink(qmp_path)
-        illan = Proc('illan', illan_argv(args, ns, point, qmp_path),
-                     stderr_path=os.path.join(tmp, 'illan.err'))
+        return Proc('illan', illan_argv(args, ns, point, qmp_path),
+                    stderr_path=os.path.join(tmp, 'illan.err'))
+
+    def ready(illan):
         try:
             qmp = Qmp(qmp_path, illan)
             wait_guest(qmp, illan)
-            return illan, qmp
-        except (Failed, QmpError, OSError) as e:
-            illan.stop()
-            e = e if isinstance(e, Failed) else \
-                Failed(f'QMP: {e}; {illan.stderr()}')
-            if attempt == START_ATTEMPTS - 1 or 'busy' not in \
-                    illan.stderr().lower():
-                raise e
-            time.sleep(SETTLE_S)
+            return qmp
+        except (QmpError, OSError) as e:
+            raise Failed(f'QMP: {e}; {illan.stderr()}') from e
+
+    return start_retrying(start, ready,
+                          lambda illan: 'busy' in illan.stderr().lower())
 
 
 def stop_illan(illan, qmp):
@@ -824,17 +836,12 @@ def start_testpmd(ns, point, tmp):
     if not shutil.which(TESTPMD):
         raise Failed(f'no {TESTPMD}: make bench installs it '
                      '(scripts/install-deps.sh --bench)')
-    for attempt in range(START_ATTEMPTS):
-        pmd = Proc('testpmd', testpmd_argv(ns, point),
-                   stderr_path=os.path.join(tmp, 'testpmd.err'), stdin=True)
-        try:
-            port_stats(pmd)
-            return pmd
-        except Failed:
-            pmd.stop()
-            if attempt == START_ATTEMPTS - 1:
-                raise
-            time.sleep(SETTLE_S)
+    pmd, _ = start_retrying(
+        lambda: Proc('testpmd', testpmd_argv(ns, point),
+                     stderr_path=os.path.join(tmp, 'testpmd.err'),
+                     stdin=True),
+        port_stats)
+    return pmd
 
 
 def testpmd_run(args, ns, point):
