@@ -142,10 +142,10 @@ static MACAddr mac_from_u64(uint64_t v)
     return mac;
 }
 
-/* The device behind a unit address, only if it is a logical LAN. */
 static const SpaprVioDeviceClass spapr_vlan_class;
 
-/* Every hcall comes through here: the class by address, not by name. */
+/* The device behind a unit address, only if it is a logical LAN.  Every
+ * hcall comes through here: the class by address, not by name. */
 SpaprVlanState *spapr_vlan_from_vio(SpaprVioDevice *dev)
 {
     if (!dev || dev->qdev.klass != &spapr_vlan_class.parent) {
@@ -505,6 +505,7 @@ static void rx_offload_scan(const SpaprVlanState *s, const NetFrame *frames,
     for (unsigned i = 0; i < n; i++) {
         LlanL4 l4;
 
+        /* Its first line came with the batch's prefetch. */
         if (i + 1 < n) {
             for (uint32_t at = 64; at < frames[i + 1].len; at += 64) {
                 __builtin_prefetch(frames[i + 1].data + at);

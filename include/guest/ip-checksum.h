@@ -13,7 +13,9 @@
  * Sums 32-bit words in host order, since the ones' complement sum of
  * 16-bit halves comes out the same in either byte order once swapped
  * back: the guest checks every received header, and a byte at a time
- * was a quarter of its NAPI poll at 64-byte frames. */
+ * was a quarter of its NAPI poll at 64-byte frames.  Not llan_csum():
+ * built for payloads, its 8-byte steps and partial tail cost the vCPU
+ * more on a 20-byte header (98-102 ns a frame against 90-94). */
 static inline uint16_t ip_header_checksum(const uint8_t *hdr, size_t len)
 {
     uint64_t sum = 0;
