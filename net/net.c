@@ -393,6 +393,15 @@ static uint64_t frames_bytes(const NetFrame *frames, unsigned n)
     return bytes;
 }
 
+/* A batch that ends a run of NET_RX_MORE ones but gives the NIC nothing
+ * still ends the run there. */
+static void end_rx_run(NetClientState *nic, unsigned flags)
+{
+    if (!(flags & NET_RX_MORE) && nic->nic_ops->rx_run_end) {
+        nic->nic_ops->rx_run_end(nic->opaque);
+    }
+}
+
 /*
  * Hands the frames long enough to carry an Ethernet header to the NIC, in
  * one call, and tallies the result of every frame it took.  Returns how
@@ -401,7 +410,7 @@ static uint64_t frames_bytes(const NetFrame *frames, unsigned n)
  * frame after a held one is held with it.
  */
 static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
-                               unsigned n, bool may_hold, NetRxStamp *stamp,
+                               unsigned n, unsigned flags, NetRxStamp *stamp,
                                RxTally *tally)
 {
     NetFrame passed[NET_BATCH_MAX];
@@ -419,11 +428,15 @@ static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
     if (!n_passed || index[n_passed - 1] != n - 1) {
         stamp = NULL;
     }
-    taken = n_passed ? nic->nic_ops->receive_batch(nic->opaque, passed,
-                                                   n_passed, may_hold, stamp,
-                                                   results)
-                     : 0;
-    g_assert(taken <= n_passed && (may_hold || taken == n_passed));
+    if (n_passed) {
+        taken = nic->nic_ops->receive_batch(nic->opaque, passed, n_passed,
+                                            flags, stamp, results);
+    } else {
+        taken = 0;
+        end_rx_run(nic, flags);
+    }
+    g_assert(taken <= n_passed &&
+             ((flags & NET_RX_MAY_HOLD) || taken == n_passed));
     covered = taken < n_passed ? index[taken] : n;
     for (unsigned i = 0; i < taken; i++) {
         g_assert((unsigned)results[i] < NET_RX__MAX);
@@ -454,7 +467,7 @@ void net_nic_rx_ready(NetClientState *nic)
 }
 
 static unsigned deliver(NetClientState *backend, const NetFrame *frames,
-                        unsigned n, bool may_hold, NetRxStamp *stamp)
+                        unsigned n, unsigned flags, NetRxStamp *stamp)
 {
     NetClientState *nic = backend->peer;
     RxTally tally = { 0 };
@@ -462,14 +475,15 @@ static unsigned deliver(NetClientState *backend, const NetFrame *frames,
 
     g_assert(!backend->is_nic);
     g_assert(n <= NET_BATCH_MAX);
-    if (n == 0) {
-        return 0;
-    }
-    if (!nic || !net_client_link_up(backend) || !net_client_link_up(nic)) {
+    if (n == 0 || !nic || !net_client_link_up(backend) ||
+        !net_client_link_up(nic)) {
         tally.by_result[nic ? NET_RX_DROP_LINK_DOWN : NET_RX_DROP_NO_NIC] = n;
         tally.bytes = frames_bytes(frames, n);
+        if (nic) {
+            end_rx_run(nic, flags);
+        }
     } else {
-        taken = deliver_to_nic(nic, frames, n, may_hold, stamp, &tally);
+        taken = deliver_to_nic(nic, frames, n, flags, stamp, &tally);
     }
     if (taken) {
         count_rx(backend, taken, &tally);
@@ -480,14 +494,15 @@ static unsigned deliver(NetClientState *backend, const NetFrame *frames,
 void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
                          unsigned n)
 {
-    deliver(backend, frames, n, false, NULL);
+    deliver(backend, frames, n, 0, NULL);
 }
 
 unsigned net_backend_deliver_or_hold(NetClientState *backend,
                                      const NetFrame *frames, unsigned n,
-                                     NetRxStamp *stamp)
+                                     NetRxStamp *stamp, bool more)
 {
-    return deliver(backend, frames, n, true, stamp);
+    return deliver(backend, frames, n,
+                   NET_RX_MAY_HOLD | (more ? NET_RX_MORE : 0), stamp);
 }
 
 typedef enum TxOutcome {

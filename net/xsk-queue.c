@@ -102,6 +102,8 @@ struct XskQueue {
     size_t bounce_size;
     bool rx_skip;                   /* dropping the rest of a chain
                                        longer than XSK_CHAIN_CAP */
+    bool rx_run;                    /* the last batch went to the NIC
+                                       with more to come */
 
     /* Transmit: senders and the I/O thread, under tx_lock. */
     QemuMutex tx_lock;
@@ -642,20 +644,36 @@ static void count_meta(XskQueue *q, const struct illan_xdp_meta *m,
     __atomic_store_n(&q->stats.rx_meta_hash, m->rx_hash, __ATOMIC_RELAXED);
 }
 
-/* One batch from the rx ring to the NIC, which takes what it has room
+/* The batches that went with more to come are over: the NIC hears so
+ * even when there is no frame left for it. */
+static void end_rx_run(XskQueue *q)
+{
+    if (q->rx_run) {
+        q->rx_run = false;
+        net_backend_deliver_or_hold(q->backend, NULL, 0, NULL, false);
+    }
+}
+
+/*
+ * One batch from the rx ring to the NIC, which takes what it has room
  * for in the same call; what it holds goes back to the ring for later.
- * Returns how many frames it took, or 1 if it only dropped chains. */
+ * The NIC hears whether the ring has more behind the batch (this thread
+ * comes back for it at once), so that it interrupts the guest once per
+ * run of batches rather than once per batch.  Returns how many frames it
+ * took, or 1 if it only dropped chains.
+ */
 static unsigned rx_batch(XskQueue *q)
 {
     RxBatch b;
     unsigned taken, used;
     NetRxStamp stamp = { 0 };
     struct illan_xdp_meta meta;
-    bool ours = false;
+    bool ours = false, more;
 
     b.n = xsk_ring_cons__peek(&q->rx, q->rx_peek, &b.idx);
     q->rx_held = false;
     if (b.n == 0) {
+        end_rx_run(q);
         refill(q);
         return 0;
     }
@@ -668,11 +686,17 @@ static unsigned rx_batch(XskQueue *q)
             stamp.entered = meta.rx_timestamp;
         }
     }
-    taken = b.nframes ? net_backend_deliver_or_hold(q->backend, b.frames,
-                                                    b.nframes,
-                                                    stamp.entered ? &stamp
-                                                                  : NULL)
-                      : 0;
+    more = b.next < b.n || b.n == q->rx_peek;
+    if (b.nframes) {
+        taken = net_backend_deliver_or_hold(q->backend, b.frames, b.nframes,
+                                            stamp.entered ? &stamp : NULL,
+                                            more);
+        /* Otherwise the NIC has ended the run itself. */
+        q->rx_run = more && taken == b.nframes;
+    } else {
+        taken = 0;
+        end_rx_run(q);
+    }
     if (q->cfg.meta_btf_id && taken) {
         count_meta(q, ours ? &meta : NULL, taken);
     }

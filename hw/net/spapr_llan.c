@@ -28,6 +28,9 @@
 
 /* H_VIO_SIGNAL mode bit 0 enables the receive interrupt. */
 #define VLAN_SIGNAL_MASK    0x1
+/* Frames a run of back-to-back batches delivers before the interrupt
+ * goes anyway (see rx_irq_due_locked): four full batches. */
+#define RX_IRQ_RUN_MAX      (4 * NET_BATCH_MAX)
 
 
 #define RXQ_ENTRY_SIZE      16
@@ -79,6 +82,8 @@ struct SpaprVlanState {
     bool rx_filter_changed;     /* by this hcall; announced after it */
     bool rx_held;               /* the backend holds frames for lack of
                                    buffers: wake it when there are some */
+    uint32_t rx_irq_owed;       /* frames delivered with the interrupt on
+                                   since its last pulse */
     uint64_t attrs;             /* the attributes the guest turned on */
     SpaprVlanStats stats;       /* all but tx_*, which are in tx */
     /* The built-in guest's array, by rx-queue entry, of when the frame
@@ -203,6 +208,7 @@ static void vlan_close_locked(SpaprVlanState *s)
     s->rxq_ptr = 0;
     llan_rx_pools_reset(&s->pools);
     filter_reset(&s->filter);
+    s->rx_irq_owed = 0;
 }
 
 /* Device and machine reset: closed, with the command line's MAC and no
@@ -703,36 +709,72 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
     return i;
 }
 
+/*
+ * Whether @delivered more frames make the interrupt due.  Within a run of
+ * batches the backend says are followed at once (@more), the pulse waits
+ * for the end of the run or for RX_IRQ_RUN_MAX frames, whichever is
+ * first: a guest woken once per batch while the backend has a backlog
+ * spends more on waking than on the frames.  H_VIO_SIGNAL takes the lock
+ * this runs under, so either the guest's enable comes first and is seen
+ * here, or the entries just written are there when the guest looks at
+ * its queue after enabling.
+ */
+static bool rx_irq_due_locked(SpaprVlanState *s, unsigned delivered,
+                              bool more)
+{
+    if (!(s->vdev.signal_state & VLAN_SIGNAL_MASK)) {
+        s->rx_irq_owed = 0;
+        return false;
+    }
+    s->rx_irq_owed += delivered;
+    if (!s->rx_irq_owed || (more && s->rx_irq_owed < RX_IRQ_RUN_MAX)) {
+        return false;
+    }
+    s->rx_irq_owed = 0;
+    s->stats.rx_interrupts++;
+    return true;
+}
+
 static unsigned spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
-                                         unsigned n, bool may_hold,
+                                         unsigned n, unsigned flags,
                                          NetRxStamp *stamp,
                                          NetRxResult *results)
 {
     SpaprVlanState *s = opaque;
-    bool delivered = false, irq;
-    unsigned taken;
+    unsigned taken, delivered = 0;
+    bool irq;
 
     qemu_mutex_lock(&s->lock);
-    taken = receive_batch_locked(s, frames, n, may_hold, stamp, results);
+    taken = receive_batch_locked(s, frames, n, flags & NET_RX_MAY_HOLD,
+                                 stamp, results);
     for (unsigned i = 0; i < taken; i++) {
         if (results[i] == NET_RX_DELIVERED) {
-            delivered = true;
+            delivered++;
         } else {
             s->stats.rx_dropped[results[i]]++;
         }
     }
-    /* H_VIO_SIGNAL takes this lock too, so either the guest's enable
-     * comes first and is seen here, or the entries written above are
-     * there when the guest looks at its queue after enabling. */
-    irq = delivered && (s->vdev.signal_state & VLAN_SIGNAL_MASK);
-    if (irq) {
-        s->stats.rx_interrupts++;
-    }
+    /* Held frames wait for buffers only the guest can post. */
+    irq = rx_irq_due_locked(s, delivered,
+                            (flags & NET_RX_MORE) && taken == n);
     qemu_mutex_unlock(&s->lock);
     if (irq) {
         spapr_vio_irq_pulse(&s->vdev);
     }
     return taken;
+}
+
+static void spapr_vlan_rx_run_end(void *opaque)
+{
+    SpaprVlanState *s = opaque;
+    bool irq;
+
+    qemu_mutex_lock(&s->lock);
+    irq = rx_irq_due_locked(s, 0, false);
+    qemu_mutex_unlock(&s->lock);
+    if (irq) {
+        spapr_vio_irq_pulse(&s->vdev);
+    }
 }
 
 /* The work of the hcalls, under the device lock. */
@@ -1902,6 +1944,7 @@ static void spapr_vlan_mac_bytes(void *opaque, uint8_t mac[6])
 
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
+    .rx_run_end = spapr_vlan_rx_run_end,
     .model = TYPE_SPAPR_VLAN,
     .query = spapr_vlan_query,
     .query_rx_filter = spapr_vlan_query_rx_filter,

@@ -75,21 +75,36 @@ typedef struct NetClientStats {
     uint64_t tx_dropped;            /* no backend or link down */
 } NetClientStats;
 
+/* How a batch comes to the NIC (receive_batch's @flags). */
+enum {
+    /* The backend can leave frames where they are (an AF_XDP ring): the
+     * NIC may hold some. */
+    NET_RX_MAY_HOLD = 1 << 0,
+    /* More frames follow at once, in another call from the same thread;
+     * a run of such batches ends with a call without it, or with
+     * rx_run_end.  The NIC may keep its interrupt for the end of the
+     * run. */
+    NET_RX_MORE = 1 << 1,
+};
+
 /*
  * The NIC's side: one call per batch, under the NIC's lock once.  It
  * fills @results for the frames it takes, which are always a prefix of
- * the batch, and returns how many that is.  With @may_hold (a backend
- * that can leave frames where they are, an AF_XDP ring), the NIC may stop
- * early and hold the rest, as QEMU's can_receive does for a guest that has
- * posted no buffer; it then calls net_nic_rx_ready() once it has room.
- * Without @may_hold it takes all @n.  The frames are the backend's and
- * valid only during the call.  @stamp, when not NULL, is the last
- * frame's (see NetRxStamp); the NIC sets its "visible".
+ * the batch, and returns how many that is.  With NET_RX_MAY_HOLD the NIC
+ * may stop early and hold the rest, as QEMU's can_receive does for a
+ * guest that has posted no buffer; it then calls net_nic_rx_ready() once
+ * it has room.  Without it the NIC takes all @n.  The frames are the
+ * backend's and valid only during the call.  @stamp, when not NULL, is
+ * the last frame's (see NetRxStamp); the NIC sets its "visible".
  */
 typedef struct NetNicOps {
     unsigned (*receive_batch)(void *opaque, const NetFrame *frames,
-                              unsigned n, bool may_hold, NetRxStamp *stamp,
+                              unsigned n, unsigned flags, NetRxStamp *stamp,
                               NetRxResult *results);
+    /* Optional: a run of NET_RX_MORE batches ended without another
+     * batch for the NIC (the backend had no frame left, or the net core
+     * dropped them all).  The delivering thread. */
+    void (*rx_run_end)(void *opaque);
     /* The NIC's model ("spapr-vlan"), for x-query-net-stats. */
     const char *model;
     /* Optional, for the monitor (main thread): the device's own counters
@@ -160,10 +175,12 @@ void net_backend_deliver(NetClientState *backend, const NetFrame *frames,
  * NIC could never take (no NIC, link down, too short) are always taken
  * and counted, never held.  @stamp: NULL, or when the last frame
  * entered the host; its "visible" comes back set if the NIC made the
- * frame visible to the guest (see NetRxStamp). */
+ * frame visible to the guest (see NetRxStamp).  @more: this thread
+ * calls again at once (NET_RX_MORE); a run ends with a call without
+ * it, which may have @n == 0. */
 unsigned net_backend_deliver_or_hold(NetClientState *backend,
                                      const NetFrame *frames, unsigned n,
-                                     NetRxStamp *stamp);
+                                     NetRxStamp *stamp, bool more);
 /*
  * The backend's link changed: @state is "down", "up", "removed" (the host
  * interface went away), "reopened" (it came back and the backend recovered)

@@ -256,6 +256,84 @@ static void check_rx_tx(const char *mode, const char *extra)
     rig_stop(&r);
 }
 
+/* What the kernel counts as received on @ifname (/proc/net/dev is this
+ * namespace's): with native XDP, veth counts each frame its program saw,
+ * in the NAPI poll that puts it in the socket's ring. */
+static guint64 if_rx_packets(const char *ifname)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    guint64 bytes, packets;
+
+    g_assert_true(g_file_get_contents("/proc/net/dev", &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+        char *colon = strchr(lines[i], ':');
+
+        if (colon) {
+            g_autofree char *name = g_strndup(lines[i], colon - lines[i]);
+
+            if (!strcmp(g_strstrip(name), ifname) &&
+                sscanf(colon + 1, "%" SCNu64 " %" SCNu64, &bytes,
+                       &packets) == 2) {
+                return packets;
+            }
+        }
+    }
+    g_error("no %s in /proc/net/dev", ifname);
+}
+
+typedef struct RxCount {
+    const char *ifname;
+    guint64 want;
+} RxCount;
+
+static bool if_rx_reached(void *opaque)
+{
+    RxCount *c = opaque;
+
+    return if_rx_packets(c->ifname) >= c->want;
+}
+
+/* Frames that wait in the socket's ring go to the guest as one run of
+ * batches with one interrupt, not one per batch. */
+static void test_interrupt_per_run(void)
+{
+    enum { FRAMES = 200, LAN_IRQ = 0 };
+    uint8_t f[60];
+    RxCount in = { 0 };
+    Rig r = { 0 };
+
+    rig_start(&r, 1, ",mode=native");
+    qrig_open_guest(&r.q, NULL);
+    qtest_irq_intercept_out(r.q.qts, "l-lan@71000000");
+    qibmveth_set_irq(r.q.guest, true);
+    qmp_ok(&r, "{'execute': 'stop'}");
+    in = (RxCount){ r.veth.dut, if_rx_packets(r.veth.dut) + FRAMES };
+    for (unsigned i = 0; i < FRAMES; i++) {
+        build_frame(f, sizeof(f), qrig_mac, peer_mac, i);
+        g_assert_true(packet_send(r.q.peer, f, sizeof(f)));
+    }
+    qtest_wait_until(if_rx_reached, &in, QTEST_WAIT_S,
+                     "%s to take %u frames", r.veth.dut, FRAMES);
+    qmp_ok(&r, "{'execute': 'cont'}");
+    wait_rx_frames(&r, FRAMES);
+    g_assert_cmpint(qrig_stat(r.q.qts, "netdev.rx.batches"), >=,
+                    FRAMES / NET_BATCH_MAX + 1);
+    g_assert_cmpuint(qtest_irq_raise_count(r.q.qts, LAN_IRQ), ==, 1);
+    g_assert_cmpint(qrig_stat(r.q.qts, "nic.device.rx-interrupts"), ==, 1);
+    for (unsigned i = 0; i < FRAMES; i++) {
+        static uint8_t data[2048];
+        IbmvethRxEntry e = qibmveth_wait_rx(r.q.guest, data, sizeof(data));
+
+        g_assert_cmpuint(e.len, ==, sizeof(f));
+        g_assert_cmpuint(eth_frame_assert_tagged(data, e.len, qrig_mac,
+                                                 peer_mac, ETHERTYPE_TEST,
+                                                 ETH_FRAME_TAG_FIRST), ==, i);
+    }
+    rig_stop(&r);
+}
+
 static void test_native(void)
 {
     check_rx_tx("native", "");
@@ -1782,6 +1860,7 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/spin", test_spin);
     g_test_add_func("/af-xdp/busy-poll", test_busy_poll);
     g_test_add_func("/af-xdp/two-queues", test_two_queues);
+    g_test_add_func("/af-xdp/interrupt-per-run", test_interrupt_per_run);
     g_test_add_func("/af-xdp/queues-all", test_queues_all);
     g_test_add_func("/af-xdp/held-without-buffers",
                     test_held_without_buffers);

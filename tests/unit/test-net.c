@@ -40,10 +40,12 @@ typedef struct TestNic {
     unsigned n_answers;
     unsigned room;              /* frames it takes when it may hold */
     uint64_t stamp;             /* the last call's "entered", or 0 */
+    unsigned more_calls;        /* receive_batch() calls with NET_RX_MORE */
+    unsigned run_ends;          /* rx_run_end() calls */
 } TestNic;
 
 static unsigned test_nic_receive_batch(void *opaque, const NetFrame *frames,
-                                       unsigned n, bool may_hold,
+                                       unsigned n, unsigned flags,
                                        NetRxStamp *stamp,
                                        NetRxResult *results)
 {
@@ -54,7 +56,10 @@ static unsigned test_nic_receive_batch(void *opaque, const NetFrame *frames,
     t->calls++;
     t->stamp = stamp ? stamp->entered : 0;
     t->max_batch = MAX(t->max_batch, n);
-    if (may_hold && t->room < n) {
+    if (flags & NET_RX_MORE) {
+        t->more_calls++;
+    }
+    if ((flags & NET_RX_MAY_HOLD) && t->room < n) {
         n = t->room;
     }
     t->room -= MIN(t->room, n);
@@ -68,8 +73,14 @@ static unsigned test_nic_receive_batch(void *opaque, const NetFrame *frames,
     return n;
 }
 
+static void test_nic_rx_run_end(void *opaque)
+{
+    ((TestNic *)opaque)->run_ends++;
+}
+
 static const NetNicOps test_nic_ops = {
     .receive_batch = test_nic_receive_batch,
+    .rx_run_end = test_nic_rx_run_end,
 };
 
 static TestNic *test_nic_new(const char *name, const char *netdev)
@@ -683,7 +694,8 @@ static unsigned deliver_lengths_or_hold(NetClientState *backend,
     }
     if (may_hold) {
         taken = net_backend_deliver_or_hold(backend, frames, n,
-                                            &(NetRxStamp){ LAST_FRAME_STAMP, 0 });
+                                            &(NetRxStamp){ LAST_FRAME_STAMP, 0 },
+                                            false);
     } else {
         net_backend_deliver(backend, frames, n);
     }
@@ -752,7 +764,7 @@ static void test_results_counted(void)
 #define PARALLEL_BATCH 16
 
 static unsigned parallel_nic_receive(void *opaque, const NetFrame *frames,
-                                     unsigned n, bool may_hold,
+                                     unsigned n, unsigned flags,
                                      NetRxStamp *stamp, NetRxResult *results)
 {
     unsigned *frames_seen = opaque;
@@ -762,7 +774,7 @@ static unsigned parallel_nic_receive(void *opaque, const NetFrame *frames,
         results[i] = frames[i].len == 60 ? NET_RX_DELIVERED
                                          : NET_RX_DROP_NO_BUFFER;
     }
-    (void)may_hold, (void)stamp;
+    (void)flags, (void)stamp;
     return n;
 }
 
@@ -962,6 +974,49 @@ static void test_stamp(void)
     g_assert_cmpuint(nic->stamp, ==, 0);
     g_assert_cmpuint(deliver_lengths_or_hold(backend, lens, 2, false), ==, 2);
     g_assert_cmpuint(nic->stamp, ==, 0);
+    test_nic_free(nic);
+    net_cleanup();
+}
+
+/* A backend's "more to come" reaches the NIC with its batch; a run that
+ * ends with nothing for the NIC (no frame left, runts only, link down)
+ * still ends there, and a batch without it ends the run itself. */
+static void test_more(void)
+{
+    static const uint32_t lens[] = { 60, 61 }, runts[] = { 5 };
+    NetFrame frame = { (const uint8_t[60]){ 0 }, 60 }, runt = { frame.data, 5 };
+    NetClientState *backend;
+    TestNic *nic;
+
+    netdev_add_ok("test-fake,id=n0");
+    backend = find_netdev("n0");
+    nic = test_nic_new("nic0", "n0");
+    nic->room = 100;
+    g_assert_cmpuint(net_backend_deliver_or_hold(backend, &frame, 1, NULL,
+                                                 true), ==, 1);
+    g_assert_cmpuint(nic->more_calls, ==, 1);
+    g_assert_cmpuint(net_backend_deliver_or_hold(backend, &frame, 1, NULL,
+                                                 false), ==, 1);
+    g_assert_cmpuint(nic->calls, ==, 2);
+    g_assert_cmpuint(nic->more_calls, ==, 1);
+    g_assert_cmpuint(nic->run_ends, ==, 0);
+    g_assert_cmpuint(net_backend_deliver_or_hold(backend, NULL, 0, NULL,
+                                                 false), ==, 0);
+    g_assert_cmpuint(nic->run_ends, ==, 1);
+    g_assert_cmpuint(net_backend_deliver_or_hold(backend, &runt, 1, NULL,
+                                                 false), ==, 1);
+    g_assert_cmpuint(nic->run_ends, ==, 2);
+    /* Runts with more to come end nothing yet. */
+    g_assert_cmpuint(net_backend_deliver_or_hold(backend, &runt, 1, NULL,
+                                                 true), ==, 1);
+    g_assert_cmpuint(nic->run_ends, ==, 2);
+    net_client_set_link(backend, false);
+    deliver_lengths(backend, lens, G_N_ELEMENTS(lens));
+    g_assert_cmpuint(nic->run_ends, ==, 3);
+    net_client_set_link(backend, true);
+    deliver_lengths(backend, runts, 1);
+    g_assert_cmpuint(nic->run_ends, ==, 4);
+    g_assert_cmpuint(nic->calls, ==, 2);
     test_nic_free(nic);
     net_cleanup();
 }
@@ -2358,6 +2413,7 @@ int main(int argc, char **argv)
     g_test_add_func("/net/rx/too-short", test_too_short);
     g_test_add_func("/net/rx/hold", test_hold);
     g_test_add_func("/net/rx/stamp", test_stamp);
+    g_test_add_func("/net/rx/more", test_more);
     g_test_add_func("/net/link-down", test_link_down);
     g_test_add_func("/net/tx", test_tx);
     g_test_add_func("/net/dgram/inet", test_dgram_inet);
