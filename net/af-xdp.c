@@ -1073,6 +1073,7 @@ static GVariant *queue_stats(XskQueue *q)
     PUT("rx-too-long", rx_too_long);
     PUT("rx-truncated", rx_truncated);
     PUT("sleeps", sleeps);
+    PUT("load-sleeps", load_sleeps);
     PUT("tx-frames", tx_frames);
     PUT("tx-kicks", tx_kicks);
     PUT("tx-kick-errors", tx_kick_errors);

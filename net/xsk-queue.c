@@ -62,6 +62,10 @@
 /* The kernel's max_skb_frags when /proc does not say. */
 #define DEFAULT_MAX_SKB_FRAGS 17
 
+/* Under load the I/O thread sleeps this long (ns) instead of until the
+ * socket has frames (see wait_for_work). */
+#define RX_LOAD_SLEEP_NS 50000
+
 /* A transmit the kernel could not finish is retried this soon (ms). */
 #define TX_RETRY_MS 1
 
@@ -104,6 +108,8 @@ struct XskQueue {
                                        longer than XSK_CHAIN_CAP */
     bool rx_run;                    /* the last batch went to the NIC
                                        with more to come */
+    uint32_t rx_since_sleep;        /* frames taken since the thread last
+                                       slept */
 
     /* Transmit: senders and the I/O thread, under tx_lock. */
     QemuMutex tx_lock;
@@ -712,6 +718,7 @@ static unsigned rx_batch(XskQueue *q)
     xsk_ring_cons__release(&q->rx, used);
     q->rx_held = taken < b.nframes;
     refill(q);
+    q->rx_since_sleep += taken;
     STAT_ADD(q->stats.rx_frames, taken);
     STAT_ADD(q->stats.rx_batches, 1);
     if (b.bounced) {
@@ -864,10 +871,21 @@ static void wait_for_work(XskQueue *q)
     bool kick = __atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE);
     /* A dead socket would report POLLERR forever: wait for close. */
     nfds_t nfds = xsk_queue_failed(q) || q->rx_held ? 1 : 2;
-    uint64_t ignored;
+    uint64_t ignored, wait_ns = kick ? TX_RETRY_MS * 1000000ull : 0;
+    struct timespec ts;
 
+    /* Frames came faster than a batch per wake-up: rather than be woken
+     * by the kernel for every NAPI poll of them, sleep a while and take
+     * what came meanwhile in one go. */
+    if (q->rx_since_sleep >= q->cfg.batch) {
+        nfds = 1;
+        wait_ns = RX_LOAD_SLEEP_NS;
+        STAT_ADD(q->stats.load_sleeps, 1);
+    }
+    q->rx_since_sleep = 0;
+    ts = (struct timespec){ wait_ns / 1000000000, wait_ns % 1000000000 };
     STAT_ADD(q->stats.sleeps, 1);
-    if (poll(fds, nfds, kick ? TX_RETRY_MS : -1) <= 0) {
+    if (ppoll(fds, nfds, wait_ns ? &ts : NULL, NULL) <= 0) {
         return;
     }
     if (fds[0].revents & POLLIN) {
@@ -1044,6 +1062,7 @@ void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
     st->rx_batches = STAT_GET(q->stats.rx_batches);
     st->rx_wakeups = STAT_GET(q->stats.rx_wakeups);
     st->sleeps = STAT_GET(q->stats.sleeps);
+    st->load_sleeps = STAT_GET(q->stats.load_sleeps);
     st->rx_chains = STAT_GET(q->stats.rx_chains);
     st->rx_too_long = STAT_GET(q->stats.rx_too_long);
     st->rx_truncated = STAT_GET(q->stats.rx_truncated);

@@ -54,6 +54,9 @@ typedef struct XskQueueConfig {
  * than XSK_CHAIN_CAP descriptors, or without their last descriptor). */
 typedef struct XskQueueStats {
     uint64_t rx_frames, rx_batches, rx_wakeups, sleeps;
+    uint64_t load_sleeps;   /* of sleeps, those timed, not on the socket,
+                               as frames came in faster than a batch per
+                               wake-up */
     uint64_t rx_chains, rx_too_long, rx_truncated;
     uint64_t tx_frames, tx_kicks, tx_kick_errors, tx_ring_full, tx_oversize;
     uint64_t tx_chains;
