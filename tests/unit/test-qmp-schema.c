@@ -5,7 +5,8 @@
  * emitted, and every type a schema entry names is defined once.
  * ILLAN_SOURCE_ROOT names the tree to search.  Whether the schema's
  * commands are exactly the binary's, system/'s included, is checked over
- * the wire by qemu-client-test.
+ * the wire by qemu-client-test.  Also the registry's unregister, which
+ * fuzz-qmp uses.
  */
 #include "monitor/qmp-schema.h"
 #include "qemu/qmp-registry.h"
@@ -236,6 +237,54 @@ static void test_events(void)
     schema_free(s);
 }
 
+static JsonNode *return_null(JsonObject *args, QmpError *err)
+{
+    (void)args, (void)err;
+    return json_node_new(JSON_NODE_NULL);
+}
+
+static void count_command(const QmpCommand *cmd, void *opaque)
+{
+    (void)cmd;
+    (*(unsigned *)opaque)++;
+}
+
+static unsigned registered_count(void)
+{
+    unsigned n = 0;
+
+    qmp_foreach_command(count_command, &n);
+    return n;
+}
+
+/* What fuzz-qmp relies on: a command unregistered is gone from lookup
+ * and from the list, the others stay, an unknown name changes nothing,
+ * and the name may be registered again. */
+static void test_unregister(void)
+{
+    static const QmpCommand fakes[] = {
+        { .name = "x-test-first", .fn = return_null },
+        { .name = "x-test-second", .fn = return_null },
+    };
+    static const QmpCommand again = { .name = "x-test-first",
+                                      .fn = return_null };
+    unsigned before = registered_count();
+
+    qmp_register_commands(fakes, G_N_ELEMENTS(fakes));
+    g_assert_cmpuint(registered_count(), ==, before + 2);
+    qmp_unregister_command("x-test-first");
+    g_assert_null(qmp_find_command("x-test-first"));
+    g_assert_true(qmp_find_command("x-test-second") == &fakes[1]);
+    g_assert_cmpuint(registered_count(), ==, before + 1);
+    qmp_unregister_command("x-test-no-such-command");
+    g_assert_cmpuint(registered_count(), ==, before + 1);
+    qmp_register_commands(&again, 1);
+    g_assert_true(qmp_find_command("x-test-first") == &again);
+    qmp_unregister_command("x-test-first");
+    qmp_unregister_command("x-test-second");
+    g_assert_cmpuint(registered_count(), ==, before);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -243,5 +292,6 @@ int main(int argc, char **argv)
                     test_registered_in_schema);
     g_test_add_func("/qmp-schema/types-defined", test_types_defined);
     g_test_add_func("/qmp-schema/events", test_events);
+    g_test_add_func("/qmp-registry/unregister", test_unregister);
     return g_test_run();
 }
