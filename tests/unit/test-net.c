@@ -693,8 +693,9 @@ static unsigned deliver_lengths_or_hold(NetClientState *backend,
         frames[i] = (NetFrame){ bufs[i], lens[i] };
     }
     if (may_hold) {
-        taken = net_backend_deliver_or_hold(backend, frames, n,
-                                            &(NetRxStamp){ LAST_FRAME_STAMP, 0 },
+        NetRxStamp stamp = { LAST_FRAME_STAMP, 0 };
+
+        taken = net_backend_deliver_or_hold(backend, frames, n, &stamp,
                                             false);
     } else {
         net_backend_deliver(backend, frames, n);
@@ -984,7 +985,8 @@ static void test_stamp(void)
 static void test_more(void)
 {
     static const uint32_t lens[] = { 60, 61 }, runts[] = { 5 };
-    NetFrame frame = { (const uint8_t[60]){ 0 }, 60 }, runt = { frame.data, 5 };
+    static const uint8_t data[60];
+    NetFrame frame = { data, 60 }, runt = { data, 5 };
     NetClientState *backend;
     TestNic *nic;
 
