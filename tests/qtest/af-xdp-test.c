@@ -297,10 +297,11 @@ static bool if_rx_reached(void *opaque)
 
 static bool load_slept(void *opaque)
 {
-    JsonObject *nd;
-    g_autoptr(JsonObject) st = query_stats(opaque, &nd, NULL);
+    JsonObject *nd, *st = query_stats(opaque, &nd, NULL);
+    bool slept = qjson_int(backend_queue(nd, 0), "load-sleeps") > 0;
 
-    return qjson_int(backend_queue(nd, 0), "load-sleeps") > 0;
+    json_object_unref(st);
+    return slept;
 }
 
 /*
