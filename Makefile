@@ -19,7 +19,7 @@ TSAN_RUN = G_SLICE=always-malloc \
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:atexit_sleep_ms=0 \
 	setarch $$(uname -m) -R
 
-.PHONY: all deps bench-deps run check check-asan check-tsan fuzz bench soak \
+.PHONY: all deps bench-deps run check check-asan check-tsan check-clang fuzz bench soak \
 	soak-asan soak-tsan clean
 
 all: $(BUILD)/build.ninja
@@ -82,11 +82,18 @@ check-tsan: deps $(TSAN_BUILD)/build.ninja
 	cd $(TSAN_BUILD) && $(TSAN_RUN) $(MESON_TEST)
 
 # libFuzzer needs clang; the targets and what each checks are in
-# docs/devel/fuzzing.md.  Only the targets are built in this tree.
+# docs/devel/fuzzing.md.  make fuzz builds only the targets in this tree,
+# make check-clang all the rest.
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debugoptimized \
 	    -Db_lto=false -Db_sanitize=address,undefined -Db_lundef=false \
 	    -Dfuzzing=true
+
+# Everything, tests and tools included, compiled by clang too: its
+# warnings are not gcc's, and -Werror holds for both.  In the fuzz tree,
+# so that the fuzz targets reuse what it compiles; nothing is run.
+check-clang: deps $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD)
 
 # Each target for FUZZ_SECONDS, one after the other; fails on a finding.
 fuzz: deps $(FUZZ_BUILD)/build.ninja
