@@ -30,6 +30,8 @@ struct QTestState {
     GString *rx;
     GHashTable *irq_level;      /* n -> level + 1 */
     GHashTable *irq_raises;     /* n -> count */
+    const char *qmp_awaited;    /* what a QMP read waits for, for its
+                                   deadline's message */
 };
 
 const char *illan_binary(void)
@@ -71,6 +73,22 @@ static int accept_child(int lfd, pid_t pid)
     g_error("illan did not connect within %d ms", QTEST_ACCEPT_TIMEOUT_MS);
 }
 
+/* Data on @fd within QTEST_REPLY_S, else the test fails saying what it
+ * waited for: a hung illan then stops the test with a reason, before
+ * meson's timeout kills it with none. */
+static void wait_readable(int fd, const char *what)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int n;
+
+    do {
+        n = poll(&p, 1, (int)(QTEST_REPLY_S * 1000));
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        g_error("illan sent no %s within %.0f s", what, QTEST_REPLY_S);
+    }
+}
+
 /* One CRLF-terminated line from the QMP socket, without its end. */
 static char *qmp_read_line(QTestState *s)
 {
@@ -78,7 +96,11 @@ static char *qmp_read_line(QTestState *s)
 
     while (!(nl = memchr(s->qmp_rx->str, '\n', s->qmp_rx->len))) {
         char buf[65536];
-        ssize_t n = read(s->qmp_fd, buf, sizeof(buf));
+        ssize_t n;
+
+        wait_readable(s->qmp_fd, s->qmp_awaited ? s->qmp_awaited
+                                                : "QMP message");
+        n = read(s->qmp_fd, buf, sizeof(buf));
 
         if (n < 0 && errno == EINTR) {
             continue;
@@ -132,8 +154,11 @@ void qtest_qmp_send_raw(QTestState *s, const char *data, size_t len)
 JsonObject *qtest_qmp_reply(QTestState *s)
 {
     for (;;) {
-        JsonObject *msg = qtest_qmp_receive(s);
+        JsonObject *msg;
 
+        s->qmp_awaited = "QMP reply";
+        msg = qtest_qmp_receive(s);
+        s->qmp_awaited = NULL;
         if (!json_object_has_member(msg, "event")) {
             return msg;
         }
@@ -164,8 +189,12 @@ JsonObject *qtest_qmp_eventwait(QTestState *s, const char *event)
         }
     }
     for (;;) {
-        JsonObject *msg = qtest_qmp_receive(s);
+        g_autofree char *awaited = g_strdup_printf("event %s", event);
+        JsonObject *msg;
 
+        s->qmp_awaited = awaited;
+        msg = qtest_qmp_receive(s);
+        s->qmp_awaited = NULL;
         if (!g_strcmp0(json_object_get_string_member_with_default(
                            msg, "event", ""), event)) {
             return msg;
@@ -331,7 +360,10 @@ char *qtest_recv_raw_line(QTestState *s)
 
     while (!(nl = memchr(s->rx->str, '\n', s->rx->len))) {
         char buf[65536];
-        ssize_t n = read(s->fd, buf, sizeof(buf));
+        ssize_t n;
+
+        wait_readable(s->fd, "qtest reply");
+        n = read(s->fd, buf, sizeof(buf));
 
         if (n < 0 && errno == EINTR) {
             continue;

@@ -113,6 +113,10 @@ void qtest_tce_map(QTestState *s, uint32_t liobn, uint64_t ioba,
  * must happen, generous so that only a real failure reaches it.
  */
 #define QTEST_WAIT_S    30.0
+/* The deadline of each QMP reply, QMP event awaited and qtest reply:
+ * more than any test takes for one under the sanitizers, less than
+ * meson's timeout of the shortest test program (120 s). */
+#define QTEST_REPLY_S   90.0
 typedef bool (*QTestCondFn)(void *opaque);
 bool qtest_poll_until(QTestCondFn cond, void *opaque, double timeout_s);
 void qtest_wait_until(QTestCondFn cond, void *opaque, double timeout_s,
