@@ -19,8 +19,8 @@ TSAN_RUN = G_SLICE=always-malloc \
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:atexit_sleep_ms=0 \
 	setarch $$(uname -m) -R
 
-.PHONY: all deps bench-deps run check check-asan check-tsan check-clang fuzz bench soak \
-	soak-asan soak-tsan clean
+.PHONY: all deps bench-deps run check check-asan check-tsan check-clang fuzz \
+	bench soak soak-asan soak-tsan clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
