@@ -188,15 +188,15 @@ JsonObject *qtest_qmp_eventwait(QTestState *s, const char *event)
             return ev;
         }
     }
-    for (;;) {
-        g_autofree char *awaited = g_strdup_printf("event %s", event);
-        JsonObject *msg;
+    g_autofree char *awaited = g_strdup_printf("event %s", event);
 
-        s->qmp_awaited = awaited;
-        msg = qtest_qmp_receive(s);
-        s->qmp_awaited = NULL;
+    s->qmp_awaited = awaited;
+    for (;;) {
+        JsonObject *msg = qtest_qmp_receive(s);
+
         if (!g_strcmp0(json_object_get_string_member_with_default(
                            msg, "event", ""), event)) {
+            s->qmp_awaited = NULL;
             return msg;
         }
         g_queue_push_tail(&s->events, msg);
