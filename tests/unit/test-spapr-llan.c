@@ -468,6 +468,45 @@ static void test_planted_descriptor(void)
     fixture_free(&f);
 }
 
+static uint64_t page_slot(Fixture *f, unsigned i)
+{
+    uint64_t bd;
+
+    g_assert_true(guest_ram_ld_be(spapr_ram(f->spapr), BUF_LIST + 16 + i * 8,
+                                  8, &bd));
+    return bd;
+}
+
+/*
+ * Page mode beyond the slots a scan reads one at a time: a frame passes
+ * 30 buffers too small for it to land in the 31st, and an add on a full
+ * page goes round its end to the slot that frame freed.
+ */
+static void test_page_mode_far_slots(void)
+{
+    Fixture f;
+    uint64_t landed = BUFS + 30 * 512, next;
+    uint8_t dst[6];
+
+    fixture_init(&f, false);
+    open_lan(&f);
+    add_buffers(&f, 30, 512);
+    add_buffers(&f, 479, 2048);
+    next = f.next_buf;
+    g_assert_cmpint(hcall(&f, H_ADD_LOGICAL_LAN_BUFFER, BD(2048, next),
+                          0, 0, 0), ==, H_RESOURCE);
+    inject(&f, 1, 1000, to_us);
+    wait_frames(&f, 1);
+    g_assert_true(guest_ram_read(spapr_ram(f.spapr), landed + 8, dst, 6));
+    g_assert_cmpmem(dst, 6, to_us, 6);
+    g_assert_cmphex(page_slot(&f, 29), ==, BD(512, landed - 512));
+    g_assert_cmphex(page_slot(&f, 30), ==, 0);
+    g_assert_cmphex(page_slot(&f, 31), ==, BD(2048, landed + 2048));
+    add_buffers(&f, 1, 2048);
+    g_assert_cmphex(page_slot(&f, 30), ==, BD(2048, next));
+    fixture_free(&f);
+}
+
 /* A queue entry that wraps is written only if the toggle can be flipped:
  * with the buffer list read-only it is dropped, and nothing of it shows. */
 static void test_wrap_needs_writable_toggle(void)
@@ -956,6 +995,8 @@ int main(int argc, char **argv)
     g_test_add_func("/spapr-llan/other-vio-device", test_other_vio_device);
     g_test_add_func("/spapr-llan/planted-descriptor",
                     test_planted_descriptor);
+    g_test_add_func("/spapr-llan/page-mode-far-slots",
+                    test_page_mode_far_slots);
     g_test_add_func("/spapr-llan/wrap-needs-writable-toggle",
                     test_wrap_needs_writable_toggle);
     g_test_add_func("/spapr-llan/register-resets-filters",
