@@ -28,16 +28,18 @@ void ram_save_eos(QEMUFile *f)
     qemu_put_be64(f, RAM_SAVE_FLAG_EOS);
 }
 
+/*
+ * Zero when the first word is and every word equals the one after it:
+ * one call into the C library's vector compare.  The loader checks every
+ * zero page it is sent, and a loop of our own is one branch per word in
+ * the fuzzing build, which traces each: 60 % of fuzz-migration's time.
+ */
 static bool page_is_zero(const uint8_t *p)
 {
-    const uint64_t *w = (const uint64_t *)p;
+    static const uint8_t zeros[8];
 
-    for (size_t i = 0; i < MIGRATION_PAGE_SIZE / sizeof(*w); i++) {
-        if (w[i]) {
-            return false;
-        }
-    }
-    return true;
+    return memcmp(p, zeros, 8) == 0 &&
+           memcmp(p, p + 8, MIGRATION_PAGE_SIZE - 8) == 0;
 }
 
 /* One writer, so a relaxed load and store make an increment that a
