@@ -738,6 +738,32 @@ def illan_window(args, ns, point, illan, qmp):
                 cost=illan_cost(point['fwd'], a, b, thr), threads=thr)
 
 
+# The points the targets name: each of their runs comes right after a run
+# of the raw receiver and one of the copying receiver, so that their
+# ratios can also be taken in the same minute of the host.  The host moves
+# our vCPUs: a receiver that reads frames cost 116 ns a frame at 1500 B
+# at the start of one run and 305 half an hour later, and the raw part
+# is measured that long before illan's.
+ADJACENT = {'fwd': 'rxonly', 'pools': 'on', 'mode': 'native', 'wait': 'poll'}
+ADJACENT_FWDS = ('drop', 'copy')
+
+
+def is_adjacent(point):
+    return point.get('size') in PEER_SIZES and \
+        all(point.get(k) == v for k, v in ADJACENT.items())
+
+
+def illan_run_adjacent(args, ns, point):
+    near = {}
+    for fwd in ADJACENT_FWDS:
+        raw = raw_run(args, ns, dict(fwd=fwd, size=point['size'],
+                                     mode=point['mode'], wait=point['wait']))
+        near[fwd] = {'rx': raw['cost']['rx'], 'gen': raw['cost']['gen']}
+        Proc.stop_all()
+        time.sleep(SETTLE_S)
+    return dict(illan_run(args, ns, point), adjacent=near)
+
+
 # What each of illan's threads handles, by fwd: the I/O thread moves
 # frames between the AF_XDP rings and the NIC (into it for rxonly, out of
 # it for txonly and macswap), the vCPU is the guest receiving or sending.
@@ -1234,6 +1260,25 @@ def illan_row(r, failed='FAILED'):
         cpu_cells(r) + [runs_cell(r)]
 
 
+ADJACENT_HEADER = ['size', 'raw ns/frame (cpu)', 'raw copy ns/frame (cpu)',
+                   'I/O ns/frame (cpu)', 'I/O vs raw', 'I/O vs raw copy',
+                   'vCPU ns/frame (cpu)', 'vCPU vs raw',
+                   'gen ns/frame: raw / raw copy / illan']
+
+
+def adjacent_row(r, failed='FAILED'):
+    head = [r['size']]
+    if 'failed' in r:
+        return failed_row(head, ADJACENT_HEADER, failed)
+    near, c = r['adjacent'], r['cost']
+    gens = [near['drop']['gen'], near['copy']['gen'], c['gen']]
+    return head + [fmt_cost(near['drop']['rx']), fmt_cost(near['copy']['rx']),
+                   fmt_cost(c['io']), fmt(r['io_vs_raw_now']),
+                   fmt(r['io_vs_copy_now']), fmt_cost(c['vcpu']),
+                   fmt(r['vcpu_vs_raw_now']),
+                   ' / '.join(fmt(g['ns'], 0) if g else '-' for g in gens)]
+
+
 LATENCY_HEADER = ['I/O wake-up', 'I/O thread on', 'kpps',
                   'XDP to device queue, us: p50 / p90 / p99 / p99.9 / max',
                   'XDP to guest, us: p50 / p90 / p99 / p99.9 / max',
@@ -1290,6 +1335,14 @@ def hold(r, raw, peers, costs):
         floor = raw.get(raw_key(r, 'copy'))
         r['io_vs_copy'] = ratio(r['cost']['io']['ns'],
                                 floor and floor['cost']['rx']['ns'])
+    near = r.get('adjacent')
+    if near:
+        r['io_vs_raw_now'] = ratio(r['cost']['io']['ns'],
+                                   near['drop']['rx']['ns'])
+        r['io_vs_copy_now'] = ratio(r['cost']['io']['ns'],
+                                    near['copy']['rx']['ns'])
+        r['vcpu_vs_raw_now'] = ratio(r['cost']['vcpu']['ns'],
+                                     near['drop']['rx']['ns'])
 
 
 def machine():
@@ -1357,6 +1410,10 @@ def header(args):
         ('raw', raw_points()), ('testpmd', testpmd_points()),
         ('illan', illan_points(args.full)),
         ('latency', latency_points())) if part in args.only)
+    if 'illan' in args.only:
+        points += len(ADJACENT_FWDS) * sum(
+            1 for p in selected(args, illan_points(args.full))
+            if is_adjacent(p))
     minutes = points * args.runs * (args.secs + RUN_OVERHEAD_S) / 60
     print(f'date:    {info["date"]}\nkernel:  {info["kernel"]}\n'
           f'machine: {info["machine"]}\n'
@@ -1414,7 +1471,8 @@ def bench(args, report):
                         TESTPMD_HEADER, report['testpmd'], testpmd_row)
         if 'illan' in args.only:
             for point in selected(args, illan_points(args.full)):
-                r = measure(args, ns, point, illan_run)
+                r = measure(args, ns, point, illan_run_adjacent
+                            if is_adjacent(point) else illan_run)
                 hold(r, raw, peers, (('io_vs_raw', 'io'),
                                      ('vcpu_vs_raw', 'vcpu'),
                                      ('all_vs_raw', 'all')))
@@ -1422,6 +1480,11 @@ def bench(args, report):
                 progress(r)
             print_table('illan (spapr-vlan + af-xdp, built-in ibmveth guest)',
                         ILLAN_HEADER, report['illan'], illan_row)
+            near = [r for r in report['illan'] if is_adjacent(r)]
+            if near:
+                print_table('illan against the raw receivers run just '
+                            'before each of its runs (the same minute)',
+                            ADJACENT_HEADER, near, adjacent_row)
         if 'latency' in args.only:
             for point in selected(args, latency_points()):
                 r = measure_latency(args, ns, point)
