@@ -3,7 +3,8 @@
  * pointer one at a time, since the next one almost always answers, and
  * copies the rest of the page in one go only when those do not: so the
  * usual add or take reads 8 bytes, not 4 KiB, and no scan costs more
- * than one page copy and 509 steps whatever the guest wrote.
+ * than eight slot reads, one page copy and 509 steps whatever the guest
+ * wrote.
  */
 #include "hw/net/llan_rx_page.h"
 #include "hw/net/llan_bd.h"
@@ -46,13 +47,15 @@ static bool slot_answers(uint64_t bd, bool want_buffer, uint32_t need)
     return (bd & LLAN_BD_VALID) && LLAN_BD_LEN(bd) >= need;
 }
 
-/* The first slot after *ptr that answers: its BD in *bd and *ptr on it. */
+/* The first slot after *ptr that answers: its BD in *bd and *ptr on it;
+ * neither is touched otherwise. */
 static LlanPageResult find_slot(SpaprVioDevice *dev, uint64_t buf_list,
                                 uint32_t *ptr, bool want_buffer,
                                 uint32_t need, uint64_t *bd)
 {
     uint8_t page[LLAN_PAGE_SLOTS_END], be[8];
     uint32_t at = *ptr;
+    uint64_t slot;
 
     for (int i = 0; i < LLAN_PAGE_SLOTS; i++) {
         at = next_slot(at);
@@ -60,15 +63,16 @@ static LlanPageResult find_slot(SpaprVioDevice *dev, uint64_t buf_list,
             if (!spapr_vio_dma_read(dev, buf_list + at, be, sizeof(be))) {
                 return LLAN_PAGE_DMA_ERROR;
             }
-            *bd = ldn_be_p(be, 8);
+            slot = ldn_be_p(be, 8);
         } else {
             if (i == SLOTS_READ_SINGLY &&
                 !spapr_vio_dma_read(dev, buf_list, page, sizeof(page))) {
                 return LLAN_PAGE_DMA_ERROR;
             }
-            *bd = ldn_be_p(page + at, 8);
+            slot = ldn_be_p(page + at, 8);
         }
-        if (slot_answers(*bd, want_buffer, need)) {
+        if (slot_answers(slot, want_buffer, need)) {
+            *bd = slot;
             *ptr = at;
             return LLAN_PAGE_OK;
         }
