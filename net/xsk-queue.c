@@ -592,9 +592,6 @@ static void rx_parse(XskQueue *q, RxBatch *b)
         b->addrs[next] = desc_frame(d);
         b->starts[nframes] = next++;
         b->frames[nframes].data = xsk_umem__get_data(q->umem_area, d->addr);
-        /* The kernel wrote it on another CPU: its first line starts
-         * coming now, not when the NIC, a lock later, prefetches it. */
-        __builtin_prefetch(b->frames[nframes].data);
         b->frames[nframes++].len = d->len;
     }
     b->next = next;
