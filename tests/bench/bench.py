@@ -756,9 +756,9 @@ def is_adjacent(point):
 def illan_run_adjacent(args, ns, point):
     near = {}
     for fwd in ADJACENT_FWDS:
-        raw = raw_run(args, ns, dict(fwd=fwd, size=point['size'],
-                                     mode=point['mode'], wait=point['wait']))
-        near[fwd] = {'rx': raw['cost']['rx'], 'gen': raw['cost']['gen']}
+        near[fwd] = raw_run(args, ns, dict(
+            fwd=fwd, size=point['size'], mode=point['mode'],
+            wait=point['wait']))['cost']
         Proc.stop_all()
         time.sleep(SETTLE_S)
     return dict(illan_run(args, ns, point), adjacent=near)
