@@ -115,6 +115,22 @@ LlanPageResult llan_rx_page_take_first_fit(SpaprVioDevice *dev,
     return LLAN_PAGE_OK;
 }
 
+LlanPageResult llan_rx_page_count(SpaprVioDevice *dev, uint64_t buf_list,
+                                  uint32_t *count)
+{
+    uint8_t page[LLAN_PAGE_SLOTS_END];
+
+    if (!spapr_vio_dma_read(dev, buf_list, page, sizeof(page))) {
+        return LLAN_PAGE_DMA_ERROR;
+    }
+    *count = 0;
+    for (uint32_t at = LLAN_PAGE_SLOTS_START; at < LLAN_PAGE_SLOTS_END;
+         at += 8) {
+        *count += !!(ldn_be_p(page + at, 8) & LLAN_BD_VALID);
+    }
+    return LLAN_PAGE_OK;
+}
+
 void llan_rx_page_clear_slot(SpaprVioDevice *dev, uint64_t buf_list,
                              uint32_t ptr)
 {

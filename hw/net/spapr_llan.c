@@ -1628,9 +1628,10 @@ static bool vlan_pre_load(void *opaque, GError **errp)
  * The state must agree with itself: what the running device could never
  * reach is refused, since the device would trust it.  Page mode's
  * rx_bufs is not compared with the buffer-list page: the page is guest
- * memory, which the guest may rewrite at any time (the device copes with
- * slots planted or cleared), so a mismatch there is the guest's doing and
- * must not veto its migration.
+ * memory, which the guest may rewrite at any time, and QEMU counts a
+ * posted BD without VALID that leaves its slot free, so a mismatch can
+ * come from a real QEMU and must not veto the migration.  The commit
+ * counts the page instead (page_mode_recount_locked()).
  */
 static bool vlan_consistent(const SpaprVlanImage *img, GError **errp)
 {
@@ -1752,6 +1753,23 @@ static void vlan_capture(void *obj, void *image)
     qemu_mutex_unlock(&s->lock);
 }
 
+/*
+ * Page mode: rx_bufs becomes the valid BDs the loaded page holds, what a
+ * take can find, whatever count the stream gave (QEMU trusts it, so a
+ * stream saying 0 over 37 buffers would hold frames back until the guest
+ * posts again).  The TCE table's section is committed before this one:
+ * the VIO bus registers a device's table before the device.
+ */
+static void page_mode_recount_locked(SpaprVlanState *s)
+{
+    uint32_t count;
+
+    if (!s->use_rx_buffer_pools && s->isopen &&
+        llan_rx_page_count(&s->vdev, s->buf_list, &count) == LLAN_PAGE_OK) {
+        s->rx_bufs = count;
+    }
+}
+
 static void vlan_commit(void *obj, const void *image)
 {
     SpaprVlanState *s = obj;
@@ -1765,6 +1783,7 @@ static void vlan_commit(void *obj, const void *image)
     s->add_buf_ptr = img->add_buf_ptr;
     s->use_buf_ptr = img->use_buf_ptr;
     s->rx_bufs = img->rx_bufs;
+    page_mode_recount_locked(s);
     s->rxq_ptr = img->rxq_ptr;
     for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
         s->pools.storage[i] = *img->rx_pool[i];

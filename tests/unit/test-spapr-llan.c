@@ -6,6 +6,7 @@
  * through a real stream (the guest's MAC and filters, and the state the
  * loader refuses) and self-announce's frames on the wire.
  */
+#include "hw/net/llan_rx_page.h"
 #include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr.h"
 #include "migration/qemu-file.h"
@@ -889,6 +890,64 @@ static void test_refuses_contradictions(void)
     fixture_free(&f);
 }
 
+/*
+ * Page mode: the posted buffers live in the buffer-list page the stream's
+ * RAM carries, and rx_bufs is what the destination holds after loading
+ * whatever count came with them.  A count that says none while the page
+ * holds 37 would leave frames waiting for an add the guest never makes.
+ */
+static void load_page_mode(Fixture *f, Stream *s, uint32_t expect_bufs)
+{
+    g_autoptr(GError) err = NULL;
+    SpaprVlanStats vs;
+
+    g_assert_true(load_stream(f, s->data, s->len, &err));
+    g_assert_no_error(err);
+    g_free(s->data);
+    spapr_vlan_get_stats(f->lan, &vs);
+    g_assert_cmpuint(vs.rx_bufs, ==, expect_bufs);
+}
+
+static void test_page_mode_rx_bufs(void)
+{
+    Fixture f;
+    g_autoptr(GBytes) good = NULL;
+    SpaprVlanStats vs;
+    uint32_t unit;
+    Stream s;
+
+    fixture_init(&f, false);
+    guest_changes_mac_and_filters(&f);
+    add_buffers(&f, 33, 2048);
+    good = save_stream(&f);
+    unit = f.unit;
+    fixture_free(&f);
+    fixture_init_mac(&f, false, "52:54:00:99:00:01");
+
+    stream_copy(&s, good, unit);
+    load_page_mode(&f, &s, 37);
+
+    stream_copy(&s, good, unit);
+    put_be32_at(&s, s.fields + AT_RX_BUFS, LLAN_PAGE_SLOTS);
+    load_page_mode(&f, &s, 37);
+
+    stream_copy(&s, good, unit);
+    put_be32_at(&s, s.fields + AT_RX_BUFS, 0);
+    load_page_mode(&f, &s, 37);
+    inject(&f, 1, 60, guest_mac);
+    wait_frames(&f, 1);
+    spapr_vlan_get_stats(f.lan, &vs);
+    g_assert_cmpuint(vs.rx_frames, ==, 1);
+    g_assert_cmpuint(vs.rx_bufs, ==, 36);
+    fixture_free(&f);
+
+    fixture_init_mac(&f, false, "52:54:00:99:00:01");
+    stream_copy(&s, good, unit);
+    put_be32_at(&s, s.fields + AT_RX_BUFS, LLAN_PAGE_SLOTS + 1);
+    assert_refused(&f, &s, "rx_bufs 510 is more than the 509 buffers");
+    fixture_free(&f);
+}
+
 /* Self-announce: frames read from the peer while the main loop runs. */
 
 static ssize_t recv_frame(Fixture *f, uint8_t *buf, size_t max,
@@ -1010,6 +1069,8 @@ int main(int argc, char **argv)
                     test_mac_before_register);
     g_test_add_func("/spapr-llan/migration/refuses-contradictions",
                     test_refuses_contradictions);
+    g_test_add_func("/spapr-llan/migration/page-mode-rx-bufs",
+                    test_page_mode_rx_bufs);
     g_test_add_func("/spapr-llan/announce", test_announce);
     return g_test_run();
 }

@@ -31,6 +31,9 @@ LlanPageResult llan_rx_page_take_first_fit(SpaprVioDevice *dev,
                                            uint64_t buf_list,
                                            uint32_t *use_ptr, uint32_t need,
                                            uint64_t *bd);
+/* How many slots hold a valid BD, in *count. */
+LlanPageResult llan_rx_page_count(SpaprVioDevice *dev, uint64_t buf_list,
+                                  uint32_t *count);
 /* Clears the slot at @ptr (to undo an add). */
 void llan_rx_page_clear_slot(SpaprVioDevice *dev, uint64_t buf_list,
                              uint32_t ptr);
