@@ -53,7 +53,7 @@ static const VMStateDescription vmstate_ibmveth_pool = {
         VMSTATE_BOOL(active, IbmvethPoolState),
         VMSTATE_UINT32(size, IbmvethPoolState),
         VMSTATE_UINT32(count, IbmvethPoolState),
-        VMSTATE_VALIDATE("pool count at most 4096", pool_count_ok),
+        VMSTATE_VALIDATE("count", "must be at most 4096", pool_count_ok),
         VMSTATE_UINT64(base, IbmvethPoolState),
         VMSTATE_UINT64(stride, IbmvethPoolState),
         VMSTATE_UINT32(consumer, IbmvethPoolState),

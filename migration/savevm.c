@@ -130,7 +130,8 @@ static const VMStateDescription vmstate_configuration = {
     .post_load = config_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(len, ConfigImage),
-        VMSTATE_VALIDATE("machine type name under 256 bytes", config_len_ok),
+        VMSTATE_VALIDATE("len", "must be under 256 (the machine type "
+                         "name's length)", config_len_ok),
         VMSTATE_VBUFFER_ALLOC_UINT32(name, ConfigImage, 0, NULL, len),
         VMSTATE_END_OF_LIST()
     },

@@ -268,7 +268,7 @@ static bool load_field(QEMUFile *f, const VMStateField *field, void *opaque,
     if (!field_present(field, opaque, version_id)) {
         if (field->flags & VMS_MUST_EXIST) {
             g_set_error(errp, ILLAN_ERROR, 0, "input validation failed: %s",
-                        field->name);
+                        field->rule);
             return false;
         }
         return true;

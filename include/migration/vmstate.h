@@ -83,6 +83,7 @@ struct VMStateField {
     int version_id;                 /* on the wire from this version on */
     /* When set, decides alone whether the field is on the wire. */
     bool (*field_exists)(void *opaque, int version_id);
+    const char *rule;               /* VMSTATE_VALIDATE: what must hold */
 };
 
 struct VMStateDescription {
@@ -196,9 +197,10 @@ struct VMStateDescription {
     .name = "unused", .size = (_size),                                  \
     .info = &vmstate_info_unused_buffer, .flags = VMS_SINGLE,           \
 }
-/* No bytes; the load fails when @_test returns false. */
-#define VMSTATE_VALIDATE(_name, _test) {                                \
-    .name = (_name), .field_exists = (_test),                           \
+/* No bytes; the load fails when @_test returns false, naming the field
+ * @_name it checks and saying @_rule ("must be ..."). */
+#define VMSTATE_VALIDATE(_name, _rule, _test) {                         \
+    .name = (_name), .rule = (_rule), .field_exists = (_test),          \
     .flags = VMS_ARRAY | VMS_MUST_EXIST, .num = 0,                      \
 }
 #define VMSTATE_END_OF_LIST() { .name = NULL }

@@ -3,11 +3,14 @@
  * whole-range DMA (hw/ppc/spapr_iommu.c).
  */
 #include "hw/ppc/spapr_iommu.h"
+#include "migration/qemu-file.h"
+#include "migration/savevm.h"
 #include "qemu/option.h"
 
 #include <glib.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RAM_SIZE    (16 * 1024 * 1024ULL)
 #define LIOBN       0x71000000u
@@ -449,6 +452,77 @@ static void test_table_reset_clears_entries(void)
     fixture_free(&f);
 }
 
+/* The table's whole state through a stream, as a destination loads it. */
+static GByteArray *save_table(Fixture *f)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = NULL, *data = NULL;
+    int fd = g_file_open_tmp("tce-stream-XXXXXX", &path, &err);
+    QEMUFile *qf;
+    RamStats stats;
+    gsize len;
+
+    g_assert_no_error(err);
+    qf = qemu_file_new_output(fd);
+    g_assert_true(qemu_savevm_state(qf, "pseries", f->ram, &stats, &err));
+    g_assert_true(qemu_file_close(qf, &err));
+    close(fd);
+    g_assert_true(g_file_get_contents(path, &data, &len, &err));
+    unlink(path);
+    return g_byte_array_new_take((guint8 *)g_steal_pointer(&data), len);
+}
+
+static bool load_table(Fixture *f, GByteArray *stream, GError **errp)
+{
+    g_autofree char *path = NULL;
+    int fd = g_file_open_tmp("tce-stream-XXXXXX", &path, NULL);
+    QEMUFile *qf;
+    bool ok;
+
+    g_assert_cmpint(fd, >=, 0);
+    unlink(path);
+    g_assert_cmpint(write(fd, stream->data, stream->len), ==,
+                    (ssize_t)stream->len);
+    g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+    qf = qemu_file_new_input(fd);
+    ok = qemu_loadvm_state(qf, "pseries", f->ram, errp);
+    qemu_file_close(qf, NULL);
+    close(fd);
+    return ok;
+}
+
+/* A stream whose table is another size is refused with the field and
+ * the rule it breaks, each said once; the table keeps its entries. */
+static void test_migration_size_refused(void)
+{
+    static const char idstr[] = "spapr_iommu";
+    g_autoptr(GByteArray) stream = NULL;
+    g_autoptr(GError) err = NULL;
+    Fixture f;
+    guint8 *at;
+    uint64_t tce;
+
+    fixture_init(&f);
+    map(&f, 0, 0x1000, TCE_RW);
+    stream = save_table(&f);
+    at = memmem(stream->data, stream->len, idstr, strlen(idstr));
+    g_assert_nonnull(at);
+    /* Past the idstr: instance, version, liobn, then mig_nb_table. */
+    at += strlen(idstr) + 4 + 4 + 4;
+    at[3] ^= 1;
+    g_assert_false(load_table(&f, stream, &err));
+    g_assert_cmpstr(err->message, ==, "section 'spapr_iommu' instance "
+                    "1895825408: field 'mig_nb_table': input validation "
+                    "failed: must equal this table's entry count");
+    g_assert_true(spapr_tce_get(f.tcet, 0, &tce));
+    g_assert_cmphex(tce, ==, 0x1000 | TCE_RW);
+    at[3] ^= 1;
+    g_clear_error(&err);
+    g_assert_true(load_table(&f, stream, &err));
+    g_assert_no_error(err);
+    fixture_free(&f);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -485,6 +559,8 @@ int main(int argc, char **argv)
     g_test_add_func("/tce/dma/valid-window-overflow",
                     test_dma_valid_window_overflow);
     g_test_add_func("/tce/dma/valid-wraps-2-64", test_dma_valid_wraps_2_64);
+    g_test_add_func("/tce/migration/size-refused",
+                    test_migration_size_refused);
 
     return g_test_run();
 }

@@ -188,8 +188,9 @@ static void test_stream_refusals(void)
         { (const uint8_t *)"QEVM\0\0\0\3\7\0\0\0\2pc\x09", 16,
           "unknown section type 0x09" },
         { (const uint8_t *)"QEVM\0\0\0\3\7\0\0\0\2pc", 15, "truncated" },
-        { (const uint8_t *)"QEVM\0\0\0\3\7\0\0\1\0", 13, "input validation "
-                                                          "failed" },
+        { (const uint8_t *)"QEVM\0\0\0\3\7\0\0\1\0", 13, "configuration: "
+          "field 'len': input validation failed: must be under 256 (the "
+          "machine type name's length)" },
     };
     GuestRam *ram = guest_ram_new(16 << 20, NULL);
 
@@ -285,7 +286,7 @@ static const VMStateDescription vmstate_kinds = {
         VMSTATE_ARRAY_OF_POINTER_TO_STRUCT(ptrs, Kinds, 4, 0, vmstate_elem,
                                            Elem),
         VMSTATE_UINT32(n, Kinds),
-        VMSTATE_VALIDATE("n is at most 8", kinds_n_ok),
+        VMSTATE_VALIDATE("n", "must be at most 8", kinds_n_ok),
         VMSTATE_VARRAY_UINT32(var, Kinds, n, 0, vmstate_info_uint16,
                               uint16_t),
         VMSTATE_UNUSED(1),
@@ -482,8 +483,8 @@ static void test_value_refusals(void)
     kinds_init(&back, false);
     in = wire_input(&w);
     g_assert_false(vmstate_load_state(in, &vmstate_kinds, &back, 2, &err));
-    g_assert_cmpstr(err->message, ==, "field 'n is at most 8': input "
-                    "validation failed: n is at most 8");
+    g_assert_cmpstr(err->message, ==, "field 'n': input validation failed: "
+                    "must be at most 8");
     qemu_file_close(in, NULL);
     close(w.fd);
 }
