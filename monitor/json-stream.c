@@ -9,6 +9,7 @@
 
 #include <json-glib/json-glib.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,13 @@ struct JsonStream {
     int braces, brackets;   /* open minus closed */
     LexState state;
     char quote;             /* the open string's quote */
+    size_t escape_at;       /* where the last escape's backslash is */
     unsigned hex_left;      /* hex digits a \u escape still needs */
+    uint32_t hex_value;     /* those it had so far */
+    bool lead_pending;      /* a leading surrogate wants its trail */
+    size_t lead_at;         /* where that surrogate's escape is */
     JsonStreamError skipping;   /* a limit the text broke */
-    char *number;           /* the number that broke NUMBER_RANGE */
+    char *culprit;          /* what broke NUMBER_RANGE or BAD_UNICODE */
 };
 
 JsonStream *json_stream_new(JsonStreamFn fn, void *opaque)
@@ -55,7 +60,7 @@ void json_stream_free(JsonStream *js)
 {
     if (js) {
         g_string_free(js->text, TRUE);
-        g_free(js->number);
+        g_free(js->culprit);
         g_free(js);
     }
 }
@@ -65,14 +70,15 @@ static void reset_text(JsonStream *js)
     g_string_truncate(js->text, 0);
     js->braces = js->brackets = 0;
     js->hex_left = 0;
+    js->lead_pending = false;
     js->skipping = JSON_STREAM_OK;
-    g_clear_pointer(&js->number, g_free);
+    g_clear_pointer(&js->culprit, g_free);
 }
 
 static void emit(JsonStream *js)
 {
     JsonStreamError error = js->skipping;
-    const char *what = error == JSON_STREAM_NUMBER_RANGE ? js->number : "";
+    const char *what = js->culprit ? js->culprit : "";
 
     js->fn(js->opaque, error ? what : js->text->str, error);
     reset_text(js);
@@ -107,7 +113,12 @@ static void lexical_error(JsonStream *js, char c)
     if (!js->skipping) {
         g_string_append(token, js->text->str + js->token_start);
     }
-    g_string_append_c(token, c);
+    /* The token is handed over as a C string, which a NUL would end. */
+    if (c) {
+        g_string_append_c(token, c);
+    } else {
+        g_string_append(token, "\\u0000");
+    }
     js->fn(js->opaque, token->str, JSON_STREAM_LEXICAL);
     reset_text(js);
     js->state = LEX_RECOVERY;
@@ -119,7 +130,7 @@ static void check_number(JsonStream *js)
     const char *number = js->text->str + js->token_start;
 
     if (!js->skipping && !isfinite(g_ascii_strtod(number, NULL))) {
-        js->number = g_strdup(number);
+        js->culprit = g_strdup(number);
         skip_rest(js, JSON_STREAM_NUMBER_RANGE);
     }
 }
@@ -182,19 +193,59 @@ static void start_char(JsonStream *js, unsigned char c)
     }
 }
 
+/* The \u escape at @at is a surrogate that is not half of a pair: QEMU
+ * refuses the text, where json-glib would make a string that is not
+ * UTF-8 of it. */
+static void lone_surrogate(JsonStream *js, size_t at)
+{
+    js->lead_pending = false;
+    if (!js->skipping) {
+        js->culprit = g_strndup(js->text->str + at, 6);
+        skip_rest(js, JSON_STREAM_BAD_UNICODE);
+    }
+}
+
+/* A \u escape's fourth hex digit was appended. */
+static void unicode_escape_done(JsonStream *js)
+{
+    bool lead = js->hex_value >= 0xD800 && js->hex_value <= 0xDBFF;
+    bool trail = js->hex_value >= 0xDC00 && js->hex_value <= 0xDFFF;
+
+    if (js->lead_pending) {
+        js->lead_pending = false;
+        if (!trail) {
+            lone_surrogate(js, js->lead_at);
+        }
+    } else if (lead) {
+        js->lead_pending = true;
+        js->lead_at = js->escape_at;
+    } else if (trail) {
+        lone_surrogate(js, js->escape_at);
+    }
+}
+
 /* Single-quoted strings are rewritten: their double quotes escaped, and
  * \' (accepted in either kind) written as a bare quote. */
 static void string_char(JsonStream *js, unsigned char c)
 {
     if (js->hex_left) {
-        if (!g_ascii_isxdigit(c)) {
-            skip_rest(js, JSON_STREAM_BAD_ESCAPE);
+        if (g_ascii_isxdigit(c)) {
+            append(js, c);
+            js->hex_value = js->hex_value << 4 | g_ascii_xdigit_value(c);
+            if (--js->hex_left == 0) {
+                unicode_escape_done(js);
+            }
+            return;
         }
-        js->hex_left--;
+        js->hex_left = 0;
+        skip_rest(js, JSON_STREAM_BAD_ESCAPE);
+    } else if (js->lead_pending && c != '\\') {
+        lone_surrogate(js, js->lead_at);
     }
     if (c < 0x20 || c >= 0xFE) {
         lexical_error(js, c);
     } else if (c == '\\') {
+        js->escape_at = js->text->len;
         append(js, c);
         js->state = LEX_ESCAPE;
     } else if (c == js->quote) {
@@ -219,7 +270,11 @@ static void escape_char(JsonStream *js, unsigned char c)
     if (!strchr("\"\\/bfnrtu'", c)) {
         skip_rest(js, JSON_STREAM_BAD_ESCAPE);
     }
+    if (js->lead_pending && c != 'u') {
+        lone_surrogate(js, js->lead_at);
+    }
     js->hex_left = c == 'u' ? 4 : 0;
+    js->hex_value = 0;
     if (c == '\'' && !js->skipping) {
         g_string_truncate(js->text, js->text->len - 1);
     }

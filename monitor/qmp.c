@@ -404,35 +404,6 @@ static bool has_nul_escape(const char *text)
     return false;
 }
 
-/* ... and lets a lone surrogate escape through as bytes that are not
- * UTF-8, which a reply would then carry to the client. */
-static bool node_is_utf8(JsonNode *node)
-{
-    if (JSON_NODE_HOLDS_OBJECT(node)) {
-        JsonObject *obj = json_node_get_object(node);
-        g_autoptr(GList) names = json_object_get_members(obj);
-
-        for (GList *l = names; l; l = l->next) {
-            if (!g_utf8_validate(l->data, -1, NULL) ||
-                !node_is_utf8(json_object_get_member(obj, l->data))) {
-                return false;
-            }
-        }
-    } else if (JSON_NODE_HOLDS_ARRAY(node)) {
-        JsonArray *arr = json_node_get_array(node);
-
-        for (guint i = 0; i < json_array_get_length(arr); i++) {
-            if (!node_is_utf8(json_array_get_element(arr, i))) {
-                return false;
-            }
-        }
-    } else if (JSON_NODE_HOLDS_VALUE(node) &&
-               json_node_get_value_type(node) == G_TYPE_STRING) {
-        return g_utf8_validate(json_node_get_string(node), -1, NULL);
-    }
-    return true;
-}
-
 /* What the stream refused, in QEMU's words where it has them. */
 static void parse_error(JsonStreamError error, const char *what, QmpError *err)
 {
@@ -452,6 +423,10 @@ static void parse_error(JsonStreamError error, const char *what, QmpError *err)
     case JSON_STREAM_BAD_ESCAPE:
         qmp_error_set(err, QMP_ERROR_GENERIC,
                       "JSON parse error, invalid escape sequence in string");
+        break;
+    case JSON_STREAM_BAD_UNICODE:
+        qmp_error_set(err, QMP_ERROR_GENERIC, "JSON parse error, %s is not "
+                      "a valid Unicode character", what);
         break;
     case JSON_STREAM_NUMBER_RANGE:
         qmp_error_set(err, QMP_ERROR_GENERIC, "JSON parse error, number "
@@ -478,10 +453,6 @@ static void on_text(void *opaque, const char *text, JsonStreamError error)
     } else if (!json_parser_load_from_data(parser, text, -1, &perr)) {
         qmp_error_set(&err, QMP_ERROR_GENERIC, "JSON parse error, %s",
                       perr->message);
-    } else if (!node_is_utf8(json_parser_get_root(parser))) {
-        qmp_error_set(&err, QMP_ERROR_GENERIC,
-                      "JSON parse error, a string is not valid UTF-8 (a "
-                      "lone surrogate escape?)");
     } else if (!(root = json_parser_get_root(parser)) ||
                !JSON_NODE_HOLDS_OBJECT(root)) {
         qmp_error_set(&err, QMP_ERROR_GENERIC,

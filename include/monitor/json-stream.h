@@ -10,8 +10,9 @@
  * A lexical error (a byte no token can contain or start: a control
  * character other than tab, CR and LF, a 0xFE or 0xFF byte, a stray
  * character, a malformed number) drops the text it was in, is reported
- * once, and the splitter skips to the next byte where a token may begin
- * afresh: a structural character, a control character or 0xFE/0xFF.
+ * once with the token it spoiled (a NUL byte shown as \u0000), and the
+ * splitter skips to the next byte where a token may begin afresh: a
+ * structural character, a control character or 0xFE/0xFF.
  * This is how a client forces the parser back into a known state.
  */
 #ifndef MONITOR_JSON_STREAM_H
@@ -30,6 +31,7 @@ typedef enum JsonStreamError {
     JSON_STREAM_LEXICAL,        /* a lexical error; the text is the token */
     JSON_STREAM_NUMBER_RANGE,   /* a number beyond a double; the text is it */
     JSON_STREAM_BAD_ESCAPE,     /* a backslash before a letter JSON lacks */
+    JSON_STREAM_BAD_UNICODE,    /* a lone surrogate; the text is its escape */
 } JsonStreamError;
 
 /* @text is NUL-terminated and valid only during the call.  Without an

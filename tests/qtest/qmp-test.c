@@ -1964,8 +1964,10 @@ static char *sized_request(size_t size)
 }
 
 /* Strings json-glib would mangle: \u0000 (it ends the string early) and
- * lone surrogates (not UTF-8) are refused; an escaped backslash before
- * "u0000" is just text and comes back unchanged. */
+ * lone surrogates (not UTF-8) are refused, a lone surrogate in QEMU's
+ * words whatever follows it; an escaped backslash before "u0000" is just
+ * text and comes back unchanged.  A raw NUL byte is a stray character
+ * shown as its escape. */
 static void test_bad_strings(void)
 {
     Rig r;
@@ -1976,8 +1978,17 @@ static void test_bad_strings(void)
     c = rig_conn(&r);
     check_parse_error(c, "{\"execute\":\"query-status\\u0000junk\"}");
     check_parse_error(c, "{\"execute\":\"query-status\",\"id\":\"a\\u0000b\"}");
-    check_parse_error(c, "{\"execute\":\"query-status\",\"id\":\"\\udc00x\"}");
-    check_parse_error(c, "{\"id\": \"\\ud800\", \"execute\":\"query-status\"}");
+    check_error(c, "{\"execute\":\"query-status\",\"id\":\"\\udc00x\"}",
+                GENERIC, "JSON parse error, \\udc00 is not a valid Unicode "
+                "character");
+    check_error(c, "{\"id\": \"\\ud800\", \"execute\":\"query-status\"}",
+                GENERIC, "JSON parse error, \\ud800 is not a valid Unicode "
+                "character");
+    check_error(c, "{\"execute\":\"query-status\",\"id\":\"\\ud800x\"}",
+                GENERIC, "JSON parse error, \\ud800 is not a valid Unicode "
+                "character");
+    conn_send(c, "[\0", 2);
+    expect_error(conn_recv(c), GENERIC, "JSON parse error, stray '\\u0000'");
     rsp = conn_cmd(c, "{\"execute\":\"query-status\",\"id\":\"\\\\u0000\"}");
     g_assert_cmpstr(get_str(rsp, "id"), ==, "\\u0000");
     json_object_unref(rsp);
@@ -2227,7 +2238,18 @@ static void test_qemu_ids_exact(void)
         g_assert_true(g_str_has_prefix(err, "{\"error\": "));
         json_object_unref(parse_object(line));
     }
-    /* A number no double holds is refused where it is read. */
+    /* A number no double holds is refused where it is read, an integer
+     * id too. */
+    {
+        g_autofree char *digits = g_strnfill(400, '9');
+        g_autofree char *req = g_strdup_printf(
+            "{\"execute\": \"query-status\", \"id\": %s}", digits);
+        g_autofree char *desc = g_strdup_printf(
+            "JSON parse error, number '%.64s' is beyond the range of a "
+            "double", digits);
+
+        check_error(c, req, GENERIC, desc);
+    }
     check_error(c, "{\"execute\": \"query-status\", \"id\": 1e400}", GENERIC,
                 "JSON parse error, number '1e400' is beyond the range of "
                 "a double");

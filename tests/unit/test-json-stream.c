@@ -537,6 +537,68 @@ static void test_lexical_errors(void)
     }
 }
 
+/* The texts and errors @in (of @len bytes) splits into, "|"-separated. */
+static char *split_joined(const char *in, size_t len)
+{
+    g_autoptr(GPtrArray) got = split(in, len, NULL);
+
+    g_ptr_array_add(got, NULL);
+    return g_strjoinv("|", (char **)got->pdata);
+}
+
+#define WITH_LEN(s) s, sizeof(s) - 1
+
+/* A NUL byte is a lexical error like any control character, reported as
+ * the escape \u0000 since the token is handed over as a C string. */
+static void test_nul_byte(void)
+{
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *want;
+    } cases[] = {
+        { WITH_LEN("{\"a\": [\0[1]"), "E3:\\u0000|[1]" },
+        { WITH_LEN("[-\0[]"), "E3:-\\u0000|[]" },
+        { WITH_LEN("{'a':'x\0{}"), "E3:\"x\\u0000|{}" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *joined = split_joined(cases[i].in, cases[i].len);
+
+        g_assert_cmpstr(joined, ==, cases[i].want);
+    }
+}
+
+/* A surrogate escape that is not half of a pair spoils its text, which
+ * still ends where it would have; the error names the escape as written
+ * ("E6:ESCAPE"), the leading one when a pair is broken after it. */
+static void test_lone_surrogates(void)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        { "[\"\\ud800\"] [1]", "E6:\\ud800|[1]" },
+        { "[\"\\udc00x\"]", "E6:\\udc00" },
+        { "[\"\\ud800x\"]", "E6:\\ud800" },
+        { "[\"\\uD800\\u0041\"]", "E6:\\uD800" },
+        { "[\"\\ud800\\ud800\"]", "E6:\\ud800" },
+        { "[\"\\ud800\\n\"]", "E6:\\ud800" },
+        { "['\\udbff']", "E6:\\udbff" },
+        { "{\"a\\udfff\": 1}", "E6:\\udfff" },
+        { "[\"x\\ud83d\\ude00\\udfff\"]", "E6:\\udfff" },
+        /* Pairs are fine, and so is what is not a surrogate. */
+        { "[\"\\uDBFF\\uDFFF\\ud7ff\\ue000\"]",
+          "[\"\\uDBFF\\uDFFF\\ud7ff\\ue000\"]" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *joined = split_joined(cases[i].in,
+                                               strlen(cases[i].in));
+
+        g_assert_cmpstr(joined, ==, cases[i].want);
+    }
+}
+
 /* ---- a member's text ---- */
 
 static void test_member_text(void)
@@ -582,6 +644,8 @@ int main(int argc, char **argv)
     g_test_add_func("/json-stream/depth-limit", test_depth_limit);
     g_test_add_func("/json-stream/size-limit", test_size_limit);
     g_test_add_func("/json-stream/lexical-errors", test_lexical_errors);
+    g_test_add_func("/json-stream/nul-byte", test_nul_byte);
+    g_test_add_func("/json-stream/lone-surrogates", test_lone_surrogates);
     g_test_add_func("/json-stream/member-text", test_member_text);
     return g_test_run();
 }
