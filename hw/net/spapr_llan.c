@@ -68,7 +68,7 @@ struct SpaprVlanState {
     MACAddr perm_mac;       /* the command-line MAC, restored on reset */
     char *netdev;
     bool use_rx_buffer_pools;
-    bool offloads;          /* checksum offload and large send offered */
+    bool offloads;          /* offloads and bulk adds offered; off: QEMU's */
     int32_t bootindex;      /* kept for QEMU's command lines: no firmware */
 
     NetClientState *nic;
@@ -1175,16 +1175,15 @@ static uint64_t changeable_attrs(const SpaprVlanState *s)
                          ILLAN_LRG_SR_ENABLED : 0;
 }
 
+/* Linux turns checksum offload on only with PADDED_PKT_CSUM, and large
+ * send only with LRG_SND_SUPPORT.  offloads=off has no attributes at all:
+ * H_ILLAN_ATTRIBUTES answers H_FUNCTION there. */
 static uint64_t current_attrs_locked(const SpaprVlanState *s)
 {
-    uint64_t fixed = ILLAN_RX_MULTI_BUFF_SUPPORT;
+    uint64_t fixed = ILLAN_RX_MULTI_BUFF_SUPPORT | ILLAN_PADDED_PKT_CSUM |
+                     ILLAN_LRG_SND_SUPPORT;
 
-    if (s->offloads) {
-        /* Linux turns checksum offload on only with PADDED_PKT_CSUM, and
-         * large send only with LRG_SND_SUPPORT. */
-        fixed |= ILLAN_PADDED_PKT_CSUM | ILLAN_LRG_SND_SUPPORT;
-    }
-    return fixed | s->attrs;
+    return s->offloads ? fixed | s->attrs : 0;
 }
 
 /*
@@ -1209,18 +1208,25 @@ static int64_t vlan_attributes(SpaprVlanState *s, uint64_t *args)
     return H_SUCCESS;
 }
 
+/*
+ * beyond_qemu: QEMU has no such hcall, so a device with offloads=off (the
+ * QEMU-exact mode, pinned by pseries-2.5) answers H_FUNCTION as QEMU's
+ * dispatch does; Linux then reads no attributes and adds one buffer per
+ * call.
+ */
 static const struct {
     uint64_t opcode;
     VlanHcallFn fn;
     unsigned nout;
+    bool beyond_qemu;
 } vlan_hcalls[] = {
-    { H_REGISTER_LOGICAL_LAN, vlan_register, 0 },
-    { H_FREE_LOGICAL_LAN, vlan_free, 0 },
-    { H_ADD_LOGICAL_LAN_BUFFER, vlan_add_buffer, 0 },
-    { H_ADD_LOGICAL_LAN_BUFFERS, vlan_add_buffers, 0 },
-    { H_MULTICAST_CTRL, vlan_multicast_ctrl, 0 },
-    { H_CHANGE_LOGICAL_LAN_MAC, vlan_change_mac, 0 },
-    { H_ILLAN_ATTRIBUTES, vlan_attributes, 1 },
+    { H_REGISTER_LOGICAL_LAN, vlan_register, 0, false },
+    { H_FREE_LOGICAL_LAN, vlan_free, 0, false },
+    { H_ADD_LOGICAL_LAN_BUFFER, vlan_add_buffer, 0, false },
+    { H_ADD_LOGICAL_LAN_BUFFERS, vlan_add_buffers, 0, true },
+    { H_MULTICAST_CTRL, vlan_multicast_ctrl, 0, false },
+    { H_CHANGE_LOGICAL_LAN_MAC, vlan_change_mac, 0, false },
+    { H_ILLAN_ATTRIBUTES, vlan_attributes, 1, true },
 };
 
 static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
@@ -1228,17 +1234,21 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
 {
     SpaprVlanState *s = vlan_find(spapr, args[0]);
     VlanHcallFn fn = NULL;
-    bool changed, release;
+    bool beyond_qemu = false, changed, release;
     int64_t ret;
 
     for (size_t i = 0; i < G_N_ELEMENTS(vlan_hcalls); i++) {
         if (vlan_hcalls[i].opcode == opcode) {
             fn = vlan_hcalls[i].fn;
+            beyond_qemu = vlan_hcalls[i].beyond_qemu;
         }
     }
     g_assert(fn);
     if (!s) {
         return H_PARAMETER;
+    }
+    if (beyond_qemu && !s->offloads) {
+        return H_FUNCTION;
     }
     qemu_mutex_lock(&s->lock);
     ret = fn(s, args);
@@ -2037,8 +2047,10 @@ static bool spapr_vlan_devnode(SpaprVioDevice *dev, void *fdt, int node,
         FDT_TRY(fdt_setprop(fdt, node, "local-mac-address", padded,
                             sizeof(padded)));
     }
+    /* QEMU advertises no filters; Linux then turns filtering off as soon
+     * as the guest joins any multicast group. */
     FDT_TRY(fdt_setprop_cell(fdt, node, "ibm,mac-address-filters",
-                             LLAN_MCAST_FILTERS));
+                             s->offloads ? LLAN_MCAST_FILTERS : 0));
     /*
      * Linux offers checksum offload only when this property exists; PAPR
      * gives it as one cell.  One cell of 0 serves both: a presence test
@@ -2130,9 +2142,9 @@ static const Property spapr_vlan_props[] = {
       "receive into size-sorted buffer pools (off: legacy page mode, "
       "pinned by pseries-2.5 alias pseries-1.0)" },
     { "offloads", PROP_BOOL, offsetof(SpaprVlanState, offloads), "on",
-      "offer checksum offload and large send (ibm,illan-options and "
-      "H_ILLAN_ATTRIBUTES; off: QEMU's tree and attributes, pinned by "
-      "pseries-2.5 alias pseries-1.0)" },
+      "offer checksum offload, large send and bulk adds (off: QEMU's "
+      "device tree, and H_FUNCTION for H_ILLAN_ATTRIBUTES and "
+      "H_ADD_LOGICAL_LAN_BUFFERS; pinned by pseries-2.5 alias pseries-1.0)" },
     { "bootindex", PROP_INT32, offsetof(SpaprVlanState, bootindex), "-1",
       "boot order, as in QEMU; stored only, illan has no firmware" },
     PROP_END

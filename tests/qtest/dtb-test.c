@@ -165,7 +165,18 @@ static void test_legacy_machine(void)
     args = g_strdup_printf("-l -p %s /vdevice/l-lan@71000000", d.path);
     props = tool("FDTGET", args);
     g_assert_null(strstr(props, "ibm,illan-options"));
-    g_assert_nonnull(strstr(props, "ibm,mac-address-filters"));
+    /* QEMU advertises no multicast filters. */
+    check_prop(&d, "u", "/vdevice/l-lan@71000000", "ibm,mac-address-filters",
+               "0");
+    dtb_free(&d);
+}
+
+static void test_offloads_off_filters(void)
+{
+    Dtb d = dump("-nodefaults -device spapr-vlan,offloads=off");
+
+    check_prop(&d, "u", "/vdevice/l-lan@71000000", "ibm,mac-address-filters",
+               "0");
     dtb_free(&d);
 }
 
@@ -178,5 +189,6 @@ int main(int argc, char **argv)
     g_test_add_func("/dtb/defaults-avoid-collisions",
                     test_defaults_avoid_collisions);
     g_test_add_func("/dtb/legacy-machine", test_legacy_machine);
+    g_test_add_func("/dtb/offloads-off-filters", test_offloads_off_filters);
     return g_test_run();
 }

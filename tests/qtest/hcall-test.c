@@ -61,11 +61,41 @@ static void test_no_device(void)
     qtest_quit(s);
 }
 
+/*
+ * The modes the docs call QEMU-exact answer H_FUNCTION for the hcalls
+ * QEMU does not implement, as an unregistered opcode; offloads=on serves
+ * them.
+ */
+static void assert_qemu_hcalls(const char *args, bool exact)
+{
+    QTestState *s = qtest_init(args);
+    uint64_t bds[9] = { 0x71000000 };
+    int64_t attrs = qtest_hcallv(s, H_ILLAN_ATTRIBUTES, 0x71000000, 0, 0);
+    int64_t bulk = qtest_hcall(s, H_ADD_LOGICAL_LAN_BUFFERS, 9, bds, NULL, 0);
+
+    if (exact) {
+        g_assert_cmpint(attrs, ==, H_FUNCTION);
+        g_assert_cmpint(bulk, ==, H_FUNCTION);
+    } else {
+        g_assert_cmpint(attrs, ==, H_SUCCESS);
+        g_assert_cmpint(bulk, ==, H_RESOURCE);     /* not registered */
+    }
+    qtest_quit(s);
+}
+
+static void test_qemu_exact_modes(void)
+{
+    assert_qemu_hcalls("-nodefaults -M pseries-2.5 -device spapr-vlan", true);
+    assert_qemu_hcalls("-nodefaults -device spapr-vlan,offloads=off", true);
+    assert_qemu_hcalls("-nodefaults -device spapr-vlan", false);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/qtest/hcall/unknown-opcodes", test_unknown_opcodes);
     g_test_add_func("/qtest/hcall/vio-signal", test_vio_signal);
     g_test_add_func("/qtest/hcall/no-device", test_no_device);
+    g_test_add_func("/qtest/hcall/qemu-exact-modes", test_qemu_exact_modes);
     return g_test_run();
 }
