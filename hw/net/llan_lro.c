@@ -16,8 +16,14 @@ bool llan_lro_segment(const uint8_t *f, uint32_t len, const LlanL4 *l4,
     const uint8_t *tcp = f + l4->l4;
     uint32_t tcp_hlen;
 
-    if (l4->proto != LLAN_IPPROTO_TCP || len != l4->l4 + l4->l4_len ||
-        (l4->ip_version == 4 && l4->l4 != LLAN_ETH_HLEN + 20)) {
+    if (l4->proto != LLAN_IPPROTO_TCP || len != l4->l4 + l4->l4_len) {
+        return false;
+    }
+    /* The merged frame gets a fresh header checksum, which would hide a
+     * damaged header from the guest; left alone, its stack drops it. */
+    if (l4->ip_version == 4 &&
+        (l4->l4 != LLAN_ETH_HLEN + 20 ||
+         llan_csum(f + LLAN_ETH_HLEN, 20) != 0xFFFF)) {
         return false;
     }
     tcp_hlen = (tcp[12] >> 4) * 4;

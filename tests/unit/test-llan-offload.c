@@ -2,6 +2,7 @@
  * The checksum and segmentation functions of the logical LAN's offloads,
  * against a plain word-by-word checksum, at every length and alignment.
  */
+#include "hw/net/llan_lro.h"
 #include "hw/net/llan_offload.h"
 #include "hw/net/llan_tso.h"
 
@@ -138,6 +139,30 @@ static void test_tso_tiny_mss(void)
     g_assert_cmpuint(bytes, ==, 1000 * 55);
 }
 
+/*
+ * A segment whose IPv4 header checksum is wrong never joins a merge: the
+ * merged frame would carry a fresh checksum and hide the damage, where
+ * the guest's stack drops the segment as it came.
+ */
+static void test_lro_bad_ipv4_header_csum(void)
+{
+    uint8_t f[200];
+    LlanOffloadError why;
+    LlanLroSeg seg;
+    LlanL4 l4;
+    uint32_t len = ipv4_frame(f, LLAN_IPPROTO_TCP, 120);
+
+    f[22] = 64;                     /* TTL */
+    f[46] = 0x50;                   /* data offset 20 */
+    f[47] = 0x10;                   /* ACK */
+    llan_ipv4_fill_csum(f + LLAN_ETH_HLEN);
+    g_assert_true(llan_find_l4(f, len, &l4, &why));
+    g_assert_true(llan_lro_segment(f, len, &l4, &seg));
+    g_assert_cmpuint(seg.payload, ==, 100);
+    f[24] ^= 0x01;
+    g_assert_false(llan_lro_segment(f, len, &l4, &seg));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -145,5 +170,7 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/csum-speed", test_csum_speed);
     g_test_add_func("/llan-offload/find-l4-refuses", test_find_l4_refuses);
     g_test_add_func("/llan-offload/tso-tiny-mss", test_tso_tiny_mss);
+    g_test_add_func("/llan-offload/lro-bad-ipv4-header-csum",
+                    test_lro_bad_ipv4_header_csum);
     return g_test_run();
 }

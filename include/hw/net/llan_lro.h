@@ -26,8 +26,8 @@ typedef struct LlanLroSeg {
 /*
  * True when the frame @f of @len bytes, with layers @l4 and a checksum
  * already verified good, may join a merge: TCP carrying data, with only
- * ACK or ACK and PSH set, no IPv4 options, and nothing after the IP
- * packet.
+ * ACK or ACK and PSH set, no IPv4 options, a good IPv4 header checksum,
+ * and nothing after the IP packet.
  */
 bool llan_lro_segment(const uint8_t *f, uint32_t len, const LlanL4 *l4,
                       LlanLroSeg *seg);
