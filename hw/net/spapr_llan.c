@@ -69,6 +69,7 @@ struct SpaprVlanState {
     char *netdev;
     bool use_rx_buffer_pools;
     bool offloads;          /* offloads and bulk adds offered; off: QEMU's */
+    bool lro;               /* merge received TCP segments when allowed */
     int32_t bootindex;      /* kept for QEMU's command lines: no firmware */
 
     NetClientState *nic;
@@ -506,7 +507,7 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
 static void rx_offload_scan(const SpaprVlanState *s, const NetFrame *frames,
                             unsigned n, RxOffload *off)
 {
-    bool lro = s->attrs & ILLAN_LRG_SR_ENABLED;
+    bool lro = s->lro && (s->attrs & ILLAN_LRG_SR_ENABLED);
 
     for (unsigned i = 0; i < n; i++) {
         LlanL4 l4;
@@ -2145,6 +2146,10 @@ static const Property spapr_vlan_props[] = {
       "offer checksum offload, large send and bulk adds (off: QEMU's "
       "device tree, and H_FUNCTION for H_ILLAN_ATTRIBUTES and "
       "H_ADD_LOGICAL_LAN_BUFFERS; pinned by pseries-2.5 alias pseries-1.0)" },
+    { "lro", PROP_BOOL, offsetof(SpaprVlanState, lro), "on",
+      "coalesce received TCP segments into large packets when the guest "
+      "turns large send on (off for Linux guests that forward or bridge "
+      "and predate 6.6, 6.5.7 or 6.1.57)" },
     { "bootindex", PROP_INT32, offsetof(SpaprVlanState, bootindex), "-1",
       "boot order, as in QEMU; stored only, illan has no firmware" },
     PROP_END

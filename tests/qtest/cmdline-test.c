@@ -52,10 +52,12 @@ static void test_device_help(void)
     assert_contains(props, "alias pseries-1.0) (default: on)");
     assert_contains(old, "alias pseries-1.0) (default: off)");
     assert_contains(props, "offloads=<bool>");
+    assert_contains(props, "lro=<bool>");
+    assert_contains(props, "coalesce received TCP segments");
     assert_contains(props, "bootindex=<int32>");
     assert_contains(props, "no firmware (default: -1)");
-    /* Six properties, one line each, after the heading. */
-    g_assert_cmpuint(g_strv_length(lines), ==, 8);
+    /* Seven properties, one line each, after the heading. */
+    g_assert_cmpuint(g_strv_length(lines), ==, 9);
 }
 
 static void test_machine_help(void)

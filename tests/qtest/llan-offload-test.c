@@ -822,6 +822,28 @@ static void test_lro_off(void)
     qrig_stop(&r);
 }
 
+/* lro=off: the guest still has large send, but segments arrive one by
+ * one, each with its own checksum, for guests that mishandle field 0. */
+static void test_lro_property_off(void)
+{
+    static Burst b;
+    uint64_t a;
+    QRig r;
+
+    rig_up_stream(&r, ",lro=off");
+    linux_probe(r.qts);
+    g_assert_cmpint(attributes(r.qts, 0, 0, &a), ==, H_SUCCESS);
+    g_assert_cmphex(a & ATTR_LRG_SR, ==, ATTR_LRG_SR);
+    burst_segments(&b, 0, 10, 1448, 0);
+    burst_send(&r, &b);
+    for (int i = 0; i < 10; i++) {
+        expect_single(&r, 66 + 1448);
+    }
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-lro-frames"), ==, 0);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.delivered"), ==, 11);
+    qrig_stop(&r);
+}
+
 /* Received frames whose headers lie are delivered as they are, with no
  * flag and no merge, in one batch with good ones. */
 static void test_rx_malformed(void)
@@ -943,6 +965,7 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/lro/merges", test_lro_merges);
     g_test_add_func("/llan-offload/lro/partial", test_lro_partial);
     g_test_add_func("/llan-offload/lro/page-mode", test_lro_page_mode);
+    g_test_add_func("/llan-offload/lro/property-off", test_lro_property_off);
     g_test_add_func("/llan-offload/lro/breaks", test_lro_breaks);
     g_test_add_func("/llan-offload/lro/off", test_lro_off);
     g_test_add_func("/llan-offload/migration", test_migration);

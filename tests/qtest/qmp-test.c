@@ -1110,6 +1110,7 @@ static void test_qom_list(void)
                 " {\"name\": \"reg\", \"type\": \"uint32\"},"
                 " {\"name\": \"use-rx-buffer-pools\", \"type\": \"bool\"},"
                 " {\"name\": \"offloads\", \"type\": \"bool\"},"
+                " {\"name\": \"lro\", \"type\": \"bool\"},"
                 " {\"name\": \"bootindex\", \"type\": \"int32\"}]");
     json_object_unref(rsp);
     /* A bare id names the same device. */
