@@ -4,6 +4,7 @@
  * does to a Linux guest's interface.
  */
 #include "guest/guest.h"
+#include "guest/guest-mem.h"
 #include "hw/qdev.h"
 #include "qemu/module.h"
 #include "qemu/qmp-registry.h"
@@ -121,6 +122,17 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_array_add_object_element(opaque, o);
 }
 
+/* The guest memory the guests' drivers share. */
+static JsonObject *driver_memory(void)
+{
+    JsonObject *o = json_object_new();
+
+    json_object_set_int_member(o, "in-use-bytes", guest_mem_in_use());
+    json_object_set_int_member(o, "peak-bytes", guest_mem_peak());
+    json_object_set_int_member(o, "size-bytes", guest_mem_size());
+    return o;
+}
+
 static JsonNode *query_guest_stats(JsonObject *args, QmpError *err)
 {
     JsonObject *ret = json_object_new();
@@ -129,6 +141,7 @@ static JsonNode *query_guest_stats(JsonObject *args, QmpError *err)
     (void)args, (void)err;
     guest_foreach(add_guest_stats, list);
     json_object_set_array_member(ret, "guests", list);
+    json_object_set_object_member(ret, "driver-memory", driver_memory());
     return qmp_return_object(ret);
 }
 

@@ -314,12 +314,18 @@ void guest_cleanup(void)
 }
 
 /* The machine was reset, with every vCPU parked: as rebooted Linux
- * guests would, each opens its device again, in memory allocated anew. */
+ * guests would, each opens its device again, in memory allocated anew
+ * (all of it: after a migration some was never any driver's). */
 void guest_machine_reset(void)
 {
-    guest_mem_reset();
     for (guint i = 0; guests && i < guests->len; i++) {
-        ibmveth_guest_machine_reset(g_ptr_array_index(guests, i));
+        ibmveth_guest_reset_close(g_ptr_array_index(guests, i));
+    }
+    if (guests) {
+        guest_mem_reset();
+    }
+    for (guint i = 0; guests && i < guests->len; i++) {
+        ibmveth_guest_reset_open(g_ptr_array_index(guests, i));
     }
 }
 

@@ -70,6 +70,8 @@ struct IbmvethGuest {
     uint64_t now_ns;        /* the clock at the start of this iteration:
                                one read per NAPI poll, not per frame */
     IbmvethGuestStats st;   /* written by the vCPU thread only */
+    bool reboot;            /* a machine reset closed the driver: open it
+                               again (main thread) */
 };
 
 static const char *const fwd_names[GUEST_FWD__MAX] = {
@@ -153,6 +155,12 @@ static uint64_t bus_alloc(void *opaque, uint64_t size, uint64_t align)
 {
     (void)opaque;
     return guest_mem_alloc(size, align);
+}
+
+static void bus_free(void *opaque, uint64_t gpa, uint64_t size)
+{
+    (void)opaque;
+    guest_mem_free(gpa, size);
 }
 
 /* ---- Interrupt ---- */
@@ -719,7 +727,7 @@ static IbmvethBus guest_bus(IbmvethGuest *g)
     return (IbmvethBus) {
         .hcall = bus_hcall, .read = bus_read, .write = bus_write,
         .fill = bus_fill, .read_u8_acquire = bus_read_u8_acquire,
-        .alloc = bus_alloc, .opaque = g,
+        .alloc = bus_alloc, .free = bus_free, .opaque = g,
     };
 }
 
@@ -876,15 +884,23 @@ static void count_lost(IbmvethGuest *g, GuestDrop why)
     STAT_ADD(g, drops[why], lost);
 }
 
-void ibmveth_guest_machine_reset(IbmvethGuest *g)
+void ibmveth_guest_reset_close(IbmvethGuest *g)
+{
+    /* inmigrate: the state is still to come, and stays so */
+    g->reboot = g->drv != NULL;
+    if (g->reboot) {
+        count_lost(g, GUEST_DROP_MACHINE_RESET);
+        close_driver(g);
+    }
+}
+
+void ibmveth_guest_reset_open(IbmvethGuest *g)
 {
     g_autoptr(GError) err = NULL;
 
-    if (!g->drv) {
-        return;                 /* inmigrate: the state is still to come */
+    if (!g->reboot) {
+        return;
     }
-    count_lost(g, GUEST_DROP_MACHINE_RESET);
-    close_driver(g);
     g->conf.drv = g->boot_drv;
     if (!probe_driver(g, &err) || !open_driver(g, &err)) {
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
@@ -947,10 +963,25 @@ static uint32_t largest_pool(const IbmvethConf *drv)
     return size;
 }
 
+/* Whether the driver, reopened with @conf, finds its memory once it
+ * has given its own back: tried on the allocator, which is then put
+ * back, so that the real close and open allocate exactly as tried. */
+static bool reopen_fits(IbmvethGuest *g, const IbmvethConf *conf,
+                        GError **errp)
+{
+    GuestMemState *saved = guest_mem_save();
+    IbmvethBus bus = guest_bus(g);
+    bool fits = ibmveth_memory_fits(&bus, conf, g->drv, errp);
+
+    guest_mem_restore(saved);
+    return fits;
+}
+
 bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
 {
     g_autoptr(GError) err = NULL;
     int last = pool_for_mtu(&g->conf.drv, mtu);
+    IbmvethConf want;
 
     if (mtu < IBMVETH_MIN_MTU || last < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MTU %u is out of "
@@ -964,12 +995,22 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     if (!has_driver(g, errp)) {
         return false;
     }
+    want = g->conf.drv;
+    for (int i = 0; i <= last; i++) {
+        want.pool_active[i] = true;
+    }
     pause_all();
+    /* Linux's open would fail and leave the interface down; the model
+     * refuses instead, and stays open as it was. */
+    if (!reopen_fits(g, &want, errp)) {
+        resume_all();
+        g_prefix_error(errp, "guest '%s': MTU %u: ", g->id, mtu);
+        return false;
+    }
     count_lost(g, GUEST_DROP_CLOSED);
     close_driver(g);
-    for (int i = 0; i <= last; i++) {
-        g->conf.drv.pool_active[i] = true;
-    }
+    g->conf.drv = want;
+    /* Its memory is there (above); what is left to fail is the device. */
     if (!open_driver(g, &err)) {
         g_error("guest %s: reopening for MTU %u: %s", g->id, mtu,
                 err->message);

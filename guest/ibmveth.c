@@ -5,6 +5,7 @@
  */
 #include "guest/ibmveth.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "hw/ppc/hcall.h"
@@ -175,17 +176,11 @@ static uint64_t alloc_dma(IbmvethDriver *v, uint64_t size, GError **errp)
     return addr;
 }
 
-/* Page-aligned, zeroed and mapped, as Linux's pages and coherent memory. */
-static uint64_t alloc_zeroed_mapped(IbmvethDriver *v, uint64_t size,
-                                    uint64_t perm, GError **errp)
+static bool zero_and_map(IbmvethDriver *v, uint64_t addr, uint64_t size,
+                         uint64_t perm, GError **errp)
 {
-    uint64_t addr = alloc_dma(v, size, errp);
-
-    if (!addr) {
-        return 0;
-    }
     v->bus.fill(v->bus.opaque, addr, 0, size);
-    return map_identity(v, addr, size, perm, errp) ? addr : 0;
+    return map_identity(v, addr, size, perm, errp);
 }
 
 /* ---- Pools ---- */
@@ -215,14 +210,16 @@ static void pool_init_free_map(IbmvethPool *p)
     p->posted = g_new0(bool, p->count);
 }
 
-/* Guest buffers and host records, made only for an active pool and only
- * after a successful register, as Linux allocates its pools. */
-static bool pool_alloc(IbmvethDriver *v, IbmvethPool *p, GError **errp)
+static uint64_t pool_bytes(const IbmvethPool *p)
 {
-    p->stride = align_up(p->size, POOL_BUF_ALIGN);
-    p->base = alloc_dma(v, p->stride * p->count, errp);
-    if (!p->base ||
-        !map_identity(v, p->base, p->stride * p->count, TCE_RW, errp)) {
+    return p->stride * p->count;
+}
+
+/* Mapped and given host records only after a successful register, as
+ * Linux allocates its pools; the guest memory was set aside before. */
+static bool pool_map(IbmvethDriver *v, IbmvethPool *p, GError **errp)
+{
+    if (!map_identity(v, p->base, pool_bytes(p), TCE_RW, errp)) {
         return false;
     }
     pool_init_free_map(p);
@@ -438,34 +435,125 @@ static int64_t register_lan(IbmvethDriver *v, uint64_t mac)
     return rc;
 }
 
+/* Gives the driver's guest memory back through the bus, if the bus
+ * takes it back; @v is left as it is. */
+static void give_back_memory(IbmvethDriver *v)
+{
+    const struct {
+        uint64_t addr, size;
+    } pieces[] = {
+        { v->tce_list, PAGE_SIZE }, { v->buffer_list, PAGE_SIZE },
+        { v->filter_list, PAGE_SIZE }, { v->rxq, v->rxq_len },
+        { v->tx_buf, IBMVETH_TX_BUF_SIZE },
+    };
+
+    if (!v->bus.free) {
+        return;
+    }
+    for (unsigned i = 0; i < G_N_ELEMENTS(pieces); i++) {
+        if (pieces[i].addr) {
+            v->bus.free(v->bus.opaque, pieces[i].addr, pieces[i].size);
+        }
+    }
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (v->pool[i].active && v->pool[i].base) {
+            v->bus.free(v->bus.opaque, v->pool[i].base,
+                        pool_bytes(&v->pool[i]));
+        }
+    }
+}
+
 static void free_driver(IbmvethDriver *v)
 {
+    give_back_memory(v);
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         pool_free(&v->pool[i]);
     }
     g_free(v);
 }
 
-/* The structures Linux allocates before it registers. */
-static bool alloc_queues(IbmvethDriver *v, GError **errp)
+/* All the guest memory an open needs, before any hcall, so that running
+ * out refuses the open with the device untouched: the pages and queues
+ * Linux allocates before it registers, and the active pools' buffers it
+ * allocates after. */
+static bool alloc_memory(IbmvethDriver *v, GError **errp)
 {
-    v->tce_list = alloc_dma(v, PAGE_SIZE, errp);
-    return v->tce_list &&
-        (v->buffer_list = alloc_zeroed_mapped(v, PAGE_SIZE, TCE_RW, errp)) &&
-        (v->filter_list = alloc_zeroed_mapped(v, PAGE_SIZE, TCE_RW, errp)) &&
-        (v->rxq = alloc_zeroed_mapped(v, v->rxq_len, TCE_RW, errp)) &&
-        (v->tx_buf = alloc_zeroed_mapped(v, IBMVETH_TX_BUF_SIZE, TCE_READ,
-                                         errp));
-}
-
-static bool alloc_pools(IbmvethDriver *v, GError **errp)
-{
+    if (!(v->tce_list = alloc_dma(v, PAGE_SIZE, errp)) ||
+        !(v->buffer_list = alloc_dma(v, PAGE_SIZE, errp)) ||
+        !(v->filter_list = alloc_dma(v, PAGE_SIZE, errp)) ||
+        !(v->rxq = alloc_dma(v, v->rxq_len, errp)) ||
+        !(v->tx_buf = alloc_dma(v, IBMVETH_TX_BUF_SIZE, errp))) {
+        return false;
+    }
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        if (v->pool[i].active && !pool_alloc(v, &v->pool[i], errp)) {
+        IbmvethPool *p = &v->pool[i];
+
+        if (!p->active) {
+            continue;
+        }
+        p->stride = align_up(p->size, POOL_BUF_ALIGN);
+        if (!(p->base = alloc_dma(v, pool_bytes(p), errp))) {
             return false;
         }
     }
     return true;
+}
+
+/* The structures Linux sets up before it registers: zeroed and mapped
+ * as its pages and coherent memory are. */
+static bool map_queues(IbmvethDriver *v, GError **errp)
+{
+    return zero_and_map(v, v->buffer_list, PAGE_SIZE, TCE_RW, errp) &&
+           zero_and_map(v, v->filter_list, PAGE_SIZE, TCE_RW, errp) &&
+           zero_and_map(v, v->rxq, v->rxq_len, TCE_RW, errp) &&
+           zero_and_map(v, v->tx_buf, IBMVETH_TX_BUF_SIZE, TCE_READ, errp);
+}
+
+static bool map_pools(IbmvethDriver *v, GError **errp)
+{
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (v->pool[i].active && !pool_map(v, &v->pool[i], errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A closed driver for @conf: no hcall, no memory yet. */
+static IbmvethDriver *driver_new(const IbmvethBus *bus,
+                                 const IbmvethConf *conf)
+{
+    IbmvethDriver *v = g_new0(IbmvethDriver, 1);
+
+    v->bus = *bus;
+    v->unit = conf->unit;
+    v->mac = conf->mac;
+    v->bds_per_add = 1;
+    v->large_send = conf->large_send;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        pool_init(&v->pool[i], i, conf);
+    }
+    v->rxq_len = rxq_entries(v) * IBMVETH_RXQ_ENTRY_SIZE;
+    v->rxq_toggle = true;
+    return v;
+}
+
+bool ibmveth_memory_fits(const IbmvethBus *bus, const IbmvethConf *conf,
+                         IbmvethDriver *replacing, GError **errp)
+{
+    IbmvethDriver *v;
+    bool fits;
+
+    if (!ibmveth_conf_check(conf, errp)) {
+        return false;
+    }
+    if (replacing) {
+        give_back_memory(replacing);
+    }
+    v = driver_new(bus, conf);
+    fits = alloc_memory(v, errp);
+    free_driver(v);
+    return fits;
 }
 
 IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
@@ -477,18 +565,11 @@ IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
     if (!ibmveth_conf_check(conf, errp)) {
         return NULL;
     }
-    v = g_new0(IbmvethDriver, 1);
-    v->bus = *bus;
-    v->unit = conf->unit;
-    v->mac = conf->mac;
-    v->bds_per_add = conf->bulk_add ? query_bds_per_add(v) : 1;
-    v->large_send = conf->large_send;
-    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        pool_init(&v->pool[i], i, conf);
+    v = driver_new(bus, conf);
+    if (conf->bulk_add) {
+        v->bds_per_add = query_bds_per_add(v);
     }
-    v->rxq_len = rxq_entries(v) * IBMVETH_RXQ_ENTRY_SIZE;
-    v->rxq_toggle = true;
-    if (!alloc_queues(v, errp)) {
+    if (!alloc_memory(v, errp) || !map_queues(v, errp)) {
         goto fail;
     }
     HCALL_IN(v, H_VIO_SIGNAL, v->unit, VIO_IRQ_DISABLE);
@@ -498,7 +579,7 @@ IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
                     "rc %" G_GINT64_FORMAT, v->unit, reg_rc);
         goto fail;
     }
-    if (!alloc_pools(v, errp)) {
+    if (!map_pools(v, errp)) {
         free_lan_while_busy(v);
         goto fail;
     }
@@ -891,6 +972,46 @@ static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
     return true;
 }
 
+typedef struct MemPiece {
+    uint64_t addr, size;
+} MemPiece;
+
+static int piece_cmp(const void *a, const void *b)
+{
+    const MemPiece *x = a, *y = b;
+
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The driver gives each of its pieces back on its own at close: two
+ * that overlap would be freed twice. */
+static bool pieces_disjoint(const IbmvethState *s, GError **errp)
+{
+    MemPiece p[5 + IBMVETH_NUM_POOLS] = {
+        { s->tce_list, PAGE_SIZE }, { s->buffer_list, PAGE_SIZE },
+        { s->filter_list, PAGE_SIZE }, { s->rxq, s->rxq_len },
+        { s->tx_buf, IBMVETH_TX_BUF_SIZE },
+    };
+    unsigned n = 5;
+
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (s->pool[i].active) {
+            p[n++] = (MemPiece){ s->pool[i].base,
+                                 s->pool[i].stride * s->pool[i].count };
+        }
+    }
+    qsort(p, n, sizeof(p[0]), piece_cmp);
+    for (unsigned i = 1; i < n; i++) {
+        if (p[i - 1].addr + p[i - 1].size > p[i].addr) {
+            g_set_error(errp, IBMVETH_ERROR, 0, "the driver's pieces at 0x%"
+                        G_GINT64_MODIFIER "x and 0x%" G_GINT64_MODIFIER "x "
+                        "overlap", p[i - 1].addr, p[i].addr);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
                          GError **errp)
 {
@@ -929,7 +1050,7 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
                     G_GINT64_MODIFIER "x)", mem_end);
         return false;
     }
-    return true;
+    return pieces_disjoint(s, errp);
 }
 
 IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
@@ -1115,6 +1236,8 @@ IbmvethDriver *ibmveth_restore(const IbmvethBus *bus, const char *text,
     uint64_t k[9];
 
     v->bus = *bus;
+    /* Its memory came from no allocator of this process. */
+    v->bus.free = NULL;
     if (!g_key_file_load_from_data(kf, text, -1, 0, errp) ||
         !get_u64s(kf, "ibmveth", keys, k, errp)) {
         goto fail;

@@ -113,10 +113,12 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
 bool ibmveth_guest_start(IbmvethGuest *g, GError **errp);
 /* Stops and joins the vCPU thread; no hcall is made after this. */
 void ibmveth_guest_stop(IbmvethGuest *g);
-/* The machine was reset with the vCPU parked: closes the driver and opens
- * it again, as a rebooted guest would; a guest still waiting for its
- * state from a stream (inmigrate) stays as it is.  Main thread. */
-void ibmveth_guest_machine_reset(IbmvethGuest *g);
+/* The machine was reset with the vCPU parked: the driver closes, giving
+ * its memory back, and once every guest has closed it opens again, as a
+ * rebooted guest would; a guest still waiting for its state from a stream
+ * (inmigrate) stays as it is.  Main thread. */
+void ibmveth_guest_reset_close(IbmvethGuest *g);
+void ibmveth_guest_reset_open(IbmvethGuest *g);
 /* Closes the driver, gives the interrupt back and frees; call once no
  * backend can raise the interrupt any more. */
 void ibmveth_guest_free(IbmvethGuest *g);

@@ -35,6 +35,9 @@ typedef struct IbmvethBus {
     uint8_t (*read_u8_acquire)(void *opaque, uint64_t gpa);
     /* Guest-physical memory for the driver; 0 when there is none left. */
     uint64_t (*alloc)(void *opaque, uint64_t size, uint64_t align);
+    /* Optional: takes back what alloc() handed out, when the driver
+     * closes (as Linux's close frees its pools and queues). */
+    void (*free)(void *opaque, uint64_t gpa, uint64_t size);
     void *opaque;
 } IbmvethBus;
 
@@ -141,18 +144,32 @@ void ibmveth_read_features(const IbmvethBus *bus, IbmvethConf *conf);
  * read/write, then Linux's first interrupt and NAPI poll: H_VIO_SIGNAL
  * (disable), the initial replenish, H_VIO_SIGNAL(enable).  So the rx
  * interrupt is ENABLED when this returns.
+ * All the guest memory is allocated first, so that when it runs out
+ * the only hcall made was the attribute query.
  * NULL when the conf is bad, memory runs out or a TCE hcall fails (errp
- * says which), or when H_REGISTER fails (*rc says how; errp too).  *rc is
- * H_SUCCESS on success.  @rc may be NULL.
+ * says which), or when H_REGISTER fails (*rc says how; errp too); what
+ * was allocated is given back.  *rc is H_SUCCESS on success.  @rc may be
+ * NULL.
  */
 IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
                             int64_t *rc, GError **errp);
 /*
  * Closes as Linux does: H_VIO_SIGNAL(disable), H_FREE_LOGICAL_LAN repeated
- * while busy (bounded), then frees the driver whatever the rc.  Guest
- * memory and TCEs stay as they are.  Returns H_FREE's rc.
+ * while busy (bounded), then frees the driver whatever the rc, giving its
+ * guest memory back through the bus's free().  Guest memory's contents
+ * and TCEs stay as they are.  Returns H_FREE's rc.
  */
 int64_t ibmveth_close(IbmvethDriver *v);
+/*
+ * Whether ibmveth_open() with @conf would find its guest memory once
+ * @replacing (or NULL) has closed: @replacing's memory is given back
+ * through the bus's free() while it stays open, and an open's worth is
+ * allocated and given back.  The caller puts its allocator back as it
+ * was afterwards; an allocator that hands out the same pieces for the
+ * same calls then guarantees the open's memory.  No hcall is made.
+ */
+bool ibmveth_memory_fits(const IbmvethBus *bus, const IbmvethConf *conf,
+                         IbmvethDriver *replacing, GError **errp);
 
 /*
  * Replenishes as Linux does: pools 4 down to 0; an active pool with fewer

@@ -242,6 +242,105 @@ static void test_mac_and_mtu(void)
     qrig_stop(&r);
 }
 
+/* The built-in guests' allocator of driver memory, by member. */
+static gint64 driver_memory(QRig *r, const char *member)
+{
+    g_autoptr(JsonObject) stats = qrig_guest_stats(r->qts);
+    g_autofree char *path = g_strdup_printf("driver-memory.%s", member);
+
+    return qjson_int(stats, path);
+}
+
+static void set_mtu(QRig *r, unsigned mtu)
+{
+    g_autofree char *cmd = g_strdup_printf(
+        "{'execute': 'x-guest-set-mtu', 'arguments': "
+        "{'id': 'g0', 'mtu': %u}}", mtu);
+
+    guest_cmd_ok(r, cmd);
+}
+
+/*
+ * "ip link set mtu" and "ip link set address" again and again: each MTU
+ * change closes, which frees the queues and pools, and opens, which
+ * allocates them again, so once every pool the MTUs need is active the
+ * guest holds the same memory after each change, and never more, and
+ * its interface is open at the end.  A reset (a reboot) gives it the
+ * -guest pools again, in the memory it had at boot.
+ */
+static void test_mtu_cycles(void)
+{
+    static const unsigned mtus[] = { 1500, 9000, 65514 };
+    static const char *const macs[] = { "52:54:00:12:34:56",
+                                        "52:54:00:ab:cd:02" };
+    static const uint8_t new_mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x02 };
+    gint64 in_use = 0, at_boot;
+    QRig r;
+
+    rig_start(&r, "on", "fwd=macswap");
+    at_boot = driver_memory(&r, "in-use-bytes");
+    for (unsigned i = 0; i < 50; i++) {
+        g_autofree char *mac = g_strdup_printf(
+            "{'execute': 'x-guest-set-mac', 'arguments': "
+            "{'id': 'g0', 'mac': '%s'}}", macs[i % 2]);
+
+        set_mtu(&r, mtus[i % 3]);
+        guest_cmd_ok(&r, mac);
+        if (i == 2) {
+            in_use = driver_memory(&r, "in-use-bytes");
+        } else if (i > 2) {
+            g_assert_cmpint(driver_memory(&r, "in-use-bytes"), ==, in_use);
+        }
+    }
+    g_test_message("driver memory after 50 MTU changes: %" G_GINT64_FORMAT
+                   " bytes", in_use);
+    g_assert_cmpint(driver_memory(&r, "peak-bytes"), ==, in_use);
+    /* The last MTU was 9000, and the last MAC the new one. */
+    assert_echoed(&r, new_mac, 9014, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.frames-by-buffer-size.16384"),
+                    ==, 1);
+    guest_cmd_ok(&r, "{'execute': 'system_reset'}");
+    qrig_wait_stat(r.qts, "guest.resets", 1);
+    g_assert_cmpint(driver_memory(&r, "in-use-bytes"), ==, at_boot);
+    assert_echoed(&r, guest_mac, 1514, 2);
+    qrig_stop(&r);
+}
+
+/*
+ * An MTU whose pools do not fit in the guest's memory (-m 24M leaves 23
+ * MiB above the first: MTU 9000's four pools take 21, all five 29):
+ * refused, where Linux's open would fail, and the guest carries on open
+ * as it was, with the memory it had.
+ */
+static void test_mtu_no_memory(void)
+{
+    g_autoptr(JsonObject) rsp = NULL;
+    const char *desc;
+    gint64 in_use;
+    QRig r;
+
+    qrig_init(&r);
+    qrig_bind_peer(&r);
+    qrig_start(&r, &(QRigOpts){ .mem = "24M", .nic = ",id=net0",
+                                .extra = "-guest ibmveth,id=g0,dev=net0,"
+                                         "fwd=macswap" });
+    set_mtu(&r, 9000);
+    in_use = driver_memory(&r, "in-use-bytes");
+    rsp = qtest_qmp(r.qts, "{'execute': 'x-guest-set-mtu', 'arguments': "
+                    "{'id': 'g0', 'mtu': 65514}}");
+    desc = json_object_get_string_member(
+        json_object_get_object_member(rsp, "error"), "desc");
+    g_test_message("%s", desc);
+    g_assert_true(g_str_has_prefix(desc, "guest 'g0': MTU 65514: no guest "
+                                   "memory for"));
+    g_assert_cmpint(driver_memory(&r, "in-use-bytes"), ==, in_use);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.drops.closed"), ==, 0);
+    assert_echoed(&r, guest_mac, 9014, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.frames-by-buffer-size.16384"),
+                    ==, 1);
+    qrig_stop(&r);
+}
+
 /* ---- macswap and txonly ---- */
 
 static void test_macswap(void)
@@ -651,6 +750,8 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/spin", test_spin);
     g_test_add_func("/guest/macswap", test_macswap);
     g_test_add_func("/guest/mac-and-mtu", test_mac_and_mtu);
+    g_test_add_func("/guest/mtu-cycles", test_mtu_cycles);
+    g_test_add_func("/guest/mtu-no-memory", test_mtu_no_memory);
     g_test_add_func("/guest/txonly", test_txonly);
     g_test_add_func("/guest/txonly-mix", test_txonly_mix);
     g_test_add_func("/guest/reassembly/page-mode", test_reassembly_page_mode);

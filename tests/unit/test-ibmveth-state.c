@@ -158,6 +158,9 @@ static void test_refusals(void)
     MUTATE((void)0, MEM_BASE + 0x3000, "not a pool the driver");
     MUTATE(s->tx_buf = f.fb.next - 4096, f.fb.next, "beyond the guest "
            "memory");
+    /* The driver gives each piece back at close: no two may overlap. */
+    MUTATE(s->tx_buf = s->rxq, f.fb.next, "overlap");
+    MUTATE(s->filter_list = s->pool[1].base + 4096, f.fb.next, "overlap");
 #undef MUTATE
     g_free(s);
     fixture_free(&f);
