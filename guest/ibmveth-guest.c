@@ -329,6 +329,74 @@ static GroCsum rx_csum_state(IbmvethGuest *g, const IbmvethRxEntry *e)
     return GRO_CSUM_NONE;
 }
 
+/* Sends a packet the stack left unfinished through ibmveth_start_xmit()'s
+ * offloads, or finished in software when they are not in force. */
+static void xmit_unfinished(IbmvethGuest *g,
+                            const struct virtio_net_hdr *vnet,
+                            uint8_t *frame, size_t len)
+{
+    IbmvethXmit x;
+    int64_t rc;
+
+    if (ibmveth_xmit_prepare(vnet, frame, len, g->conf.drv.rx_csum,
+                             g->conf.drv.large_send, &x) !=
+            IBMVETH_XMIT_OK) {
+        STAT_ADD(g, drops[GUEST_DROP_TX_BAD_OFFLOAD], 1);
+        return;
+    }
+    rc = ibmveth_send_offload(g->drv, frame, len, x.bd_flags, x.mss);
+    if (rc == H_SUCCESS || rc == H_DROPPED) {
+        STAT_ADD(g, tx_frames, 1);
+        STAT_ADD(g, tx_bytes, len);
+        STAT_ADD(g, tx_csum_offloaded, !!(x.bd_flags & IBMVETH_BD_NO_CSUM));
+        STAT_ADD(g, tx_large_sends, !!(x.bd_flags & IBMVETH_BD_LRG_SND));
+    } else {
+        STAT_ADD(g, drops[GUEST_DROP_TX_FAILED], 1);
+    }
+}
+
+static void send_segment(void *opaque, const uint8_t *frame, uint32_t len)
+{
+    send_frame(opaque, frame, len);
+}
+
+/*
+ * fwd=macswap sends a frame back as Linux's stack forwards the skb
+ * ibmveth_poll() made of it: one the device left unfinished (a merged
+ * large packet, a partial TCP checksum) goes out with start_xmit's
+ * offloads, large send with the device's MSS; a large packet the
+ * offloads in force cannot take is segmented in software first, as
+ * validate_xmit_skb() does.
+ */
+static void macswap_forward(IbmvethGuest *g, uint8_t *frame,
+                            const IbmvethRxEntry *e)
+{
+    uint64_t addr = ibmveth_rx_data_addr(g->drv, e);
+    uint16_t mss = (e->control & IBMVETH_RXQ_LRG_PKT) ?
+                   ibmveth_rx_mss(g->drv, e) : 0;
+    struct virtio_net_hdr vnet;
+
+    rx_csum_state(g, e);
+    if (e->len < 2 * ETH_ALEN) {
+        send_frame(g, frame, e->len);
+        return;
+    }
+    macswap(frame);
+    if (!ibmveth_rx_partial(frame, e->len, e->control, mss, &vnet)) {
+        guest_ram_mark_dirty(g->ram, addr, 2 * ETH_ALEN);
+        send_frame(g, frame, e->len);
+        return;
+    }
+    /* Headers rewritten in the guest's buffer, segments' over its data. */
+    guest_ram_mark_dirty(g->ram, addr, e->len);
+    if (vnet.gso_type != VIRTIO_NET_HDR_GSO_NONE &&
+        !(g->conf.drv.rx_csum && g->conf.drv.large_send)) {
+        ibmveth_xmit_segment(frame, e->len, vnet.gso_size, send_segment, g);
+        return;
+    }
+    xmit_unfinished(g, &vnet, frame, e->len);
+}
+
 static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
 {
     uint8_t *frame = guest_ram_ptr(g->ram, ibmveth_rx_data_addr(g->drv, e),
@@ -343,12 +411,7 @@ static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
     }
     switch (g->conf.fwd) {
     case GUEST_FWD_MACSWAP:
-        if (e->len >= 2 * ETH_ALEN) {
-            macswap(frame);
-            guest_ram_mark_dirty(g->ram, ibmveth_rx_data_addr(g->drv, e),
-                                 2 * ETH_ALEN);
-        }
-        send_frame(g, frame, e->len);
+        macswap_forward(g, frame, e);
         break;
     case GUEST_FWD_RXONLY:
     case GUEST_FWD_TAP:
@@ -425,30 +488,6 @@ static unsigned napi_poll(IbmvethGuest *g)
 
 /* ---- Transmit sources ---- */
 
-/* ibmveth_start_xmit() of a packet the stack may have left unfinished. */
-static void xmit_from_stack(IbmvethGuest *g, const struct virtio_net_hdr *vnet,
-                            size_t len)
-{
-    IbmvethXmit x;
-    int64_t rc;
-
-    if (ibmveth_xmit_prepare(vnet, g->frame, len, g->conf.drv.rx_csum,
-                             g->conf.drv.large_send, &x) !=
-            IBMVETH_XMIT_OK) {
-        STAT_ADD(g, drops[GUEST_DROP_TX_BAD_OFFLOAD], 1);
-        return;
-    }
-    rc = ibmveth_send_offload(g->drv, g->frame, len, x.bd_flags, x.mss);
-    if (rc == H_SUCCESS || rc == H_DROPPED) {
-        STAT_ADD(g, tx_frames, 1);
-        STAT_ADD(g, tx_bytes, len);
-        STAT_ADD(g, tx_csum_offloaded, !!(x.bd_flags & IBMVETH_BD_NO_CSUM));
-        STAT_ADD(g, tx_large_sends, !!(x.bd_flags & IBMVETH_BD_LRG_SND));
-    } else {
-        STAT_ADD(g, drops[GUEST_DROP_TX_FAILED], 1);
-    }
-}
-
 /* The guest's stack hands the driver what the TAP's namespace sends. */
 static unsigned tap_poll(IbmvethGuest *g)
 {
@@ -465,7 +504,7 @@ static unsigned tap_poll(IbmvethGuest *g)
             break;
         }
         STAT_ADD(g, tap_rx_frames, 1);
-        xmit_from_stack(g, &vnet, len - sizeof(vnet));
+        xmit_unfinished(g, &vnet, g->frame, len - sizeof(vnet));
         n++;
     }
     return n;

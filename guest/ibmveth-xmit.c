@@ -4,12 +4,16 @@
 #include "guest/ibmveth-xmit.h"
 
 #include "guest/ibmveth.h"
-#include "hw/net/llan_offload.h"
 
 static void st_be16(uint8_t *p, uint16_t v)
 {
     p[0] = v >> 8;
     p[1] = v & 0xff;
+}
+
+static uint16_t ld_be16(const uint8_t *p)
+{
+    return p[0] << 8 | p[1];
 }
 
 /* skb_checksum_help(): the sum from csum_start on, the field holding the
@@ -64,4 +68,42 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
     out->bd_flags |= IBMVETH_BD_LRG_SND;
     out->mss = vnet->gso_size;
     return IBMVETH_XMIT_OK;
+}
+
+bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
+                        uint16_t mss, struct virtio_net_hdr *vnet)
+{
+    LlanOffloadError why;
+    LlanL4 f;
+
+    if (!(rx_control & IBMVETH_RXQ_CSUM_GOOD) ||
+        !llan_find_l4(frame, len, &f, &why) ||
+        f.proto != LLAN_IPPROTO_TCP || ld_be16(frame + f.csum_at)) {
+        return false;
+    }
+    st_be16(frame + f.csum_at, llan_pseudo_sum(frame, &f));
+    *vnet = (struct virtio_net_hdr) {
+        .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+        .csum_start = f.l4,
+        .csum_offset = f.csum_at - f.l4,
+    };
+    if ((rx_control & IBMVETH_RXQ_LRG_PKT) && mss) {
+        vnet->gso_type = f.ip_version == 4 ? VIRTIO_NET_HDR_GSO_TCPV4 :
+                                             VIRTIO_NET_HDR_GSO_TCPV6;
+        vnet->gso_size = mss;
+    }
+    return true;
+}
+
+unsigned ibmveth_xmit_segment(uint8_t *frame, size_t len, uint16_t mss,
+                              LlanSendFn *send, void *opaque)
+{
+    LlanOffloadError why;
+    LlanL4 f;
+
+    if (!mss || !llan_find_l4(frame, len, &f, &why) ||
+        f.proto != LLAN_IPPROTO_TCP) {
+        return 0;
+    }
+    return llan_tso(frame, &f, mss, send, opaque);
 }

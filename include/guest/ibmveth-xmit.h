@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hw/net/llan_tso.h"
+
 typedef struct IbmvethXmit {
     uint64_t bd_flags;      /* IBMVETH_BD_NO_CSUM, ... */
     uint64_t mss;           /* r12; 0 unless LRG_SND */
@@ -33,5 +35,25 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
                                        uint8_t *frame, size_t len,
                                        bool rx_csum, bool large_send,
                                        IbmvethXmit *out);
+
+/*
+ * What ibmveth_poll() makes of a received frame the device left
+ * unfinished, as the virtio-net header of the skb a forwarding stack
+ * passes on: with CSUM_GOOD in @rx_control, a TCP checksum field of 0
+ * gets the pseudo-header's sum back and the skb is CHECKSUM_PARTIAL
+ * (ibmveth_rx_csum_helper()); a large packet (LRG_PKT) is also GSO of
+ * @mss, the MSS the device gave (ibmveth_rx_mss_helper()).  False, with
+ * @frame untouched, for a frame that needs nothing more.
+ */
+bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
+                        uint16_t mss, struct virtio_net_hdr *vnet);
+/*
+ * The stack's software GSO (validate_xmit_skb()) of a TCP packet the
+ * driver cannot send whole: segments of @mss payload bytes, each with
+ * its checksums complete, built in @frame and handed to @send.  Returns
+ * how many; 0 (nothing sent) for a frame that is no TCP segment.
+ */
+unsigned ibmveth_xmit_segment(uint8_t *frame, size_t len, uint16_t mss,
+                              LlanSendFn *send, void *opaque);
 
 #endif

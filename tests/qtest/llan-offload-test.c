@@ -158,6 +158,7 @@ typedef struct FrameSpec {
     uint16_t sport;         /* 0: 40000 */
     bool partial;           /* the checksum left to an offload, as a local
                                sender on a veth leaves it */
+    bool to_guest;          /* from the peer to the guest */
 } FrameSpec;
 
 /* A TCP (12 bytes of options) or UDP frame from us to the peer, with
@@ -170,8 +171,8 @@ static size_t build(uint8_t *f, const FrameSpec *s)
     uint8_t *ip = f + 14, *l4 = f + 14 + l3;
 
     memset(f, 0, 14 + l3 + l4h);
-    memcpy(f, peer_mac, 6);
-    memcpy(f + 6, qrig_mac, 6);
+    memcpy(f, s->to_guest ? qrig_mac : peer_mac, 6);
+    memcpy(f + 6, s->to_guest ? peer_mac : qrig_mac, 6);
     if (s->v6) {
         put16(f + 12, 0x86DD);
         ip[0] = 0x60;
@@ -915,6 +916,109 @@ static char *make_stream(Rig *r, const char *machine, const char *nic,
     return uri;
 }
 
+/* ---- The built-in guest forwarding what the device left unfinished ---- */
+
+/*
+ * illan on a stream netdev with the built-in guest forwarding by macswap
+ * (@guest_opts appended), the test's end connected; a frame that comes
+ * back says the connection is up.
+ */
+static void rig_up_macswap(QRig *r, const char *guest_opts)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    struct timeval tv = { .tv_sec = QTEST_WAIT_S };
+    g_autofree char *netdev = NULL, *guest = NULL;
+    static uint8_t hello[4 + 60] = { 0, 0, 0, 60 }, got[65536];
+
+    qrig_init(r);
+    netdev = g_strdup_printf("stream,id=n0,server=on,addr.type=unix,"
+                             "addr.path=%s", r->dev_path);
+    guest = g_strdup_printf("-guest ibmveth,id=g0,dev=net0,fwd=macswap%s",
+                            guest_opts);
+    qrig_start(r, &(QRigOpts){ .mem = "512M", .netdev = netdev,
+                               .nic = ",id=net0", .extra = guest });
+    g_strlcpy(addr.sun_path, r->dev_path, sizeof(addr.sun_path));
+    r->peer = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(connect(r->peer, (struct sockaddr *)&addr, sizeof(addr)),
+                    ==, 0);
+    setsockopt(r->peer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    memcpy(hello + 4, qrig_mac, 6);
+    memcpy(hello + 10, peer_mac, 6);
+    g_assert_cmpint(write(r->peer, hello, sizeof(hello)), ==, sizeof(hello));
+    g_assert_cmpuint(recv_frame(r, got), ==, 60);
+}
+
+/*
+ * Ten segments merged by the device into one large packet, and a segment
+ * whose checksum a local sender left partial: Linux forwards both as
+ * CHECKSUM_PARTIAL skbs, the large one as GSO of the device's MSS, so
+ * the peer must get back ten valid segments and one valid frame, their
+ * MACs swapped.  @offloaded: by the device (LRG_SND with the MSS in r12,
+ * NO_CSUM), or else in software by the guest.
+ */
+static void macswap_unfinished(QRig *r, bool offloaded)
+{
+    static Burst b;
+    static uint8_t orig[65536], got[65536];
+    FrameSpec whole = { .flags = TCP_ACK, .payload = 10 * 1448 };
+    FrameSpec partial = { .flags = TCP_ACK, .payload = 1000,
+                          .partial = true, .to_guest = true };
+    size_t len;
+
+    for (unsigned i = 0; i < 10; i++) {
+        burst_add(&b, &(FrameSpec){ .flags = TCP_ACK, .payload = 1448,
+                                    .payload_off = i * 1448,
+                                    .to_guest = true });
+    }
+    burst_send(r, &b);
+    build(orig, &whole);
+    check_segments(r, orig, &whole, 1448, 10);
+    g_assert_cmpint(qrig_stat(r->qts, "nic.device.rx-lro-frames"), ==, 1);
+    g_assert_cmpint(qrig_stat(r->qts, "guest.offloads.rx-large"), ==, 1);
+
+    burst_add(&b, &partial);
+    burst_send(r, &b);
+    partial.partial = partial.to_guest = false;
+    len = build(orig, &partial);
+    g_assert_cmpuint(recv_frame(r, got), ==, len);
+    g_assert_cmpmem(got, len, orig, len);
+
+    /* The hello, ten segments (or one large send) and the partial one. */
+    qrig_wait_stat(r->qts, "guest.tx-frames", offloaded ? 3 : 12);
+    g_assert_cmpint(qrig_stat(r->qts, "guest.offloads.tx-large-sends"), ==,
+                    offloaded ? 1 : 0);
+    g_assert_cmpint(qrig_stat(r->qts, "nic.device.tx-segmented"), ==,
+                    offloaded ? 1 : 0);
+    g_assert_cmpint(qrig_stat(r->qts, "guest.offloads.tx-csum-offloaded"),
+                    ==, offloaded ? 2 : 0);
+}
+
+/* With the offloads the guest negotiated: large send and checksum
+ * offload on the way out. */
+static void test_guest_macswap_offloaded(void)
+{
+    QRig r;
+
+    rig_up_macswap(&r, "");
+    macswap_unfinished(&r, true);
+    qrig_stop(&r);
+}
+
+/* A guest that asked for nothing ("ethtool -K eth0 rx off tso off")
+ * while the device merges and flags anyway (here the test turns them on
+ * behind its back): the guest's stack segments and checksums in
+ * software, as validate_xmit_skb() does. */
+static void test_guest_macswap_software(void)
+{
+    QRig r;
+
+    rig_up_macswap(&r, ",offloads=off");
+    g_assert_cmpint(attributes(r.qts, 0, ATTR_IPV4_CSUM | ATTR_LRG_SR, NULL),
+                    ==, H_SUCCESS);
+    macswap_unfinished(&r, false);
+    qrig_stop(&r);
+}
+
 /* The attributes migrate, in a subsection only when some are on; a
  * destination that offers no offloads refuses them. */
 static void test_migration(void)
@@ -969,5 +1073,9 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/lro/breaks", test_lro_breaks);
     g_test_add_func("/llan-offload/lro/off", test_lro_off);
     g_test_add_func("/llan-offload/migration", test_migration);
+    g_test_add_func("/llan-offload/guest-macswap/offloaded",
+                    test_guest_macswap_offloaded);
+    g_test_add_func("/llan-offload/guest-macswap/software",
+                    test_guest_macswap_software);
     return g_test_run();
 }
