@@ -42,7 +42,7 @@ static const char *const status_names[] = {
 typedef enum Switchover {
     SWITCHOVER_NOT_YET,
     SWITCHOVER_REQUESTED,       /* the thread waits for the main thread */
-    SWITCHOVER_ANSWERED,
+    SWITCHOVER_ANSWERED,        /* also when the job ended unasked */
 } Switchover;
 
 /* One stream on its thread.  The main thread creates it, may cancel its
@@ -76,6 +76,7 @@ static struct {
     void (*pass_notifier)(uint64_t pass);
     MigrationJob *job;          /* a stream in progress */
     RunState vm_old_state;      /* source: the run state to go back to */
+    int64_t switchover_delay_us;    /* test only; set before the thread */
     /* Destination. */
     bool deferred;              /* -incoming defer, not yet given a URI */
     bool exit_on_error;         /* -incoming URI: a refused stream ends
@@ -151,15 +152,17 @@ static void fail(const GError *err)
 }
 
 /* The switchover's answer, on the main thread: once, and before the
- * thread is joined, since it may be waiting for it. */
+ * thread is joined, since it may be waiting for it.  Given before the
+ * request (the job is ending), it stands: a thread that asks after it
+ * gets no images and does not wait for a main thread that is joining
+ * it. */
 static void answer_switchover(MigrationJob *job, SaveVMImages *images)
 {
     qemu_mutex_lock(&job->lock);
-    if (job->switchover == SWITCHOVER_REQUESTED) {
-        job->images = images;
+    if (job->switchover != SWITCHOVER_ANSWERED) {
+        job->images = g_steal_pointer(&images);
         job->switchover = SWITCHOVER_ANSWERED;
         qemu_cond_broadcast(&job->answered);
-        images = NULL;
     }
     qemu_mutex_unlock(&job->lock);
     qemu_savevm_images_free(images);
@@ -378,11 +381,20 @@ static SaveVMImages *hook_switchover(void *opaque)
 {
     MigrationJob *job = opaque;
     SaveVMImages *images;
+    bool asked;
 
+    if (mig.switchover_delay_us) {
+        qemu_file_sleep(job->f, mig.switchover_delay_us);
+    }
     qemu_mutex_lock(&job->lock);
-    job->switchover = SWITCHOVER_REQUESTED;
+    asked = job->switchover == SWITCHOVER_NOT_YET;
+    if (asked) {
+        job->switchover = SWITCHOVER_REQUESTED;
+    }
     qemu_mutex_unlock(&job->lock);
-    main_loop_run_or_post(switchover, NULL);
+    if (asked) {
+        main_loop_run_or_post(switchover, NULL);
+    }
     qemu_mutex_lock(&job->lock);
     while (job->switchover != SWITCHOVER_ANSWERED) {
         qemu_cond_wait(&job->answered, &job->lock);
@@ -440,6 +452,17 @@ static void outgoing_finished(bool ok, GError *err)
     }
 }
 
+/* Test only (docs/devel/qtest.md): ILLAN_TEST_SWITCHOVER_DELAY_MS holds
+ * the source's thread that long, or until a cancel, between its last
+ * pass and its switchover request, so that a test can end the run in
+ * that window. */
+static int64_t test_switchover_delay_us(void)
+{
+    const char *ms = g_getenv("ILLAN_TEST_SWITCHOVER_DELAY_MS");
+
+    return ms ? g_ascii_strtoll(ms, NULL, 10) * 1000 : 0;
+}
+
 bool migration_outgoing(const char *uri, GError **errp)
 {
     MigrationChannel *ch;
@@ -459,6 +482,7 @@ bool migration_outgoing(const char *uri, GError **errp)
         return false;
     }
     set_status(MIGRATION_STATUS_SETUP);
+    mig.switchover_delay_us = test_switchover_delay_us();
     /* Under the pause, so that every write from now on sees the log on
      * (its writers read the switch without ordering of their own). */
     pause_all();
