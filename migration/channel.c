@@ -1,6 +1,8 @@
 /*
  * Migration channels.  Each URI becomes one file descriptor; exec: runs
- * the command through /bin/sh with the stream on its stdin or stdout.
+ * the command through /bin/sh with the stream on its stdin or stdout,
+ * and ends it when the stream has failed or the wait for it is given
+ * up.
  * Descriptors are handed over in blocking mode: the stream is read and
  * written in whole buffers.
  */
@@ -15,6 +17,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -23,6 +26,10 @@
 /* How long `migrate tcp:` waits on the main loop for a host to answer a
  * connect before it hands the connect over still in progress. */
 #define TCP_CONNECT_WAIT_MS 1000
+/* How long an exec: command no longer needed has to exit after SIGTERM,
+ * before SIGKILL; and how often it is looked at meanwhile. */
+#define EXEC_TERM_GRACE_MS  1000
+#define EXEC_REAP_POLL_US   10000
 
 struct MigrationChannel {
     int fd;
@@ -403,7 +410,7 @@ MigrationChannel *migration_channel_open_outgoing(const char *uri,
         ok = unknown_protocol(uri, errp);
     }
     if (!ok) {
-        migration_channel_close(ch, NULL);
+        migration_channel_close(ch, NULL, NULL, NULL);
         return NULL;
     }
     return ch;
@@ -475,17 +482,58 @@ MigrationChannel *migration_channel_open_incoming(const char *uri,
         ch->source = g_unix_fd_add(ch->listen_fd, G_IO_IN, on_connect, ch);
     }
     if (!ok) {
-        migration_channel_close(ch, NULL);
+        migration_channel_close(ch, NULL, NULL, NULL);
         return NULL;
     }
     return ch;
 }
 
-static bool wait_child(GPid child, GError **errp)
+/* 1 reaped (with *status), 0 still running, -1 waitpid failed. */
+static int try_reap(GPid child, int *status)
 {
-    int status;
+    pid_t r;
 
-    if (waitpid(child, &status, 0) < 0) {
+    do {
+        r = waitpid(child, status, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    return r == child ? 1 : r;
+}
+
+/* A command no longer needed ends as QEMU ends it: SIGTERM, then, for
+ * one that ignores it, SIGKILL; returns as try_reap() does. */
+static int terminate_child(GPid child, int *status)
+{
+    gint64 deadline = g_get_monotonic_time() + EXEC_TERM_GRACE_MS * 1000;
+    int done;
+    pid_t r;
+
+    kill(child, SIGTERM);
+    while (!(done = try_reap(child, status)) &&
+           g_get_monotonic_time() < deadline) {
+        g_usleep(EXEC_REAP_POLL_US);
+    }
+    if (done) {
+        return done;
+    }
+    kill(child, SIGKILL);
+    do {
+        r = waitpid(child, status, 0);
+    } while (r < 0 && errno == EINTR);
+    return r == child ? 1 : -1;
+}
+
+static bool wait_child(GPid child, MigrationChannelWait wait, void *opaque,
+                       GError **errp)
+{
+    int status, done;
+
+    while (!(done = try_reap(child, &status))) {
+        if (!wait || !wait(opaque)) {
+            done = terminate_child(child, &status);
+            break;
+        }
+    }
+    if (done < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "exec: waiting for the command: %s",
                     g_strerror(errno));
         return false;
@@ -501,7 +549,8 @@ static bool wait_child(GPid child, GError **errp)
     return true;
 }
 
-bool migration_channel_close(MigrationChannel *ch, GError **errp)
+bool migration_channel_close(MigrationChannel *ch, MigrationChannelWait wait,
+                             void *opaque, GError **errp)
 {
     bool ok = true;
 
@@ -527,7 +576,7 @@ bool migration_channel_close(MigrationChannel *ch, GError **errp)
         json_object_unref(ch->listen_addr);
     }
     if (ch->child) {
-        ok = wait_child(ch->child, ok ? errp : NULL) && ok;
+        ok = wait_child(ch->child, wait, opaque, ok ? errp : NULL) && ok;
     }
     g_free(ch);
     return ok;

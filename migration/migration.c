@@ -29,6 +29,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How often a wait for an exec: command looks for a cancel. */
+#define CHANNEL_WAIT_POLL_US    10000
+
 typedef struct Notifier {
     MigrationNotifier fn;
     void *opaque;
@@ -225,6 +228,25 @@ static void start_job(const char *name, bool outgoing, MigrationChannel *ch,
     job->thread = g_thread_new(name, fn, job);
 }
 
+/* While an exec: command finishes after a whole stream: until the job
+ * is cancelled (migrate_cancel, the exit). */
+static bool not_cancelled(void *opaque)
+{
+    MigrationJob *job = opaque;
+
+    return qemu_file_sleep(job->f, CHANNEL_WAIT_POLL_US);
+}
+
+/* The thread's last use of its channel: a failed stream's command is
+ * ended at once. */
+static bool close_channel(MigrationJob *job, bool ok, GError **errp)
+{
+    MigrationChannel *ch = g_steal_pointer(&job->ch);
+
+    return migration_channel_close(ch, ok ? not_cancelled : NULL, job,
+                                   ok ? errp : NULL) && ok;
+}
+
 /* Destination. */
 
 static gpointer incoming_thread(gpointer opaque)
@@ -233,8 +255,7 @@ static gpointer incoming_thread(gpointer opaque)
     GError *err = NULL;
     bool ok = qemu_loadvm_read(job->f, mig.machine_type, mig.ram, &err);
 
-    ok = migration_channel_close(job->ch, ok ? &err : NULL) && ok;
-    job->ch = NULL;
+    ok = close_channel(job, ok, &err);
     job_end(job, ok, err);
     return NULL;
 }
@@ -413,8 +434,7 @@ static gpointer outgoing_thread(gpointer opaque)
                            &mig.stats, &err);
 
     ok = qemu_file_finish(job->f, ok ? &err : NULL) && ok;
-    ok = migration_channel_close(job->ch, ok ? &err : NULL) && ok;
-    job->ch = NULL;
+    ok = close_channel(job, ok, &err);
     job_end(job, ok, err);
     return NULL;
 }
@@ -622,7 +642,7 @@ GError *migration_take_fatal_error(void)
 
 void migration_cleanup(void)
 {
-    migration_channel_close(mig.incoming, NULL);
+    migration_channel_close(mig.incoming, NULL, NULL, NULL);
     mig.incoming = NULL;
     g_clear_pointer(&mig.incoming_uri, g_free);
     g_clear_pointer(&mig.error, g_free);

@@ -33,8 +33,14 @@ MigrationChannel *migration_channel_open_incoming(const char *uri,
  * chose for port 0); NULL for other channels. */
 JsonArray *migration_channel_socket_addresses(const MigrationChannel *ch);
 
-/* Closes the descriptor; for exec: also waits for the command and fails
- * unless it exited with status 0. */
-bool migration_channel_close(MigrationChannel *ch, GError **errp);
+/* Polled while an exec: command is waited for; it may sleep a little,
+ * and returns false to give the wait up. */
+typedef bool (*MigrationChannelWait)(void *opaque);
+/* Closes the descriptor.  For exec:, waits for the command as long as
+ * @wait says (fails unless it exited with status 0); @wait NULL (a
+ * stream that failed), or once it gives up, the command is ended:
+ * SIGTERM, then SIGKILL a second later if it is still there. */
+bool migration_channel_close(MigrationChannel *ch, MigrationChannelWait wait,
+                             void *opaque, GError **errp);
 
 #endif

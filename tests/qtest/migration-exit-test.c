@@ -1,18 +1,30 @@
 /*
- * Ending a run in the middle of a migration: SIGTERM or quit in the
- * window between the source's last pass and its switchover request
- * (held open by the test-only ILLAN_TEST_SWITCHOVER_DELAY_MS), the exit
- * ends in time and with a clean status.
+ * Ending a migration or the run in the middle of one: SIGTERM or quit in
+ * the window between the source's last pass and its switchover request
+ * (held open by the test-only ILLAN_TEST_SWITCHOVER_DELAY_MS); a cancel
+ * or SIGTERM while an exec: command neither reads nor exits.  Each ends
+ * in time, with a clean status and nothing left behind.
  */
 #include "migration-helpers.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+
+#define RAM_SIZE        (64ULL << 20)
 
 /* Far longer than the test waits, so that only a hang reaches it. */
 #define SWITCHOVER_DELAY_MS "60000"
 /* How long an exit may take, whatever the migration was doing. */
 #define EXIT_MAX_S          2.0
+/* An exec: command that reads nothing, ignores SIGTERM and never exits
+ * by itself. */
+#define STUBBORN_EXEC       "exec:trap \"\" TERM; exec sleep 60"
+/* Nonzero RAM, far more than a pipe holds. */
+#define FILL_LEN            (16u << 20)
+/* A cancel or an exit with such a command: its SIGTERM's grace, then
+ * SIGKILL, and some room. */
+#define EXEC_END_MAX_S      3.0
 
 /* The source has synced after its first pass and found nothing left:
  * from here its thread goes straight to the switchover request. */
@@ -27,16 +39,21 @@ static bool past_last_sync(void *opaque)
            json_object_get_int_member(ram, "remaining") == 0;
 }
 
+static double seconds_since(gint64 start)
+{
+    return (g_get_monotonic_time() - start) / 1e6;
+}
+
 /* Sends @sig (0: none, the exit is already under way) and returns the
- * exit status; asserts it came within EXIT_MAX_S. */
-static int exit_within_limit(QTestState *qts, int sig)
+ * exit status; asserts it came within @max_s. */
+static int exit_within(QTestState *qts, int sig, double max_s)
 {
     gint64 start = g_get_monotonic_time();
     int status = qtest_quit_status(qts, sig);
-    double took = (g_get_monotonic_time() - start) / 1e6;
+    double took = seconds_since(start);
 
     g_test_message("exited with status %d after %.3f s", status, took);
-    g_assert_cmpfloat(took, <, EXIT_MAX_S);
+    g_assert_cmpfloat(took, <, max_s);
     return status;
 }
 
@@ -59,7 +76,7 @@ static void switchover_window(int sig)
     if (!sig) {
         json_object_unref(qmp_ok(r.src, "{'execute': 'quit'}"));
     }
-    g_assert_cmpint(exit_within_limit(r.src, sig), ==, 0);
+    g_assert_cmpint(exit_within(r.src, sig, EXIT_MAX_S), ==, 0);
     rig_free(&r);
 }
 
@@ -73,6 +90,99 @@ static void test_switchover_window_quit(void)
     switchover_window(0);
 }
 
+/* The processes illan started and has not reaped, as /proc lists them. */
+static char *children_of(QTestState *qts)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/children",
+                                            (int)qtest_pid(qts),
+                                            (int)qtest_pid(qts));
+    char *list = NULL;
+
+    g_assert_true(g_file_get_contents(path, &list, NULL, NULL));
+    return g_strstrip(list);
+}
+
+/* A source writing to STUBBORN_EXEC, stalled once the pipe is full. */
+static void start_stubborn_exec(Rig *r)
+{
+    g_autofree char *children = NULL;
+
+    rig_init(r);
+    r->src = rig_start(r, r->src_dev, "pseries", NULL, NULL);
+    qtest_memset(r->src, RAM_SIZE - FILL_LEN, 0x5a, FILL_LEN);
+    migrate_start(r->src, STUBBORN_EXEC);
+    wait_migration_moved(r->src, 1);
+    children = children_of(r->src);
+    g_assert_cmpstr(children, !=, "");
+}
+
+/* migrate_cancel: cancelled in time, the command gone, the machine
+ * running again. */
+static void test_exec_cancel(void)
+{
+    Rig r;
+    g_autofree char *children = NULL, *state = NULL;
+    gint64 start;
+
+    start_stubborn_exec(&r);
+    start = g_get_monotonic_time();
+    json_object_unref(qmp_ok(r.src, "{'execute': 'migrate_cancel'}"));
+    wait_migration_status(r.src, "cancelled");
+    g_test_message("cancelled after %.3f s", seconds_since(start));
+    g_assert_cmpfloat(seconds_since(start), <, EXEC_END_MAX_S);
+    children = children_of(r.src);
+    g_assert_cmpstr(children, ==, "");
+    state = run_state(r.src);
+    g_assert_cmpstr(state, ==, "running");
+    qtest_quit(r.src);
+    rig_free(&r);
+}
+
+/* A command that keeps running after it read the whole stream: the
+ * source waits for it, still active, until migrate_cancel ends it. */
+static void test_exec_lingering(void)
+{
+    Rig r;
+    g_autofree char *file = NULL, *uri = NULL, *children = NULL;
+    g_autofree char *state = NULL;
+    g_autoptr(JsonObject) info = NULL;
+    gint64 start;
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    uri = g_strdup_printf("exec:cat > %s; trap \"\" TERM; exec sleep 60",
+                          file);
+    r.src = rig_start(&r, r.src_dev, "pseries", NULL, NULL);
+    migrate_start(r.src, uri);
+    wait_whole_stream(r.src, file);
+    state = run_state(r.src);
+    g_assert_cmpstr(state, ==, "finish-migrate");
+    info = query_migrate(r.src);
+    g_assert_cmpstr(json_object_get_string_member(info, "status"), ==,
+                    "active");
+    start = g_get_monotonic_time();
+    json_object_unref(qmp_ok(r.src, "{'execute': 'migrate_cancel'}"));
+    wait_migration_status(r.src, "cancelled");
+    g_test_message("cancelled after %.3f s", seconds_since(start));
+    g_assert_cmpfloat(seconds_since(start), <, EXEC_END_MAX_S);
+    children = children_of(r.src);
+    g_assert_cmpstr(children, ==, "");
+    g_free(state);
+    state = run_state(r.src);
+    g_assert_cmpstr(state, ==, "running");
+    qtest_quit(r.src);
+    rig_free(&r);
+}
+
+static void test_exec_sigterm(void)
+{
+    Rig r;
+
+    start_stubborn_exec(&r);
+    g_assert_cmpint(exit_within(r.src, SIGTERM, EXEC_END_MAX_S), ==, 0);
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -80,5 +190,8 @@ int main(int argc, char **argv)
                     test_switchover_window_sigterm);
     g_test_add_func("/migration/exit/switchover-window/quit",
                     test_switchover_window_quit);
+    g_test_add_func("/migration/exit/exec/cancel", test_exec_cancel);
+    g_test_add_func("/migration/exit/exec/sigterm", test_exec_sigterm);
+    g_test_add_func("/migration/exit/exec/lingering", test_exec_lingering);
     return g_test_run();
 }

@@ -270,6 +270,30 @@ gint64 migration_transferred(QTestState *qts)
     return ram_transferred(info);
 }
 
+typedef struct WholeStream {
+    QTestState *qts;
+    const char *file;
+} WholeStream;
+
+static bool has_whole_stream(void *opaque)
+{
+    WholeStream *w = opaque;
+    g_autofree char *data = NULL;
+    gsize len = 0;
+
+    return g_file_get_contents(w->file, &data, &len, NULL) && len &&
+           data[len - 1] == '}' &&
+           (gint64)len == migration_transferred(w->qts);
+}
+
+void wait_whole_stream(QTestState *qts, const char *file)
+{
+    WholeStream w = { qts, file };
+
+    qtest_wait_until(has_whole_stream, &w, QTEST_WAIT_S,
+                     "%s to hold the whole stream", file);
+}
+
 static int unix_stream(const char *path, struct sockaddr_un *addr)
 {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

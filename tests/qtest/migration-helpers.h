@@ -72,6 +72,10 @@ void wait_migration_status(QTestState *qts, const char *status);
 gint64 wait_migration_moved(QTestState *qts, gint64 min);
 /* query-migrate's ram.transferred. */
 gint64 migration_transferred(QTestState *qts);
+/* Waits (QTEST_WAIT_S) until @file, written by an exec: command from
+ * the source @qts, holds the whole stream: as many bytes as the source
+ * sent, ending with the VM description's closing brace. */
+void wait_whole_stream(QTestState *qts, const char *file);
 /* A unix stream socket listening at @path, and one connected to it. */
 int stall_listen(const char *path);
 int stall_connect(const char *path);
