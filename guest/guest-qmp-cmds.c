@@ -1,13 +1,14 @@
 /*
  * The built-in guests' QMP commands: x-query-guest-stats, what each guest
  * saw and did; x-guest-set-mac and x-guest-set-mtu, what "ip link set"
- * does to a Linux guest's interface.
+ * does to a Linux guest's interface, only while the machine runs.
  */
 #include "guest/guest.h"
 #include "guest/guest-mem.h"
 #include "hw/qdev.h"
 #include "qemu/module.h"
 #include "qemu/qmp-registry.h"
+#include "qemu/runstate.h"
 
 #include <string.h>
 
@@ -171,6 +172,21 @@ static IbmvethGuest *find_guest(JsonObject *args, QmpError *err)
     return l.found;
 }
 
+/* A guest acts only while its vCPU may run.  In every other state the
+ * machine is stopped, and in inmigrate, finish-migrate and postmigrate
+ * its RAM and device state are the migration's: a change there would
+ * reach one side of it and not the other, or be overwritten. */
+static bool guest_may_act(IbmvethGuest *g, const char *cmd, QmpError *err)
+{
+    if (runstate_is_running()) {
+        return true;
+    }
+    qmp_error_set(err, QMP_ERROR_GENERIC, "guest '%s' is not running "
+                  "(status: %s): %s acts only while the machine runs",
+                  ibmveth_guest_id(g), runstate_name(runstate_get()), cmd);
+    return false;
+}
+
 static JsonNode *guest_result(bool ok, GError *gerr, QmpError *err)
 {
     if (!ok) {
@@ -197,6 +213,9 @@ static JsonNode *guest_set_mac(JsonObject *args, QmpError *err)
                       "unicast MAC address, not '%s'", str);
         return NULL;
     }
+    if (!guest_may_act(g, "x-guest-set-mac", err)) {
+        return NULL;
+    }
     ok = ibmveth_guest_set_mac(g, mac.a, &gerr);
     return guest_result(ok, gerr, err);
 }
@@ -214,6 +233,9 @@ static JsonNode *guest_set_mtu(JsonObject *args, QmpError *err)
     if (mtu < 0 || mtu > UINT32_MAX) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'mtu' expects an "
                       "MTU in bytes, not %" G_GINT64_FORMAT, mtu);
+        return NULL;
+    }
+    if (!guest_may_act(g, "x-guest-set-mtu", err)) {
         return NULL;
     }
     ok = ibmveth_guest_set_mtu(g, mtu, &gerr);

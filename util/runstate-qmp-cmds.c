@@ -53,9 +53,21 @@ static JsonNode *qmp_cont(JsonObject *args, QmpError *err)
     return qmp_return_empty();
 }
 
+/* Not in finish-migrate: the device state has been captured and the
+ * last pages are still going out, so the destination would get the
+ * devices from before the reset with RAM from after it.  Paused,
+ * inmigrate and postmigrate allow it, as QEMU does: no images are
+ * taken yet, the loaded ones replace what it reset, or the stream is
+ * whole. */
 static JsonNode *system_reset(JsonObject *args, QmpError *err)
 {
-    (void)args, (void)err;
+    (void)args;
+    if (runstate_get() == RUN_STATE_FINISH_MIGRATE) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Migration is not finalized "
+                      "yet: retry system_reset once query-migrate says "
+                      "completed, failed or cancelled");
+        return NULL;
+    }
     qemu_system_reset("host-qmp-system-reset");
     return qmp_return_empty();
 }
