@@ -83,6 +83,11 @@ void qemu_file_cancel(QEMUFile *f, const char *why)
     }
 }
 
+bool qemu_file_cancelled(QEMUFile *f)
+{
+    return __atomic_load_n(&f->cancelled, __ATOMIC_ACQUIRE) != NULL;
+}
+
 static bool check_cancelled(QEMUFile *f)
 {
     const char *why = __atomic_load_n(&f->cancelled, __ATOMIC_ACQUIRE);

@@ -555,8 +555,10 @@ static bool load_command(QEMUFile *f, GError **errp)
     return true;
 }
 
-/* The description after EOF is for tools; it is skipped if present. */
-static void skip_vmdesc(QEMUFile *f)
+/* The description after EOF is for tools; it is skipped if present,
+ * and one cut short is no error, as in QEMU.  A shutdown while it is
+ * read interrupts the load as it would one byte earlier. */
+static bool skip_vmdesc(QEMUFile *f, GError **errp)
 {
     if (qemu_peek_byte(f, 0) == QEMU_VM_VMDESCRIPTION) {
         uint32_t len;
@@ -565,6 +567,11 @@ static void skip_vmdesc(QEMUFile *f)
         len = qemu_get_be32(f);
         qemu_file_skip(f, MIN(len, VMDESC_MAX_LEN));
     }
+    if (qemu_file_cancelled(f) && !qemu_file_check(f, errp)) {
+        g_prefix_error(errp, "in the VM description: ");
+        return false;
+    }
+    return true;
 }
 
 static bool load_sections(LoadState *ls, GError **errp)
@@ -580,8 +587,7 @@ static bool load_sections(LoadState *ls, GError **errp)
         }
         switch (type) {
         case QEMU_VM_EOF:
-            skip_vmdesc(ls->f);
-            return true;
+            return skip_vmdesc(ls->f, errp);
         case QEMU_VM_SECTION_START:
         case QEMU_VM_SECTION_FULL:
             ok = load_section_start(ls, type, errp);

@@ -29,6 +29,8 @@ void qemu_file_free(QEMUFile *f);
 /* Any thread, until the file is freed: the I/O in progress, and all
  * after it, fails with "@why at byte N" (@why a static string). */
 void qemu_file_cancel(QEMUFile *f, const char *why);
+/* Whether qemu_file_cancel() was called; any thread. */
+bool qemu_file_cancelled(QEMUFile *f);
 
 /* Flushes an output file, then waits @us microseconds, or less if the
  * file is cancelled meanwhile; false once the file has failed.  For a

@@ -3,13 +3,16 @@
  * the window between the source's last pass and its switchover request
  * (held open by the test-only ILLAN_TEST_SWITCHOVER_DELAY_MS); a cancel
  * or SIGTERM while an exec: command neither reads nor exits.  Each ends
- * in time, with a clean status and nothing left behind.
+ * in time, with a clean status and nothing left behind.  And SIGTERM to
+ * a destination whose source stopped anywhere in the stream, the VM
+ * description after EOF included: the stream is refused, status 1.
  */
 #include "migration-helpers.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RAM_SIZE        (64ULL << 20)
 
@@ -183,6 +186,70 @@ static void test_exec_sigterm(void)
     rig_free(&r);
 }
 
+/* Where the VM description starts (its 0x06 byte, right after EOF):
+ * the last such byte whose length runs exactly to the stream's end. */
+static gsize vmdesc_offset(const guint8 *data, gsize len)
+{
+    for (gsize at = len - 5; at > 0; at--) {
+        guint32 desc_len = (guint32)data[at + 1] << 24 |
+                           data[at + 2] << 16 | data[at + 3] << 8 |
+                           data[at + 4];
+
+        if (data[at] == 0x06 && data[at - 1] == 0x00 &&
+            at + 5 + desc_len == len) {
+            return at;
+        }
+    }
+    g_error("the stream has no VM description");
+}
+
+/* A destination on the command line's -incoming, fed the first @cut
+ * bytes of @data, then SIGTERM: status 1 and the one line. */
+static void interrupt_destination_at(Rig *r, const guint8 *data, gsize cut)
+{
+    g_autofree char *sock = rig_path(r, "mig.sock");
+    g_autofree char *errfile = rig_path(r, "dst.err");
+    g_autofree char *incoming = g_strdup_printf("-incoming unix:%s 2>%s",
+                                                sock, errfile);
+    g_autofree char *err = NULL, *byte = NULL;
+    QTestState *dst = rig_start(r, r->dst_dev, "pseries", NULL, incoming);
+    int fd = stall_connect(sock);
+
+    g_assert_cmpint(write(fd, data, cut), ==, (gssize)cut);
+    g_assert_cmpint(wait_migration_moved(dst, cut), ==, cut);
+    g_assert_cmpint(qtest_quit_status(dst, SIGTERM), ==, 1);
+    close(fd);
+    g_assert_true(g_file_get_contents(errfile, &err, NULL, NULL));
+    g_test_message("cut at %" G_GSIZE_FORMAT ": %s", cut, err);
+    byte = g_strdup_printf("interrupted by shutdown at byte %" G_GSIZE_FORMAT
+                           "\n", cut);
+    g_assert_true(g_str_has_prefix(err, "illan: -incoming unix:"));
+    g_assert_true(g_str_has_suffix(err, byte));
+}
+
+/* Before the EOF marker, right after it, and inside the description's
+ * JSON: the same refusal each time. */
+static void test_destination_in_vmdesc(void)
+{
+    Rig r;
+    g_autofree char *file = NULL, *uri = NULL;
+    g_autofree guint8 *data = NULL;
+    gsize len, desc;
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    uri = g_strdup_printf("file:%s", file);
+    r.src = rig_start(&r, r.src_dev, "pseries", NULL, NULL);
+    migrate(r.src, uri);
+    qtest_quit(r.src);
+    g_assert_true(g_file_get_contents(file, (char **)&data, &len, NULL));
+    desc = vmdesc_offset(data, len);
+    interrupt_destination_at(&r, data, desc - 1);
+    interrupt_destination_at(&r, data, desc);
+    interrupt_destination_at(&r, data, desc + 5 + 10);
+    rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -193,5 +260,7 @@ int main(int argc, char **argv)
     g_test_add_func("/migration/exit/exec/cancel", test_exec_cancel);
     g_test_add_func("/migration/exit/exec/sigterm", test_exec_sigterm);
     g_test_add_func("/migration/exit/exec/lingering", test_exec_lingering);
+    g_test_add_func("/migration/exit/destination-in-vmdesc",
+                    test_destination_in_vmdesc);
     return g_test_run();
 }
