@@ -166,9 +166,10 @@ static SpaprVlanState *vlan_find(SpaprMachineState *spapr, uint64_t reg)
                                                      reg));
 }
 
-/* Filters: off delivers everything (as QEMU did); on delivers our MAC,
- * broadcast, and multicast in the table.  Multicast also needs
- * receive-multicast on, in either state. */
+/* Filters, as PAPR has them: unicast only to the MAC in force, whatever
+ * the filtering switch says (it concerns multicast: QEMU, which never
+ * filtered, delivered all unicast); broadcast always; multicast with
+ * receive-multicast on, and with filtering on only the table's. */
 static void filter_reset(SpaprVlanFilter *f)
 {
     *f = (SpaprVlanFilter){ .filtering = false, .rx_multicast = true };
@@ -195,7 +196,7 @@ static bool filter_accepts(const SpaprVlanState *s, const uint8_t *dst)
     if (dst[0] & 1) {
         return f->rx_multicast && (!f->filtering || filter_has(f, dst));
     }
-    return !f->filtering || !memcmp(dst, s->mac.a, 6);
+    return !memcmp(dst, s->mac.a, 6);
 }
 
 /* H_FREE_LOGICAL_LAN: the adapter closes.  The MAC in force stays, as
@@ -1933,9 +1934,9 @@ static const char *rx_state(bool all, bool none)
     return all ? "all" : none ? "none" : "normal";
 }
 
-/* The filter as QEMU's RxFilterInfo describes one: filtering off means
- * promiscuous; with it, unicast is the MAC alone and multicast is the
- * table. */
+/* The filter as QEMU's RxFilterInfo describes one: never promiscuous,
+ * since unicast is always the MAC alone; multicast is all with filtering
+ * off, the table with it on. */
 static GVariant *spapr_vlan_query_rx_filter(void *opaque)
 {
     SpaprVlanState *s = opaque;
@@ -1946,12 +1947,11 @@ static GVariant *spapr_vlan_query_rx_filter(void *opaque)
 
     spapr_vlan_get_filter(s, &f);
     g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
-    dict_add(&b, "promiscuous", g_variant_new_boolean(!f.filtering));
+    dict_add(&b, "promiscuous", g_variant_new_boolean(false));
     dict_add(&b, "multicast",
              g_variant_new_string(rx_state(f.rx_multicast && !f.filtering,
                                            !f.rx_multicast)));
-    dict_add(&b, "unicast", g_variant_new_string(rx_state(!f.filtering,
-                                                          false)));
+    dict_add(&b, "unicast", g_variant_new_string("normal"));
     dict_add(&b, "vlan", g_variant_new_string("all"));
     dict_add(&b, "broadcast-allowed", g_variant_new_boolean(true));
     dict_add(&b, "multicast-overflow", g_variant_new_boolean(false));

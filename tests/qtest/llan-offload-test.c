@@ -221,6 +221,14 @@ static size_t build(uint8_t *f, const FrameSpec *s)
     return len;
 }
 
+/* @f as the peer sends it to the guest: the device delivers only unicast
+ * to the guest's MAC. */
+static void address_to_guest(uint8_t *f)
+{
+    memcpy(f, qrig_mac, 6);
+    memcpy(f + 6, peer_mac, 6);
+}
+
 static void rig_up(QRig *r, const char *nic)
 {
     qrig_init(r);
@@ -573,10 +581,11 @@ static void test_tx_malformed(void)
 
 /* Injects @f and returns the control byte's checksum flags of its entry;
  * the frame as the guest sees it is in @got. */
-static uint8_t rx_flags(QRig *r, const uint8_t *f, size_t len, uint8_t *got)
+static uint8_t rx_flags(QRig *r, uint8_t *f, size_t len, uint8_t *got)
 {
     IbmvethRxEntry e;
 
+    address_to_guest(f);
     qrig_send(r, f, len);
     e = qibmveth_wait_rx(r->guest, got, 65536);
     g_assert_cmpuint(e.len, ==, len);
@@ -642,6 +651,8 @@ typedef struct Burst {
 static void burst_add(Burst *b, const FrameSpec *spec)
 {
     size_t len = build(b->buf + b->len + 4, spec);
+
+    address_to_guest(b->buf + b->len + 4);
 
     b->buf[b->len] = len >> 24;
     b->buf[b->len + 1] = len >> 16;

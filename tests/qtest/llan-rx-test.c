@@ -218,8 +218,8 @@ static void test_filters(void)
     QRig r;
 
     rig_start(&r, "on", NULL);
-    /* After open, filtering is off: everything, as QEMU delivered. */
-    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x1f);
+    /* After open, filtering is off: all multicast, and unicast to us. */
+    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x1d);
     /* Linux's sequence: clear with reception on, add, filter. */
     mcast(&r, 0x80000 | 0x20000 | 0x40000 | 3, 0);
     mcast(&r, 1, 0x01005e000001ULL);
@@ -228,9 +228,9 @@ static void test_filters(void)
     /* Receive-multicast off: no multicast even from the table. */
     mcast(&r, 0x80000, 0);
     g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x05);
-    /* Receive-multicast on, filtering off: all multicast, everything. */
+    /* Receive-multicast on, filtering off: all multicast. */
     mcast(&r, 0x80000 | 0x20000 | 0x40000, 0);
-    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x1f);
+    g_assert_cmphex(delivered_of(&r, dsts, 5), ==, 0x1d);
     /* A new MAC is ours from then on. */
     mcast(&r, 0x40000 | 0x10000, 0);
     g_assert_cmpint(qtest_hcallv(r.qts, H_CHANGE_LOGICAL_LAN_MAC, UNIT,
@@ -242,6 +242,50 @@ static void test_filters(void)
         expect_frame(&r, &tag);
         g_assert_cmpuint(tag, ==, 1);
     }
+    qrig_stop(&r);
+}
+
+/*
+ * PAPR filters unicast by MAC whatever the filter switch says: the switch
+ * (H_MULTICAST_CTRL's filtering bits) concerns multicast only.  So with
+ * filtering off, after open or after Linux's promiscuous call (0xE0000),
+ * unicast to another MAC is dropped as filtered, while broadcast and all
+ * multicast arrive.
+ */
+static void test_unicast_filtered_always(void)
+{
+    static const uint8_t dsts[4][6] = {
+        { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 },   /* 0: us */
+        { 0x52, 0x54, 0x00, 0x99, 0x99, 0x99 },   /* 1: someone else */
+        { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },   /* 2: broadcast */
+        { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x07 },   /* 3: any multicast */
+    };
+    QRig r;
+
+    rig_start(&r, "on", NULL);
+    g_assert_cmphex(delivered_of(&r, dsts, 4), ==, 0xd);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-dropped.filtered"), ==,
+                    1);
+    /* query-rx-filter says so: never promiscuous, unicast normal. */
+    {
+        g_autoptr(JsonObject) rsp = qtest_qmp(r.qts, "{'execute': "
+                                              "'query-rx-filter'}");
+        JsonObject *f = json_array_get_object_element(
+            json_object_get_array_member(rsp, "return"), 0);
+
+        g_assert_false(json_object_get_boolean_member(f, "promiscuous"));
+        g_assert_cmpstr(json_object_get_string_member(f, "unicast"), ==,
+                        "normal");
+        g_assert_cmpstr(json_object_get_string_member(f, "multicast"), ==,
+                        "all");
+    }
+    /* Linux's promiscuous mode: receive-multicast on, filtering off. */
+    mcast(&r, 0x80000 | 0x20000 | 0x40000, 0);
+    g_assert_cmphex(delivered_of(&r, dsts, 4), ==, 0xd);
+    /* Receive-multicast off: broadcast still arrives. */
+    mcast(&r, 0x80000, 0);
+    g_assert_cmphex(delivered_of(&r, dsts, 4), ==, 0x5);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.filtered"), ==, 4);
     qrig_stop(&r);
 }
 
@@ -643,6 +687,8 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-rx/toggle-across-wraps", test_toggle_across_wraps);
     g_test_add_func("/llan-rx/no-buffer-counter", test_no_buffer_counter);
     g_test_add_func("/llan-rx/filters", test_filters);
+    g_test_add_func("/llan-rx/unicast-filtered-always",
+                    test_unicast_filtered_always);
     g_test_add_func("/llan-rx/interrupts-only-when-enabled",
                     test_interrupts_only_when_enabled);
     g_test_add_func("/llan-rx/hostile-unmapped-queue",

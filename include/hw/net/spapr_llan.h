@@ -64,7 +64,7 @@ typedef struct SpaprVlanStats {
 } SpaprVlanStats;
 
 typedef struct SpaprVlanFilter {
-    bool filtering;                 /* off: every frame is delivered */
+    bool filtering;                 /* off: every multicast frame is */
     bool rx_multicast;              /* off: no multicast frame is */
     unsigned nmcast;
     MACAddr mcast[LLAN_MCAST_FILTERS];
