@@ -438,9 +438,6 @@ static uint8_t rx_csum_apply_locked(SpaprVlanState *s, const RxCsum *c,
 {
     uint8_t be[2] = { 0 };
 
-    if (!c->checked) {
-        return 0;
-    }
     switch (c->verdict) {
     case LLAN_RX_CSUM_GOOD:
         s->stats.rx_csum_good++;
@@ -460,6 +457,33 @@ static uint8_t rx_csum_apply_locked(SpaprVlanState *s, const RxCsum *c,
     }
     s->stats.rx_csum_bad++;
     return 0;
+}
+
+/*
+ * A partial checksum (a local sender's, left for hardware to finish) in
+ * a frame whose IP version the guest has no checksum offload for: Linux
+ * would drop it, and no frame on a wire carries one, so the device
+ * completes it in the guest's copy at @data, as PowerVM does.  False
+ * when that write fails.
+ */
+static bool rx_csum_complete_locked(SpaprVlanState *s, const NetFrame *f,
+                                    uint64_t data)
+{
+    LlanOffloadError why;
+    uint16_t completed;
+    uint8_t be[2];
+    LlanL4 l4;
+
+    if (!llan_find_l4(f->data, f->len, &l4, &why) ||
+        !llan_rx_csum_partial(f->data, &l4, &completed)) {
+        return true;
+    }
+    stn_be_p(be, 2, completed);
+    if (!spapr_vio_dma_write(&s->vdev, data + l4.csum_at, be, 2)) {
+        return false;
+    }
+    s->stats.rx_csum_completed++;
+    return true;
 }
 
 /* One frame into one buffer; @csum is NULL when no offload is on. */
@@ -489,9 +513,12 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
                              f->data, f->len)) {
         return NET_RX_DROP_DMA_ERROR;
     }
-    if (csum) {
+    if (csum && csum->checked) {
         flags = rx_csum_apply_locked(s, csum, LLAN_BD_ADDR(bd) +
                                               RX_DATA_OFFSET);
+    } else if (!rx_csum_complete_locked(s, f, LLAN_BD_ADDR(bd) +
+                                              RX_DATA_OFFSET)) {
+        return NET_RX_DROP_DMA_ERROR;
     }
     if (!dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
         !write_rxq_entry(s, b, handle, RX_DATA_OFFSET, f->len, flags, f)) {
@@ -1904,6 +1931,8 @@ static GVariant *spapr_vlan_query(void *opaque)
     dict_add(&b, "rx-csum-good", g_variant_new_uint64(vs.rx_csum_good));
     dict_add(&b, "rx-csum-partial", g_variant_new_uint64(vs.rx_csum_partial));
     dict_add(&b, "rx-csum-bad", g_variant_new_uint64(vs.rx_csum_bad));
+    dict_add(&b, "rx-csum-completed",
+             g_variant_new_uint64(vs.rx_csum_completed));
     dict_add(&b, "rx-lro-frames", g_variant_new_uint64(vs.rx_lro_frames));
     dict_add(&b, "rx-lro-segments",
              g_variant_new_uint64(vs.rx_lro_segments));

@@ -1256,7 +1256,8 @@ static void check_nic_stats(JsonObject *nic)
             "rx-buffer-bytes", "rx-interrupts", "rx-held",
             "rx-bufs-posted", "rx-dropped", "tx-frames", "tx-bytes",
             "tx-errors", "attributes", "attribute-names", "rx-csum-good",
-            "rx-csum-partial", "rx-csum-bad", "rx-lro-frames",
+            "rx-csum-partial", "rx-csum-bad", "rx-csum-completed",
+            "rx-lro-frames",
             "rx-lro-segments", "tx-csum-completed",
             "tx-segmented", "tx-segments", "tx-offload-errors", "pools");
     get_bool(dev, "rx-buffer-pools");
@@ -1277,6 +1278,7 @@ static void check_nic_stats(JsonObject *nic)
     get_int(dev, "rx-csum-good");
     get_int(dev, "rx-csum-partial");
     get_int(dev, "rx-csum-bad");
+    get_int(dev, "rx-csum-completed");
     get_int(dev, "rx-lro-frames");
     get_int(dev, "rx-lro-segments");
     get_int(dev, "tx-csum-completed");

@@ -72,4 +72,11 @@ typedef enum LlanRxCsum {
 LlanRxCsum llan_rx_csum(const uint8_t *f, const LlanL4 *l4,
                         uint16_t *completed);
 
+/* Whether the checksum of @l4 in the received frame @f is partial, with
+ * *completed the full checksum; sums the segment only when the field
+ * holds the pseudo-header sum, so a frame that is not partial costs a
+ * few header bytes. */
+bool llan_rx_csum_partial(const uint8_t *f, const LlanL4 *l4,
+                          uint16_t *completed);
+
 #endif

@@ -50,6 +50,8 @@ typedef struct SpaprVlanStats {
     /* Offloads (see docs/system/devices/spapr-vlan.md). */
     uint64_t attributes;            /* what H_ILLAN_ATTRIBUTES reports */
     uint64_t rx_csum_good, rx_csum_partial, rx_csum_bad;
+    uint64_t rx_csum_completed;     /* partial ones we completed for a
+                                       guest without checksum offload */
     uint64_t rx_lro_frames, rx_lro_segments;    /* merged, and of how many */
     uint64_t tx_csum_completed;     /* frames whose checksum we filled */
     uint64_t tx_segmented, tx_segments;     /* large sends, frames sent */
