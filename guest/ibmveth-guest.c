@@ -58,6 +58,8 @@ struct IbmvethGuest {
     uint32_t rx_nstamps;
     IbmvethDriver *drv;     /* NULL while the state is awaited from an
                                incoming stream */
+    uint32_t mtu;           /* the interface's: ibmveth_poll() reads
+                               longer frames as large packets */
     IpReasm *reasm;
     Gro *gro;               /* fwd=tap */
     TxFrames *tx;
@@ -93,6 +95,7 @@ static const char *const drop_names[GUEST_DROP__MAX] = {
     [GUEST_DROP_MACHINE_RESET] = "machine-reset",
     [GUEST_DROP_CLOSED] = "closed",
     [GUEST_DROP_TX_BAD_OFFLOAD] = "tx-bad-offload",
+    [GUEST_DROP_RX_CSUM_BAD] = "rx-csum-bad",
 };
 
 const char *guest_fwd_name(GuestFwd fwd)
@@ -249,6 +252,20 @@ static void publish_reasm_stats(IbmvethGuest *g)
                      __ATOMIC_RELAXED);
 }
 
+/* Without GRO (fwd=rxonly), the check Linux's TCP makes of a segment
+ * whose checksum the device did not vouch for. */
+static bool tcp_csum_refused(const uint8_t *frame, uint32_t len,
+                             GroCsum csum)
+{
+    LlanOffloadError why;
+    uint16_t completed;
+    LlanL4 l4;
+
+    return csum == GRO_CSUM_NONE && llan_find_l4(frame, len, &l4, &why) &&
+           l4.proto == LLAN_IPPROTO_TCP &&
+           llan_rx_csum(frame, &l4, &completed) != LLAN_RX_CSUM_GOOD;
+}
+
 /*
  * What the guest's stack does with a frame: it is charged its buffer's
  * truesize while the stack holds it; a fragment is held until its
@@ -269,6 +286,10 @@ static void stack_receive(IbmvethGuest *g, uint8_t *frame, uint32_t len,
                          MAX(g->st.charged_peak_bytes,
                              g->st.charged_bytes + truesize),
                          __ATOMIC_RELAXED);
+        return;
+    }
+    if (!g->gro && tcp_csum_refused(frame, len, csum)) {
+        STAT_ADD(g, drops[GUEST_DROP_RX_CSUM_BAD], 1);
         return;
     }
     switch (ip_reasm_input(g->reasm, frame, len, truesize, g->now_ns)) {
@@ -316,17 +337,34 @@ static void macswap(uint8_t *frame)
 }
 
 /* What ibmveth_poll() makes of the entry's flags: CSUM_GOOD means
- * CHECKSUM_UNNECESSARY; a large packet carries its MSS. */
+ * CHECKSUM_UNNECESSARY. */
 static GroCsum rx_csum_state(IbmvethGuest *g, const IbmvethRxEntry *e)
 {
-    if (e->control & IBMVETH_RXQ_LRG_PKT) {
-        STAT_ADD(g, rx_large, 1);
-    }
     if (e->control & IBMVETH_RXQ_CSUM_GOOD) {
         STAT_ADD(g, rx_csum_good, 1);
         return GRO_CSUM_UNNECESSARY;
     }
     return GRO_CSUM_NONE;
+}
+
+/* Linux's large-packet reading of the frame at @frame (see
+ * ibmveth_rx_large()); returns the MSS it gives the stack. */
+static uint16_t rx_large(IbmvethGuest *g, const IbmvethRxEntry *e,
+                         uint8_t *frame)
+{
+    bool lrg_pkt = e->control & IBMVETH_RXQ_LRG_PKT;
+    IbmvethRxLarge r = ibmveth_rx_large(frame, e->len, g->mtu, lrg_pkt,
+                                        lrg_pkt ? ibmveth_rx_mss(g->drv, e)
+                                                : 0);
+
+    if (r.large) {
+        STAT_ADD(g, rx_large, 1);
+    }
+    if (r.zeroed_at) {
+        guest_ram_mark_dirty(g->ram, ibmveth_rx_data_addr(g->drv, e) +
+                                     r.zeroed_at, 2);
+    }
+    return r.gso_size;
 }
 
 /* Sends a packet the stack left unfinished through ibmveth_start_xmit()'s
@@ -372,8 +410,7 @@ static void macswap_forward(IbmvethGuest *g, uint8_t *frame,
                             const IbmvethRxEntry *e)
 {
     uint64_t addr = ibmveth_rx_data_addr(g->drv, e);
-    uint16_t mss = (e->control & IBMVETH_RXQ_LRG_PKT) ?
-                   ibmveth_rx_mss(g->drv, e) : 0;
+    uint16_t mss = rx_large(g, e, frame);
     struct virtio_net_hdr vnet;
 
     rx_csum_state(g, e);
@@ -416,8 +453,7 @@ static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
     case GUEST_FWD_RXONLY:
     case GUEST_FWD_TAP:
         stack_receive(g, frame, e->len, e->buf_size, rx_csum_state(g, e),
-                      (e->control & IBMVETH_RXQ_LRG_PKT) ?
-                      ibmveth_rx_mss(g->drv, e) : 0);
+                      rx_large(g, e, frame));
         break;
     default:
         break;
@@ -874,6 +910,7 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
     g->spapr = spapr;
     g->ram = spapr_ram(spapr);
     g->tap_fd = -1;
+    g->mtu = IBMVETH_DEFAULT_MTU;
     g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (g->wake_fd < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "eventfd: %s", g_strerror(errno));
@@ -941,6 +978,7 @@ void ibmveth_guest_reset_open(IbmvethGuest *g)
         return;
     }
     g->conf.drv = g->boot_drv;
+    g->mtu = IBMVETH_DEFAULT_MTU;
     if (!probe_driver(g, &err) || !open_driver(g, &err)) {
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
     }
@@ -1049,6 +1087,7 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     count_lost(g, GUEST_DROP_CLOSED);
     close_driver(g);
     g->conf.drv = want;
+    g->mtu = mtu;
     /* Its memory is there (above); what is left to fail is the device. */
     if (!open_driver(g, &err)) {
         g_error("guest %s: reopening for MTU %u: %s", g->id, mtu,

@@ -705,6 +705,46 @@ uint16_t ibmveth_rx_mss(IbmvethDriver *v, const IbmvethRxEntry *e)
     return (uint16_t)GUINT64_FROM_BE(mss);
 }
 
+static uint16_t ld_be16(const uint8_t *p)
+{
+    return p[0] << 8 | p[1];
+}
+
+IbmvethRxLarge ibmveth_rx_large(uint8_t *frame, uint32_t len, uint32_t mtu,
+                                bool lrg_pkt, uint16_t lrg_mss)
+{
+    bool ipv4 = len >= 34 && ld_be16(frame + 12) == 0x0800;
+    bool ipv6 = len >= 54 && ld_be16(frame + 12) == 0x86DD;
+    IbmvethRxLarge r = {
+        .large = len > (uint64_t)mtu + 14 || lrg_pkt ||
+                 (ipv4 && ld_be16(frame + 24) == 0xFFFF),
+    };
+    uint32_t tcp;
+
+    if (!r.large) {
+        return r;
+    }
+    if (ipv4 && frame[23] == 6) {
+        tcp = 14 + (frame[14] & 0xF) * 4;
+    } else if (ipv6 && frame[20] == 6) {
+        tcp = 54;
+    } else {
+        return r;
+    }
+    /* Linux would read past the frame here; the model stops. */
+    if (tcp + 20 > len) {
+        return r;
+    }
+    if (lrg_pkt) {
+        r.gso_size = lrg_mss;
+    } else if (tcp > 14) {
+        r.gso_size = ld_be16(frame + tcp + 16);
+        frame[tcp + 16] = frame[tcp + 17] = 0;
+        r.zeroed_at = tcp + 16;
+    }
+    return r;
+}
+
 void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e)
 {
     IbmvethPool *p = pool_of_handle(v, e);

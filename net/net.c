@@ -325,6 +325,7 @@ const char *net_rx_result_name(NetRxResult result)
         [NET_RX_DROP_DMA_ERROR] = "dma-error",
         [NET_RX_DROP_TOO_SHORT] = "too-short",
         [NET_RX_DROP_VM_STOPPED] = "vm-stopped",
+        [NET_RX_DROP_JUMBO_TCP] = "jumbo-tcp",
     };
 
     g_assert((unsigned)result < NET_RX__MAX);

@@ -41,6 +41,12 @@
 #define RX_DATA_OFFSET      8
 #define RX_LRO_OFFSET       16
 #define RX_LRO_FRAME_MAX    (LLAN_MAX_FRAME - RX_LRO_OFFSET)
+/* The longest TCP frame that goes without LRG_PKT (see long_tcp_mss). */
+#define RX_PLAIN_TCP_MAX    1514
+#define ETHERTYPE_IPV4      0x0800
+#define ETHERTYPE_IPV6      0x86DD
+#define IPV4_MIN_HLEN       20
+#define IPV6_HLEN           40
 #define RX_CSUM_ATTRS       (ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM)
 #define BUF_LIST_RXQ_BD     0
 #define BUF_LIST_FILTER_BD  8
@@ -486,11 +492,52 @@ static bool rx_csum_complete_locked(SpaprVlanState *s, const NetFrame *f,
     return true;
 }
 
+/* Whether Linux's large-packet path takes @f for TCP: by the protocol
+ * of the IP header alone, fragments included. */
+static bool linux_sees_tcp(const NetFrame *f)
+{
+    switch (ldn_be_p(f->data + 12, 2)) {
+    case ETHERTYPE_IPV4:
+        return f->len >= LLAN_ETH_HLEN + IPV4_MIN_HLEN &&
+               f->data[LLAN_ETH_HLEN + 9] == LLAN_IPPROTO_TCP;
+    case ETHERTYPE_IPV6:
+        return f->len >= LLAN_ETH_HLEN + IPV6_HLEN &&
+               f->data[LLAN_ETH_HLEN + 6] == LLAN_IPPROTO_TCP;
+    }
+    return false;
+}
+
+/*
+ * Linux's ibmveth takes a frame longer than its MTU + 14 for a large
+ * packet and, without LRG_PKT, reads a TCP one's MSS from its checksum
+ * field, which it zeroes.  No hcall tells the device the MTU, so it
+ * assumes Ethernet's 1500: a longer TCP frame goes only as a large
+ * packet, its own payload as the MSS (one segment), which Linux reads
+ * right at any MTU, and only to a guest that turned large receive on.
+ * False when it cannot go so (large receive off, or headers the device
+ * cannot parse): the frame is dropped as jumbo-tcp.
+ */
+static bool long_tcp_mss(const SpaprVlanState *s, const NetFrame *f,
+                         uint64_t *mss)
+{
+    LlanOffloadError why;
+    LlanL4 l4;
+
+    if (!(s->attrs & ILLAN_LRG_SR_ENABLED) ||
+        !llan_find_l4(f->data, f->len, &l4, &why) ||
+        l4.proto != LLAN_IPPROTO_TCP) {
+        return false;
+    }
+    *mss = l4.l4_len - (f->data[l4.l4 + 12] >> 4) * 4;
+    return true;
+}
+
 /* One frame into one buffer; @csum is NULL when no offload is on. */
 static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
                                const NetFrame *f, const RxCsum *csum)
 {
-    uint64_t bd, handle;
+    uint16_t offset = RX_DATA_OFFSET;
+    uint64_t bd, handle, mss = 0;
     NetRxResult drop;
     uint8_t flags = 0;
 
@@ -500,7 +547,13 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     if (!filter_accepts(s, f->data)) {
         return NET_RX_DROP_FILTERED;
     }
-    if (!take_buffer(s, b, f->len + RX_DATA_OFFSET, &bd, &drop)) {
+    if (f->len > RX_PLAIN_TCP_MAX && linux_sees_tcp(f)) {
+        if (!long_tcp_mss(s, f, &mss)) {
+            return NET_RX_DROP_JUMBO_TCP;
+        }
+        offset = RX_LRO_OFFSET;
+    }
+    if (!take_buffer(s, b, f->len + offset, &bd, &drop)) {
         return drop;
     }
     /* A page-mode guest can plant valid descriptors it never posted. */
@@ -509,24 +562,29 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     }
     /* The buffer is the guest's again only through its queue entry: if a
      * DMA below fails, the buffer is lost, as on PAPR firmware. */
-    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET,
+    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + offset,
                              f->data, f->len)) {
         return NET_RX_DROP_DMA_ERROR;
     }
+    if (offset == RX_LRO_OFFSET) {
+        if (!dma_st64(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET, mss)) {
+            return NET_RX_DROP_DMA_ERROR;
+        }
+        flags = LLAN_RXQ_LRG_PKT;
+    }
     if (csum && csum->checked) {
-        flags = rx_csum_apply_locked(s, csum, LLAN_BD_ADDR(bd) +
-                                              RX_DATA_OFFSET);
-    } else if (!rx_csum_complete_locked(s, f, LLAN_BD_ADDR(bd) +
-                                              RX_DATA_OFFSET)) {
+        flags |= rx_csum_apply_locked(s, csum, LLAN_BD_ADDR(bd) + offset);
+    } else if (!rx_csum_complete_locked(s, f, LLAN_BD_ADDR(bd) + offset)) {
         return NET_RX_DROP_DMA_ERROR;
     }
     if (!dma_ld64(&s->vdev, LLAN_BD_ADDR(bd), &handle) ||
-        !write_rxq_entry(s, b, handle, RX_DATA_OFFSET, f->len, flags, f)) {
+        !write_rxq_entry(s, b, handle, offset, f->len, flags, f)) {
         return NET_RX_DROP_DMA_ERROR;
     }
     s->stats.rx_frames++;
     s->stats.rx_bytes += f->len;
     s->stats.rx_buffer_bytes += LLAN_BD_LEN(bd);
+    s->stats.rx_long_tcp += offset == RX_LRO_OFFSET;
     return NET_RX_DELIVERED;
 }
 
@@ -1936,6 +1994,7 @@ static GVariant *spapr_vlan_query(void *opaque)
     dict_add(&b, "rx-lro-frames", g_variant_new_uint64(vs.rx_lro_frames));
     dict_add(&b, "rx-lro-segments",
              g_variant_new_uint64(vs.rx_lro_segments));
+    dict_add(&b, "rx-long-tcp", g_variant_new_uint64(vs.rx_long_tcp));
     dict_add(&b, "tx-csum-completed",
              g_variant_new_uint64(vs.tx_csum_completed));
     dict_add(&b, "tx-segmented", g_variant_new_uint64(vs.tx_segmented));

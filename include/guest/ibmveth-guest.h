@@ -64,6 +64,9 @@ typedef enum GuestDrop {
     GUEST_DROP_CLOSED,          /* delivered, not yet taken at a close */
     GUEST_DROP_TX_BAD_OFFLOAD,  /* the TAP asked for an offload the
                                    driver cannot do with this frame */
+    GUEST_DROP_RX_CSUM_BAD,     /* fwd=rxonly: a TCP segment whose
+                                   checksum is neither vouched for by the
+                                   device nor right, as Linux's TCP drops */
     GUEST_DROP__MAX,
 } GuestDrop;
 
@@ -74,7 +77,8 @@ typedef struct IbmvethGuestStats {
     uint64_t tx_frames, tx_bytes;       /* H_SEND succeeded or H_DROPPED */
     uint64_t tap_rx_frames;
     uint64_t rx_csum_good;              /* frames the device flagged */
-    uint64_t rx_large;                  /* LRG_PKT frames */
+    uint64_t rx_large;                  /* frames Linux takes for large
+                                           packets (rx_large_packets) */
     uint64_t tx_csum_offloaded;         /* sent with NO_CSUM */
     uint64_t tx_large_sends;            /* sent with LRG_SND */
     uint64_t gro_packets, gro_merged;   /* GRO's packets to the TAP, and

@@ -210,6 +210,24 @@ uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e);
 /* The MSS of a large packet (IBMVETH_RXQ_LRG_PKT): the big-endian u64 the
  * device put 8 bytes into the buffer. */
 uint16_t ibmveth_rx_mss(IbmvethDriver *v, const IbmvethRxEntry *e);
+
+/* What ibmveth_poll() made of a received frame before its stack saw it. */
+typedef struct IbmvethRxLarge {
+    bool large;             /* counted in Linux's rx_large_packets */
+    uint16_t gso_size;      /* the MSS it gave a TCP packet; 0: none */
+    uint32_t zeroed_at;     /* the TCP checksum field it zeroed; 0: none */
+} IbmvethRxLarge;
+
+/*
+ * Linux's reading of a frame of @len bytes on an interface of MTU @mtu:
+ * one longer than the MTU + 14, marked LRG_PKT (@lrg_mss its MSS) or
+ * IPv4 with the header checksum 0xFFFF is aggregated TCP
+ * (ibmveth_rx_mss_helper).  For TCP the MSS is the entry's when marked;
+ * otherwise it is read from the TCP checksum field, which is then zeroed
+ * in @frame.  Not TCP: counted, nothing more.
+ */
+IbmvethRxLarge ibmveth_rx_large(uint8_t *frame, uint32_t len, uint32_t mtu,
+                                bool lrg_pkt, uint16_t lrg_mss);
 /* Consumes the entry @e from peek: a READY entry's buffer goes back to its
  * pool's free slots for the next replenish, as current Linux does for
  * every entry; the index advances, flipping the toggle when it wraps. */
@@ -287,6 +305,7 @@ typedef struct IbmvethState {
  * and the 8-byte handle. */
 #define IBMVETH_BUFF_OH     22
 #define IBMVETH_MIN_MTU     68
+#define IBMVETH_DEFAULT_MTU 1500
 
 /* The interface's address: the conf's, or the last one changed. */
 uint64_t ibmveth_mac(IbmvethDriver *v);

@@ -52,6 +52,8 @@ typedef enum NetRxResult {
     NET_RX_DROP_DMA_ERROR,      /* guest memory not mapped for the write */
     NET_RX_DROP_TOO_SHORT,      /* shorter than an Ethernet header */
     NET_RX_DROP_VM_STOPPED,     /* the machine is not running */
+    NET_RX_DROP_JUMBO_TCP,      /* TCP over 1514 bytes the guest would
+                                   misread as a large packet */
     NET_RX__MAX
 } NetRxResult;
 

@@ -341,6 +341,62 @@ static void test_mtu_no_memory(void)
     qrig_stop(&r);
 }
 
+/* ---- what Linux makes of long frames ---- */
+
+/* Sends @f, then waits until the guest took whatever the device
+ * delivered of everything sent so far (@sent frames). */
+static void send_and_settle(QRig *r, const uint8_t *f, size_t len,
+                            gint64 sent)
+{
+    qrig_send(r, f, len);
+    qrig_wait_stat(r->qts, "nic.rx.frames", sent);
+    qrig_wait_stat(r->qts, "guest.rx-frames",
+                   qrig_stat(r->qts, "nic.rx.delivered"));
+}
+
+/*
+ * Linux's ibmveth reads any frame longer than its MTU + 14 as a large
+ * packet, and a TCP one without LRG_PKT has its MSS read from its TCP
+ * checksum field, which is then zeroed: the segment fails its checksum
+ * and is lost, or, with CSUM_GOOD, goes up with a bogus MSS.  The device
+ * cannot know the MTU, so a TCP frame over 1514 bytes goes only marked
+ * LRG_PKT with its MSS, to a guest with large receive on, and is
+ * otherwise dropped as jumbo-tcp.  Other long frames go as they are.
+ */
+static void test_long_tcp(void)
+{
+    static uint8_t f[4000];
+    QRig r;
+
+    /* offloads=off: no large receive, no checksum offload. */
+    rig_start(&r, "on,offloads=off", "fwd=rxonly");
+    eth_frame_tcp(f, 1514, guest_mac, peer_mac, 1);
+    send_and_settle(&r, f, 1514, 1);
+    eth_frame_tcp(f, 4000, guest_mac, peer_mac, 2);
+    send_and_settle(&r, f, 4000, 2);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.drops.rx-csum-bad"), ==, 0);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.rx-large"), ==, 0);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.jumbo-tcp"), ==, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-dropped.jumbo-tcp"),
+                    ==, 1);
+    /* Not TCP: Linux counts it large and reads nothing from it. */
+    eth_frame_udp(f, 4000, guest_mac, peer_mac, 3);
+    send_and_settle(&r, f, 4000, 3);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 2);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.rx-large"), ==, 1);
+    qrig_stop(&r);
+
+    /* offloads=on: the guest turns large receive on at probe. */
+    rig_start(&r, "on", "fwd=rxonly");
+    eth_frame_tcp(f, 4000, guest_mac, peer_mac, 4);
+    send_and_settle(&r, f, 4000, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.rx-large"), ==, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.drops.rx-csum-bad"), ==, 0);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.dropped.jumbo-tcp"), ==, 0);
+    qrig_stop(&r);
+}
+
 /* ---- macswap and txonly ---- */
 
 static void test_macswap(void)
@@ -752,6 +808,7 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/mac-and-mtu", test_mac_and_mtu);
     g_test_add_func("/guest/mtu-cycles", test_mtu_cycles);
     g_test_add_func("/guest/mtu-no-memory", test_mtu_no_memory);
+    g_test_add_func("/guest/long-tcp", test_long_tcp);
     g_test_add_func("/guest/txonly", test_txonly);
     g_test_add_func("/guest/txonly-mix", test_txonly_mix);
     g_test_add_func("/guest/reassembly/page-mode", test_reassembly_page_mode);

@@ -802,6 +802,87 @@ static void expect_single(QRig *r, size_t len)
     qibmveth_replenish(r->guest);
 }
 
+/* Sends @f to the guest and returns its entry, the frame in @got and a
+ * large packet's MSS in @mss. */
+static IbmvethRxEntry rx_one(QRig *r, uint8_t *f, size_t len, uint8_t *got,
+                             uint64_t *mss)
+{
+    IbmvethRxEntry e;
+
+    address_to_guest(f);
+    qrig_send(r, f, len);
+    e = next_entry(r, got, mss);
+    qibmveth_replenish(r->guest);
+    g_assert_cmpuint(e.len, ==, len);
+    return e;
+}
+
+/*
+ * A TCP frame over 1514 bytes that LRO did not make: Linux takes any
+ * frame over its MTU + 14 for a large packet and, without LRG_PKT, reads
+ * the MSS from the TCP checksum field.  With large receive on it goes
+ * marked, its own payload as the MSS (one segment); with it off it is
+ * dropped as jumbo-tcp.  Frames of 1514 bytes, and long frames that are
+ * not TCP, go as they are.
+ */
+static void test_rx_long_tcp(void)
+{
+    static uint8_t f[4096], got[65536];
+    FrameSpec tcp4 = { .flags = TCP_ACK, .payload = 3000 };
+    FrameSpec tcp6 = { .v6 = true, .flags = TCP_ACK, .payload = 3000 };
+    FrameSpec full = { .flags = TCP_ACK, .payload = 1514 - 66 };
+    FrameSpec udp4 = { .udp = true, .payload = 3000 };
+    IbmvethRxEntry e;
+    uint64_t mss;
+    size_t len;
+    QRig r;
+
+    rig_up(&r, NULL);
+    linux_probe(r.qts);
+    len = build(f, &tcp4);
+    e = rx_one(&r, f, len, got, &mss);
+    g_assert_cmpuint(e.offset, ==, 16);
+    g_assert_cmphex(e.control & RXQ_FLAGS, ==, 0x04 | RXQ_CSUM_GOOD);
+    g_assert_cmpuint(mss, ==, 3000);
+    g_assert_cmpmem(got, len, f, len);
+    len = build(f, &tcp6);
+    e = rx_one(&r, f, len, got, &mss);
+    g_assert_cmphex(e.control & RXQ_FLAGS, ==, 0x04 | RXQ_CSUM_GOOD);
+    g_assert_cmpuint(mss, ==, 3000);
+    /* A partial checksum: NO_CSUM and the field 0, as for LRO. */
+    tcp4.partial = true;
+    len = build(f, &tcp4);
+    e = rx_one(&r, f, len, got, &mss);
+    g_assert_cmphex(e.control & RXQ_FLAGS, ==,
+                    0x04 | RXQ_NO_CSUM | RXQ_CSUM_GOOD);
+    g_assert_cmphex(csum_field(got), ==, 0);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-long-tcp"), ==, 3);
+    tcp4.partial = false;
+    len = build(f, &full);
+    e = rx_one(&r, f, len, got, &mss);
+    g_assert_cmpuint(e.offset, ==, 8);
+    g_assert_cmphex(e.control & RXQ_FLAGS, ==, RXQ_CSUM_GOOD);
+    /* Large receive off (ethtool -K tso off): dropped, and counted. */
+    g_assert_cmpint(attributes(r.qts, ATTR_LRG_SR, 0, NULL), ==, H_SUCCESS);
+    len = build(f, &tcp4);
+    address_to_guest(f);
+    qrig_send(&r, f, len);
+    len = build(f, &udp4);
+    e = rx_one(&r, f, len, got, &mss);
+    g_assert_cmpuint(e.offset, ==, 8);
+    g_assert_cmphex(e.control & RXQ_FLAGS, ==, RXQ_CSUM_GOOD);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.device.rx-dropped.jumbo-tcp"),
+                    ==, 1);
+    /* A fragment Linux still takes for TCP: it cannot go marked. */
+    g_assert_cmpint(attributes(r.qts, 0, ATTR_LRG_SR, NULL), ==, H_SUCCESS);
+    len = build(f, &tcp4);
+    put16(f + 20, 0x2001);
+    address_to_guest(f);
+    qrig_send(&r, f, len);
+    qrig_wait_stat(r.qts, "nic.device.rx-dropped.jumbo-tcp", 2);
+    qrig_stop(&r);
+}
+
 static void lro_merges(const char *nic, bool partial)
 {
     static Burst b;
@@ -1141,6 +1222,7 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/rx-csum", test_rx_csum);
     g_test_add_func("/llan-offload/rx-partial-without-offload",
                     test_rx_partial_without_offload);
+    g_test_add_func("/llan-offload/rx-long-tcp", test_rx_long_tcp);
     g_test_add_func("/llan-offload/rx-malformed", test_rx_malformed);
     g_test_add_func("/llan-offload/lro/merges", test_lro_merges);
     g_test_add_func("/llan-offload/lro/partial", test_lro_partial);

@@ -1196,7 +1196,7 @@ static JsonObject *find_named(JsonArray *list, const char *name)
 
 static const char *const drop_names[] = {
     "no-nic", "link-down", "not-registered", "filtered", "no-buffer",
-    "dma-error", "too-short", "vm-stopped",
+    "dma-error", "too-short", "vm-stopped", "jumbo-tcp",
 };
 
 static void check_drops(JsonObject *dropped)
@@ -1258,7 +1258,7 @@ static void check_nic_stats(JsonObject *nic)
             "tx-errors", "attributes", "attribute-names", "rx-csum-good",
             "rx-csum-partial", "rx-csum-bad", "rx-csum-completed",
             "rx-lro-frames",
-            "rx-lro-segments", "tx-csum-completed",
+            "rx-lro-segments", "rx-long-tcp", "tx-csum-completed",
             "tx-segmented", "tx-segments", "tx-offload-errors", "pools");
     get_bool(dev, "rx-buffer-pools");
     get_int(dev, "rx-frames");
@@ -1281,6 +1281,7 @@ static void check_nic_stats(JsonObject *nic)
     get_int(dev, "rx-csum-completed");
     get_int(dev, "rx-lro-frames");
     get_int(dev, "rx-lro-segments");
+    get_int(dev, "rx-long-tcp");
     get_int(dev, "tx-csum-completed");
     get_int(dev, "tx-segmented");
     get_int(dev, "tx-segments");

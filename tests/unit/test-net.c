@@ -533,7 +533,7 @@ static void test_result_names(void)
 {
     static const char *const names[NET_RX__MAX] = {
         "delivered", "no-nic", "link-down", "not-registered", "filtered",
-        "no-buffer", "dma-error", "too-short", "vm-stopped",
+        "no-buffer", "dma-error", "too-short", "vm-stopped", "jumbo-tcp",
     };
 
     for (unsigned r = 0; r < NET_RX__MAX; r++) {

@@ -53,6 +53,8 @@ typedef struct SpaprVlanStats {
     uint64_t rx_csum_completed;     /* partial ones we completed for a
                                        guest without checksum offload */
     uint64_t rx_lro_frames, rx_lro_segments;    /* merged, and of how many */
+    uint64_t rx_long_tcp;           /* TCP over 1514 bytes, unmerged,
+                                       delivered marked LRG_PKT */
     uint64_t tx_csum_completed;     /* frames whose checksum we filled */
     uint64_t tx_segmented, tx_segments;     /* large sends, frames sent */
     uint64_t tx_offload_errors[LLAN_OFFLOAD_ERROR__MAX];    /* sent as is */

@@ -79,6 +79,34 @@ void eth_frame_udp(uint8_t *f, size_t len, const uint8_t dst[6],
     }
 }
 
+void eth_frame_tcp(uint8_t *f, size_t len, const uint8_t dst[6],
+                   const uint8_t src[6], uint16_t tag)
+{
+    uint8_t *ip = f + ETH_FRAME_HLEN, *tcp = ip + IP_HLEN;
+    size_t seg = len - ETH_FRAME_HLEN - IP_HLEN;
+    uint8_t pseudo[12] = { [9] = 6 };
+
+    g_assert_cmpuint(len, >=, ETH_FRAME_HLEN + IP_HLEN + 20);
+    eth_header(f, dst, src);
+    ip_header(ip, len - ETH_FRAME_HLEN, tag, 0x4000, 6, 0x0a000001,
+              0x0a000002);
+    memset(tcp, 0, 20);
+    put_be16(tcp, 40000);
+    put_be16(tcp + 2, 5001);
+    put_be32(tcp + 4, 0x10000000u + tag);
+    put_be32(tcp + 8, 1);
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x10;                     /* ACK */
+    put_be16(tcp + 14, 0xffff);
+    for (size_t i = tcp + 20 - f; i < len; i++) {
+        f[i] = tag + i;
+    }
+    memcpy(pseudo, ip + 12, 8);
+    put_be16(pseudo + 10, seg);
+    put_be16(tcp + 16, ~eth_frame_ip_checksum(pseudo, sizeof(pseudo)));
+    put_be16(tcp + 16, eth_frame_ip_checksum(tcp, seg));
+}
+
 #define SEQ_OFFSET      (ETH_FRAME_HLEN + IP_HLEN + 8)
 
 void eth_frame_udp_seq(uint8_t *f, size_t len, const uint8_t dst[6],

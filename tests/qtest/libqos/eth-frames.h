@@ -20,6 +20,11 @@ uint16_t eth_frame_ip_checksum(const uint8_t *data, size_t len);
 void eth_frame_udp(uint8_t *f, size_t len, const uint8_t dst[6],
                    const uint8_t src[6], uint16_t tag);
 
+/* An IPv4/TCP frame of @len bytes (at least 54) from @src to @dst: an ACK
+ * with data, @tag in its IP id and sequence number, both checksums right. */
+void eth_frame_tcp(uint8_t *f, size_t len, const uint8_t dst[6],
+                   const uint8_t src[6], uint16_t tag);
+
 /*
  * A numbered IPv4/UDP frame of @len bytes (ETH_FRAME_SEQ_MIN to
  * ETH_FRAME_SEQ_MAX):
