@@ -20,8 +20,12 @@
 #include <errno.h>
 #include <glib-unix.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Bounds on what one request may move, so a request cannot make the
@@ -29,6 +33,11 @@
 #define QTEST_MAX_TRANSFER  (16u << 20)
 #define QTEST_MAX_LINE      (4 * QTEST_MAX_TRANSFER)
 #define QTEST_READ_CHUNK    65536
+/*
+ * Unsent output past which a client counts as not reading: its requests
+ * wait and IRQ lines are coalesced, so what waits for it stays bounded.
+ */
+#define QTEST_OUT_BOUND     65536
 #define XICS_PATH           "xics"
 /*
  * QEMU's libqtest tracks interrupt numbers 0 to 255 only.  Every source a
@@ -37,6 +46,9 @@
  */
 #define QTEST_IRQ_FIRST     SPAPR_IRQ_VIO
 #define QTEST_IRQ_LINES     256
+
+/* What a client knows of a line. */
+enum { IRQ_UNSEEN, IRQ_LOW, IRQ_HIGH };
 
 struct QTestServer {
     SpaprMachineState *spapr;   /* NULL: no machine, no RAM (-M none) */
@@ -51,14 +63,35 @@ struct QTestServer {
     int64_t start_us;
     QTestClosedFn closed;
     void *closed_opaque;
+    bool input_held;            /* requests wait for the output to drain */
+    bool hung_up;               /* no more input; closed() once all is out */
+    bool closed_told;
     /* One interception per connection, as in QEMU. */
     SpaprVioDevice *intercept_dev;
     IrqLine intercept_orig;
     bool intercept_xics;
-    GHashTable *irq_levels;     /* qtest irq -> last level reported */
-    /* Interrupts are raised on af-xdp I/O threads too: one writer at a
-     * time on the socket and the level table. */
+    guint flush_watch, out_watch;
+    /*
+     * Output.  Interrupts are raised on af-xdp I/O threads too, and a
+     * thread that blocked on the socket would hold up every pause: any
+     * thread adds lines to outbuf under out_lock, only the main loop
+     * writes the socket, and it never blocks on it.  A thread that adds
+     * lines kicks flush_fd (an eventfd) once until the next flush.
+     */
     QemuMutex out_lock;
+    GString *outbuf;
+    size_t out_head;            /* outbuf before here is sent */
+    bool out_broken;            /* the client takes no more: drop output */
+    bool flush_kicked;
+    int flush_fd;
+    /* Per qtest line: the latest level, and the last one sent as a line.
+     * While the output is over QTEST_OUT_BOUND changes are held (counted
+     * per line) and only the latest level goes out. */
+    uint8_t irq_level[QTEST_IRQ_LINES];
+    uint8_t irq_sent[QTEST_IRQ_LINES];
+    uint32_t irq_held[QTEST_IRQ_LINES];
+    bool irqs_held;
+    uint64_t irq_coalesced;     /* changes that never became a line */
 };
 
 typedef struct QTestCmd {
@@ -80,49 +113,168 @@ static void qtest_log(QTestServer *qs, char kind, const char *text)
     }
 }
 
-static void qtest_send_locked(QTestServer *qs, const char *line)
+static size_t out_pending_locked(QTestServer *qs)
 {
-    g_autofree char *out = g_strconcat(line, "\n", NULL);
-    size_t len = strlen(out), done = 0;
+    return qs->outbuf->len - qs->out_head;
+}
 
+static void append_line_locked(QTestServer *qs, const char *line)
+{
     qtest_log(qs, 'S', line);
-    while (done < len && qs->out_fd >= 0) {
-        ssize_t n = write(qs->out_fd, out + done, len - done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return;     /* the client is gone; the read side will see it */
-        }
-        done += n;
+    if (qs->out_fd >= 0 && !qs->out_broken) {
+        g_string_append(qs->outbuf, line);
+        g_string_append_c(qs->outbuf, '\n');
     }
 }
 
+static void append_irq_locked(QTestServer *qs, int n)
+{
+    g_autofree char *line = g_strdup_printf(
+        "IRQ %s %d", qs->irq_level[n] == IRQ_HIGH ? "raise" : "lower", n);
+
+    qs->irq_sent[n] = qs->irq_level[n];
+    append_line_locked(qs, line);
+}
+
+/* Held changes go out, as each line's latest level, before anything
+ * else is added: a reply still comes after every change made before
+ * it. */
+static void release_held_irqs_locked(QTestServer *qs)
+{
+    if (!qs->irqs_held) {
+        return;
+    }
+    for (int n = 0; n < QTEST_IRQ_LINES; n++) {
+        uint32_t held = qs->irq_held[n];
+
+        if (!held) {
+            continue;
+        }
+        qs->irq_held[n] = 0;
+        if (qs->irq_level[n] != qs->irq_sent[n]) {
+            append_irq_locked(qs, n);
+            held--;
+        }
+        qs->irq_coalesced += held;
+    }
+    qs->irqs_held = false;
+}
+
+/*
+ * At most what @fd takes without blocking, without changing flags that
+ * others sharing the descriptor (stdio) see: a socket is sent to with
+ * MSG_DONTWAIT; anything else gets at most PIPE_BUF bytes once poll()
+ * says it is writable, which a pipe then takes whole.
+ */
+static ssize_t write_some(int fd, const char *buf, size_t len)
+{
+    struct pollfd p = { .fd = fd, .events = POLLOUT };
+    ssize_t n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+    if (n >= 0 || errno != ENOTSOCK) {
+        return n;
+    }
+    if (poll(&p, 1, 0) == 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return write(fd, buf, MIN(len, PIPE_BUF));
+}
+
+static gboolean qtest_writable(gint fd, GIOCondition cond, gpointer opaque);
+
+/* Writes what the client takes now (main loop only); the rest waits for
+ * the socket to be writable. */
+static void flush_output(QTestServer *qs)
+{
+    size_t pending;
+
+    qemu_mutex_lock(&qs->out_lock);
+    qs->flush_kicked = false;
+    while ((pending = out_pending_locked(qs)) && !qs->out_broken) {
+        ssize_t n = write_some(qs->out_fd, qs->outbuf->str + qs->out_head,
+                               pending);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN) {
+            break;
+        }
+        if (n <= 0) {
+            qs->out_broken = true;  /* gone; the read side will see it */
+            break;
+        }
+        qs->out_head += n;
+        if (out_pending_locked(qs) < QTEST_OUT_BOUND) {
+            release_held_irqs_locked(qs);
+        }
+    }
+    if (qs->out_broken) {
+        release_held_irqs_locked(qs);
+        g_string_truncate(qs->outbuf, qs->out_head);
+    }
+    /* Sent bytes are dropped once they are half the buffer: linear in
+     * what passes, even for a reply of many megabytes sent in pieces. */
+    if (qs->out_head * 2 >= qs->outbuf->len) {
+        g_string_erase(qs->outbuf, 0, qs->out_head);
+        qs->out_head = 0;
+    }
+    pending = out_pending_locked(qs);
+    qemu_mutex_unlock(&qs->out_lock);
+    if (pending && !qs->out_watch) {
+        qs->out_watch = g_unix_fd_add(qs->out_fd, G_IO_OUT | G_IO_ERR,
+                                      qtest_writable, qs);
+    } else if (!pending && qs->out_watch) {
+        g_source_remove(qs->out_watch);
+        qs->out_watch = 0;
+    }
+}
+
+static bool output_full(QTestServer *qs)
+{
+    bool full;
+
+    qemu_mutex_lock(&qs->out_lock);
+    full = out_pending_locked(qs) >= QTEST_OUT_BOUND;
+    qemu_mutex_unlock(&qs->out_lock);
+    return full;
+}
+
+/* A reply, or a FAIL not tied to a request: after every change made so
+ * far, written at once as far as the client takes it. */
 static void qtest_send(QTestServer *qs, const char *line)
 {
     qemu_mutex_lock(&qs->out_lock);
-    qtest_send_locked(qs, line);
+    release_held_irqs_locked(qs);
+    append_line_locked(qs, line);
     qemu_mutex_unlock(&qs->out_lock);
+    flush_output(qs);
 }
 
 /* Level changes on an intercepted line, reported as QEMU does, under
- * the qtest number of source @irq. */
+ * the qtest number of source @irq.  Any thread: the line waits in the
+ * buffer, and the main loop is kicked to write it. */
 static void report_irq(QTestServer *qs, int irq, int level)
 {
     int n = irq - QTEST_IRQ_FIRST;
-    gpointer old;
-    g_autofree char *line = NULL;
+    uint8_t now = level ? IRQ_HIGH : IRQ_LOW;
 
     /* Only the VIO range can be driven: devices and set_irq_in. */
     g_assert(n >= 0 && n < QTEST_IRQ_LINES);
-    level = !!level;
     qemu_mutex_lock(&qs->out_lock);
-    old = g_hash_table_lookup(qs->irq_levels, GINT_TO_POINTER(n));
-    if (GPOINTER_TO_INT(old) != level + 1) {
-        g_hash_table_insert(qs->irq_levels, GINT_TO_POINTER(n),
-                            GINT_TO_POINTER(level + 1));
-        line = g_strdup_printf("IRQ %s %d", level ? "raise" : "lower", n);
-        qtest_send_locked(qs, line);
+    if (qs->irq_level[n] != now) {
+        qs->irq_level[n] = now;
+        if (qs->irqs_held || out_pending_locked(qs) >= QTEST_OUT_BOUND) {
+            qs->irq_held[n]++;
+            qs->irqs_held = true;
+        } else {
+            append_irq_locked(qs, n);
+        }
+        if (!qs->flush_kicked && qs->flush_fd >= 0) {
+            qs->flush_kicked = true;
+            eventfd_write(qs->flush_fd, 1);
+        }
     }
     qemu_mutex_unlock(&qs->out_lock);
 }
@@ -612,6 +764,17 @@ static void cmd_hcall(QTestServer *qs, char **argv, int argc, GString *reply)
     }
 }
 
+/* The count as of this reply: the held changes go out first. */
+static void cmd_irq_coalesced(QTestServer *qs, char **argv, int argc,
+                              GString *reply)
+{
+    (void)argv, (void)argc;
+    qemu_mutex_lock(&qs->out_lock);
+    release_held_irqs_locked(qs);
+    g_string_printf(reply, "OK %" PRIu64, qs->irq_coalesced);
+    qemu_mutex_unlock(&qs->out_lock);
+}
+
 static const QTestCmd qtest_cmds[] = {
     { "readb", 1, 1, cmd_readx },
     { "readw", 1, 1, cmd_readx },
@@ -632,6 +795,7 @@ static const QTestCmd qtest_cmds[] = {
     { "irq_intercept_out", 1, 2, cmd_irq_intercept_out },
     { "irq_intercept_in", 1, 1, cmd_irq_intercept_in },
     { "set_irq_in", 4, 4, cmd_set_irq_in },
+    { "irq_coalesced", 0, 0, cmd_irq_coalesced },
     { "hcall", 1, 1 + HCALL_NARGS, cmd_hcall },
 };
 
@@ -683,15 +847,37 @@ static void handle_line(QTestServer *qs, char *line, size_t len)
     qtest_send(qs, reply->str);
 }
 
-/* Handles every complete line, then drops them from the buffer at once;
- * the search resumes where the last one stopped, so neither a flood of
- * short lines nor one long line costs more than linear time. */
+static gboolean qtest_readable(gint fd, GIOCondition cond, gpointer opaque);
+
+/* A client that does not read its replies gets no more requests served,
+ * or read, until it does: what waits for it stays bounded. */
+static void hold_input(QTestServer *qs)
+{
+    qs->input_held = true;
+    if (qs->watch) {
+        g_source_remove(qs->watch);
+        qs->watch = 0;
+    }
+}
+
+static void watch_input(QTestServer *qs)
+{
+    qs->watch = g_unix_fd_add(qs->in_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                              qtest_readable, qs);
+}
+
+/* Handles every complete line while the client reads its replies, then
+ * drops them from the buffer at once; the search resumes where the last
+ * one stopped, so neither a flood of short lines nor one long line costs
+ * more than linear time. */
 static void consume_input(QTestServer *qs)
 {
     size_t start = 0;
+    bool full;
     char *nl;
 
-    while ((nl = memchr(qs->inbuf->str + qs->scanned, '\n',
+    while (!(full = output_full(qs)) &&
+           (nl = memchr(qs->inbuf->str + qs->scanned, '\n',
                         qs->inbuf->len - qs->scanned))) {
         char *line = qs->inbuf->str + start;
         size_t len = nl - line;
@@ -705,6 +891,11 @@ static void consume_input(QTestServer *qs)
         start = qs->scanned = nl - qs->inbuf->str + 1;
     }
     g_string_erase(qs->inbuf, 0, start);
+    if (full) {
+        qs->scanned = 0;
+        hold_input(qs);
+        return;
+    }
     qs->scanned = qs->inbuf->len;
     if (qs->inbuf->len > QTEST_MAX_LINE) {
         if (!qs->discarding) {
@@ -713,6 +904,21 @@ static void consume_input(QTestServer *qs)
         qs->discarding = true;
         g_string_truncate(qs->inbuf, 0);
         qs->scanned = 0;
+    }
+}
+
+/* A client that hung up after its requests (stdin at end of file) still
+ * gets every reply it can take before the run ends. */
+static void tell_closed_once_sent(QTestServer *qs)
+{
+    bool sent;
+
+    qemu_mutex_lock(&qs->out_lock);
+    sent = !out_pending_locked(qs);
+    qemu_mutex_unlock(&qs->out_lock);
+    if (qs->hung_up && sent && !qs->closed_told) {
+        qs->closed_told = true;
+        qs->closed(qs->closed_opaque);
     }
 }
 
@@ -730,11 +936,45 @@ static gboolean qtest_readable(gint fd, GIOCondition cond, gpointer opaque)
     if (n <= 0) {
         qtest_log(qs, 'I', "CLOSED");
         qs->watch = 0;
-        qs->closed(qs->closed_opaque);
+        qs->hung_up = true;
+        tell_closed_once_sent(qs);
         return G_SOURCE_REMOVE;
     }
     g_string_append_len(qs->inbuf, buf, n);
     consume_input(qs);
+    return qs->input_held ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
+}
+
+/* Output drained below the bound: the requests that waited run, then
+ * the socket is read again. */
+static void flush_and_serve(QTestServer *qs)
+{
+    flush_output(qs);
+    if (qs->input_held && !output_full(qs)) {
+        qs->input_held = false;
+        consume_input(qs);
+        if (!qs->input_held && !qs->hung_up) {
+            watch_input(qs);
+        }
+    }
+    tell_closed_once_sent(qs);
+}
+
+static gboolean qtest_writable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    (void)fd, (void)cond;
+    flush_and_serve(opaque);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean qtest_flush_kicked(gint fd, GIOCondition cond,
+                                   gpointer opaque)
+{
+    eventfd_t ignored;
+
+    (void)cond;
+    eventfd_read(fd, &ignored);
+    flush_and_serve(opaque);
     return G_SOURCE_CONTINUE;
 }
 
@@ -751,9 +991,9 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
     qs->start_us = g_get_monotonic_time();
     qs->max_transfer = QTEST_MAX_TRANSFER;
     qs->inbuf = g_string_new(NULL);
-    qs->irq_levels = g_hash_table_new(g_direct_hash, g_direct_equal);
+    qs->outbuf = g_string_new(NULL);
     qemu_mutex_init(&qs->out_lock);
-    qs->in_fd = qs->out_fd = -1;
+    qs->in_fd = qs->out_fd = qs->flush_fd = -1;
     qs->log = log;
     if (!strcmp(spec, "null")) {
         /* No channel: input comes from qtest_server_feed(). */
@@ -777,8 +1017,11 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
         fflush(qs->log);
     }
     if (qs->in_fd >= 0) {
-        qs->watch = g_unix_fd_add(qs->in_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
-                                  qtest_readable, qs);
+        watch_input(qs);
+        qs->flush_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        g_assert(qs->flush_fd >= 0);
+        qs->flush_watch = g_unix_fd_add(qs->flush_fd, G_IO_IN,
+                                        qtest_flush_kicked, qs);
     }
     return qs;
 fail:
@@ -805,6 +1048,13 @@ void qtest_server_free(QTestServer *qs)
     if (qs->watch) {
         g_source_remove(qs->watch);
     }
+    if (qs->out_watch) {
+        g_source_remove(qs->out_watch);
+    }
+    if (qs->flush_watch) {
+        g_source_remove(qs->flush_watch);
+        close(qs->flush_fd);
+    }
     if (qs->intercept_dev) {
         qs->intercept_dev->irq_out = qs->intercept_orig;
     }
@@ -817,8 +1067,8 @@ void qtest_server_free(QTestServer *qs)
     if (qs->log && qs->log != stderr) {
         fclose(qs->log);
     }
-    g_hash_table_destroy(qs->irq_levels);
     qemu_mutex_destroy(&qs->out_lock);
+    g_string_free(qs->outbuf, TRUE);
     g_string_free(qs->inbuf, TRUE);
     g_free(qs);
 }

@@ -89,6 +89,32 @@ static void wait_readable(int fd, const char *what)
     }
 }
 
+/* Whether a whole QMP line is buffered, or arrives within @timeout_s. */
+static bool qmp_line_within(QTestState *s, double timeout_s)
+{
+    gint64 deadline = g_get_monotonic_time() + timeout_s * G_USEC_PER_SEC;
+
+    while (!memchr(s->qmp_rx->str, '\n', s->qmp_rx->len)) {
+        struct pollfd p = { .fd = s->qmp_fd, .events = POLLIN };
+        gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+        char buf[65536];
+        ssize_t n;
+
+        if (left_ms <= 0 || poll(&p, 1, left_ms) == 0) {
+            return false;
+        }
+        n = read(s->qmp_fd, buf, sizeof(buf));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+            continue;
+        }
+        if (n <= 0) {
+            g_error("QMP connection closed by illan");
+        }
+        g_string_append_len(s->qmp_rx, buf, n);
+    }
+    return true;
+}
+
 /* One CRLF-terminated line from the QMP socket, without its end. */
 static char *qmp_read_line(QTestState *s)
 {
@@ -159,6 +185,25 @@ JsonObject *qtest_qmp_reply(QTestState *s)
         s->qmp_awaited = "QMP reply";
         msg = qtest_qmp_receive(s);
         s->qmp_awaited = NULL;
+        if (!json_object_has_member(msg, "event")) {
+            return msg;
+        }
+        g_queue_push_tail(&s->events, msg);
+    }
+}
+
+JsonObject *qtest_qmp_reply_within(QTestState *s, double timeout_s)
+{
+    gint64 deadline = g_get_monotonic_time() + timeout_s * G_USEC_PER_SEC;
+
+    for (;;) {
+        JsonObject *msg;
+
+        if (!qmp_line_within(s, (deadline - g_get_monotonic_time()) /
+                                (double)G_USEC_PER_SEC)) {
+            return NULL;
+        }
+        msg = qtest_qmp_receive(s);
         if (!json_object_has_member(msg, "event")) {
             return msg;
         }

@@ -38,6 +38,8 @@ void qtest_kill(QTestState *s);
  */
 JsonObject *qtest_qmp(QTestState *s, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 JsonObject *qtest_qmp_reply(QTestState *s);
+/* The same, or NULL when none came within @timeout_s. */
+JsonObject *qtest_qmp_reply_within(QTestState *s, double timeout_s);
 JsonObject *qtest_qmp_receive(QTestState *s);
 JsonObject *qtest_qmp_eventwait(QTestState *s, const char *event);
 bool qtest_qmp_event_pending(QTestState *s, const char *event);

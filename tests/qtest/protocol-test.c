@@ -4,7 +4,11 @@
  */
 #include "libqtest.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define LAN "-nodefaults -device spapr-vlan"
 
@@ -278,6 +282,55 @@ static void test_clock(void)
     qtest_quit(s);
 }
 
+/*
+ * -qtest stdio fed from a pipe that ends after its requests, as
+ * `printf ... | illan -qtest stdio` is: every reply is written before
+ * illan exits, even 32 MiB into a pipe that holds 64 KiB.
+ */
+static void test_stdio_replies_before_exit(void)
+{
+    static const char requests[] = "read 0x0 0x1000000\nendianness\n";
+    const char *argv[] = { illan_binary(), "-qtest", "stdio",
+                           "-qtest-log", "none", NULL };
+    gint64 deadline = g_get_monotonic_time() + QTEST_WAIT_S * G_USEC_PER_SEC;
+    g_autoptr(GString) out = g_string_new(NULL);
+    g_autoptr(GError) err = NULL;
+    int to_illan, from_illan, status;
+    GPid pid;
+
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL,
+                                           NULL, &pid, &to_illan,
+                                           &from_illan, NULL, &err));
+    g_assert_cmpint(write(to_illan, requests, strlen(requests)), ==,
+                    (ssize_t)strlen(requests));
+    close(to_illan);
+    for (;;) {
+        struct pollfd p = { .fd = from_illan, .events = POLLIN };
+        gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+        char buf[65536];
+        ssize_t n;
+
+        g_assert_cmpint(left_ms, >, 0);
+        if (poll(&p, 1, left_ms) <= 0) {
+            continue;
+        }
+        n = read(from_illan, buf, sizeof(buf));
+        if (n == 0) {
+            break;
+        }
+        g_assert_true(n > 0 || errno == EINTR);
+        g_string_append_len(out, buf, MAX(n, 0));
+    }
+    close(from_illan);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_cmpuint(out->len, ==, strlen("OK 0x") + 2 * 0x1000000 + 1 +
+                     strlen("OK big\n"));
+    g_assert_true(g_str_has_suffix(out->str, "\nOK big\n"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -292,5 +345,7 @@ int main(int argc, char **argv)
                     test_irq_intercept_out);
     g_test_add_func("/qtest/protocol/irq-line-format", test_irq_line_format);
     g_test_add_func("/qtest/protocol/clock", test_clock);
+    g_test_add_func("/qtest/protocol/stdio-replies-before-exit",
+                    test_stdio_replies_before_exit);
     return g_test_run();
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,122 @@ static void test_no_machine(void)
     g_string_free(c.rx, TRUE);
 }
 
+/* Fails the test unless disarmed within WAIT_US: a server that blocks
+ * the thread it runs on cannot be caught by that thread.  Disarmed
+ * through a pipe, which ThreadSanitizer sees as the ordering it is. */
+typedef struct Watchdog {
+    int fds[2];
+    const char *what;
+    GThread *thread;
+} Watchdog;
+
+static gpointer watchdog_run(gpointer opaque)
+{
+    Watchdog *w = opaque;
+    struct pollfd p = { .fd = w->fds[0], .events = POLLIN };
+    int n;
+
+    do {
+        n = poll(&p, 1, WAIT_US / 1000);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        g_error("%s", w->what);
+    }
+    return NULL;
+}
+
+static void watchdog_arm(Watchdog *w, const char *what)
+{
+    g_assert_cmpint(pipe(w->fds), ==, 0);
+    w->what = what;
+    w->thread = g_thread_new("watchdog", watchdog_run, w);
+}
+
+static void watchdog_disarm(Watchdog *w)
+{
+    g_assert_cmpint(write(w->fds[1], "", 1), ==, 1);
+    g_thread_join(w->thread);
+    close(w->fds[0]);
+    close(w->fds[1]);
+}
+
+/*
+ * A client that sends requests and reads nothing: the server's thread
+ * (the main loop) must not block on it, and once the client reads, every
+ * reply is there, whole and in order.  16 replies of 2 MiB are far more
+ * than a socket holds.
+ */
+static void test_unread_replies_block_nothing(void)
+{
+    enum { READS = 16, READ_SIZE = 0x100000 };
+    static const char last[] = "\nOK big\n";
+    g_autofree char *dir = g_dir_make_tmp("illan-test-qtest-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "qtest.sock", NULL);
+    g_autofree char *spec = g_strconcat("unix:", path, NULL);
+    g_autoptr(GString) requests = g_string_new(NULL);
+    g_autoptr(GString) rx = g_string_new(NULL);
+    GError *err = NULL;
+    Client c = { 0 };
+    int listener = unix_socket_listen(path, &err);
+    g_auto(GStrv) lines = NULL;
+    gint64 deadline;
+    QTestServer *qs;
+    Watchdog w;
+
+    g_assert_no_error(err);
+    qs = qtest_server_start(spec, NULL, NULL, on_closed, &c, &err);
+    g_assert_no_error(err);
+    c.fd = accept(listener, NULL, NULL);
+    g_assert_cmpint(c.fd, >=, 0);
+    for (int i = 0; i < READS; i++) {
+        g_string_append_printf(requests, "read 0x0 0x%x\n", READ_SIZE);
+    }
+    g_string_append(requests, "endianness\n");
+    g_assert_cmpint(send(c.fd, requests->str, requests->len, 0), ==,
+                    (ssize_t)requests->len);
+
+    watchdog_arm(&w, "the qtest server blocked its thread writing to a "
+                 "client that reads nothing");
+    while (g_main_context_iteration(NULL, FALSE)) {
+        /* until the server has nothing left it can do */
+    }
+    watchdog_disarm(&w);
+
+    /* The end only: a strlen() per turn would be quadratic in 32 MiB. */
+    deadline = g_get_monotonic_time() + WAIT_US;
+    while (rx->len < strlen(last) ||
+           memcmp(rx->str + rx->len - strlen(last), last, strlen(last))) {
+        char buf[65536];
+        ssize_t n;
+
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_main_context_iteration(NULL, FALSE);
+        n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n > 0) {
+            g_string_append_len(rx, buf, n);
+        } else {
+            g_assert_true(n < 0 && errno == EAGAIN);
+        }
+    }
+    lines = g_strsplit(rx->str, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, READS + 2);
+    for (int i = 0; i < READS; i++) {
+        g_assert_cmpuint(strlen(lines[i]), ==, 5 + 2 * READ_SIZE);
+        g_assert_true(g_str_has_prefix(lines[i], "OK 0x0000"));
+    }
+    g_assert_cmpstr(lines[READS], ==, "OK big");
+    g_assert_cmpstr(lines[READS + 1], ==, "");
+
+    close(c.fd);
+    while (!c.closed) {
+        g_main_context_iteration(NULL, TRUE);
+    }
+    qtest_server_free(qs);
+    close(listener);
+    unix_socket_unlink(path);
+    g_rmdir(dir);
+}
+
 /* The "null" channel takes its input from qtest_server_feed() (the fuzz
  * target's way in) and drops the replies; the log shows them. */
 static void test_null_channel_feed(void)
@@ -143,5 +260,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/qtest/no-machine", test_no_machine);
     g_test_add_func("/qtest/null-channel-feed", test_null_channel_feed);
+    g_test_add_func("/qtest/unread-replies-block-nothing",
+                    test_unread_replies_block_nothing);
     return g_test_run();
 }
