@@ -25,6 +25,7 @@
 #include "net/xsk-queue.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
+#include "qemu/passed-fds.h"
 #include "qemu/runstate.h"
 #include "qemu/thread.h"
 
@@ -104,6 +105,7 @@ typedef struct AfXdpState {
     uint64_t link_changes, reopens, link_overruns;
     bool multi_buffer;          /* the queues are bound with XDP_USE_SG */
     bool mb_reported;           /* its absence was said on stderr */
+    bool sock_fds_taken;        /* o.sock_fds are the netdev's to close */
     const char *rx_metadata;    /* "kfunc", "ktime", "external" or "off" */
     /* The interface's MTU, set by the main thread, read by senders. */
     uint32_t mtu;               /* atomic */
@@ -215,7 +217,9 @@ static bool parse_multi_buffer(const QemuOpts *opts, AfXdpMultiBuffer *mb,
     return true;
 }
 
-/* sock-fds=a:b:...: open AF_XDP sockets, one per queue. */
+/* sock-fds=a:b:...: open AF_XDP sockets, one per queue, each given once
+ * (which of them illan may take is known only when it creates the
+ * netdev; see take_sock_fds). */
 static bool parse_sock_fds(const char *v, AfXdpOptions *o, GError **errp)
 {
     g_auto(GStrv) parts = g_strsplit(v, ":", -1);
@@ -244,6 +248,14 @@ static bool parse_sock_fds(const char *v, AfXdpOptions *o, GError **errp)
                         "sock-fds: descriptor %s is not an open AF_XDP "
                         "socket", parts[i]);
             return false;
+        }
+        for (unsigned j = 0; j < o->n_sock_fds; j++) {
+            if (o->sock_fds[j] == (int)fd) {
+                g_set_error(errp, ILLAN_ERROR, 0, "sock-fds: descriptor %s "
+                            "is given twice: each queue needs a socket of "
+                            "its own", parts[i]);
+                return false;
+            }
         }
         o->sock_fds[o->n_sock_fds++] = fd;
     }
@@ -1039,8 +1051,7 @@ static void af_xdp_free(void *opaque)
     runstate_remove_notifier(runstate_changed, s);
     link_watch_free(s->watch);
     close_queues(s);
-    /* Passed sockets are the netdev's from the moment it parsed them. */
-    for (unsigned i = 0; i < s->o.n_sock_fds; i++) {
+    for (unsigned i = 0; s->sock_fds_taken && i < s->o.n_sock_fds; i++) {
         close(s->o.sock_fds[i]);
     }
     qemu_rwlock_destroy(&s->queues_lock);
@@ -1161,6 +1172,33 @@ static bool af_xdp_checks(AfXdpState *s, GError **errp)
            (s->o.inhibit || check_attached_program(s, errp));
 }
 
+/*
+ * The passed sockets become the netdev's, to close with it, once every
+ * other check has passed: only sockets illan inherited and nothing took
+ * (not its own, not another netdev's), so that a mistaken sock-fds
+ * neither closes a socket in use nor takes one a corrected netdev_add
+ * could still use.
+ */
+static bool take_sock_fds(AfXdpState *s, GError **errp)
+{
+    for (unsigned i = 0; i < s->o.n_sock_fds; i++) {
+        const char *why = passed_fds_xsk_refusal(s->o.sock_fds[i]);
+
+        if (why) {
+            g_set_error(errp, ILLAN_ERROR, 0, "sock-fds: descriptor %d was "
+                        "not handed to illan for this: %s (only an AF_XDP "
+                        "socket inherited at start and not taken by another "
+                        "netdev is accepted)", s->o.sock_fds[i], why);
+            return false;
+        }
+    }
+    for (unsigned i = 0; i < s->o.n_sock_fds; i++) {
+        passed_fds_take(s->o.sock_fds[i]);
+    }
+    s->sock_fds_taken = true;
+    return true;
+}
+
 static bool af_xdp_create(const char *id, const QemuOpts *opts,
                           GError **errp)
 {
@@ -1171,6 +1209,7 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
     s->id = g_strdup(id);
     s->rx_metadata = "off";
     ok = parse_options(opts, &s->o, errp) && af_xdp_checks(s, errp) &&
+         take_sock_fds(s, errp) &&
          (s->watch = link_watch_new(link_event, s, errp)) != NULL;
     /* The queues deliver to the client, so it exists before they do. */
     if (ok) {

@@ -105,8 +105,9 @@ static bool is_af_xdp(int fd)
            domain == AF_XDP;
 }
 
-/* Why @fd may not be used, or NULL. */
-static const char *refusal(int fd, Inherited *in)
+/* Why @fd may not be used, or NULL.  @xsk: for af-xdp's sock-fds,
+ * which take only AF_XDP sockets, where fd: takes anything else. */
+static const char *refusal(int fd, Inherited *in, bool xsk)
 {
     static const char *const standard[] = {
         "it is illan's standard input", "it is illan's standard output",
@@ -126,17 +127,22 @@ static const char *refusal(int fd, Inherited *in)
     if (in->taken || (flags & FD_CLOEXEC)) {
         return "another option took it";
     }
-    /* af-xdp's sock-fds leave close-on-exec alone. */
-    if (is_af_xdp(fd)) {
-        return "it is an AF_XDP socket, for af-xdp's sock-fds";
+    if (is_af_xdp(fd) != xsk) {
+        return xsk ? "it is not an AF_XDP socket"
+                   : "it is an AF_XDP socket, for af-xdp's sock-fds";
     }
     return NULL;
+}
+
+const char *passed_fds_xsk_refusal(int fd)
+{
+    return refusal(fd, find_inherited(fd), true);
 }
 
 int passed_fds_claim_inherited(int fd, GError **errp)
 {
     Inherited *in = find_inherited(fd);
-    const char *why = refusal(fd, in);
+    const char *why = refusal(fd, in, false);
 
     if (why) {
         g_set_error(errp, ILLAN_ERROR, 0, "descriptor %d was not handed to "

@@ -1,9 +1,9 @@
 /*
- * Descriptors handed to illan from outside, for fd: migration URIs: those
- * its parent left open across exec, and those a QMP client passed with
- * getfd under a name.  Anything else a number could name (the monitor's
- * socket, a netdev's, the standard streams) belongs to illan and is
- * refused, never closed.  Main thread only.
+ * Descriptors handed to illan from outside, for fd: migration URIs and
+ * af-xdp's sock-fds: those its parent left open across exec, and those a
+ * QMP client passed with getfd under a name.  Anything else a number
+ * could name (the monitor's socket, a netdev's, the standard streams)
+ * belongs to illan and is refused, never closed.  Main thread only.
  */
 #ifndef QEMU_PASSED_FDS_H
 #define QEMU_PASSED_FDS_H
@@ -22,6 +22,9 @@ bool passed_fds_take(int fd);
 /* fd:N: @fd if it is an inherited descriptor nobody took, now taken by
  * the caller; otherwise -1 and why. */
 int passed_fds_claim_inherited(int fd, GError **errp);
+/* af-xdp's sock-fds: why @fd is not an inherited AF_XDP socket nobody
+ * took, or NULL if it is (passed_fds_take() then takes it). */
+const char *passed_fds_xsk_refusal(int fd);
 
 /* getfd: @name now names @fd, which this module owns; a descriptor the
  * name had is closed.  Names may not start with a digit (@fd is closed

@@ -29,6 +29,8 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -645,6 +647,173 @@ static void test_unprivileged_sock_fds(void)
     g_test_message("illan with CapEff %s received 30 and sent 5 frames on "
                    "a socket passed with sock-fds", caps);
     helper_teardown(&h);
+}
+
+/* sock-fds claims: only sockets handed to illan, each by one netdev. */
+
+/* The AF_XDP socket illan opened for netdev n0: the one of its
+ * descriptors, copied here, that is an AF_XDP socket and none of
+ * @inherited's @n. */
+static int illan_own_xsk(pid_t pid, const int *inherited, unsigned n)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/fd", pid);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    int pidfd = syscall(SYS_pidfd_open, pid, 0), found = -1;
+    const char *name;
+
+    g_assert_nonnull(d);
+    g_assert_cmpint(pidfd, >=, 0);
+    while (found < 0 && (name = g_dir_read_name(d))) {
+        int fd = atoi(name);
+        int copy = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+        int domain = 0;
+        socklen_t len = sizeof(domain);
+        bool theirs = false;
+        struct stat a, b;
+
+        if (copy < 0) {
+            continue;
+        }
+        g_assert_cmpint(fstat(copy, &a), ==, 0);
+        for (unsigned i = 0; i < n; i++) {
+            g_assert_cmpint(fstat(inherited[i], &b), ==, 0);
+            theirs |= a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+        }
+        if (!theirs && !getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &domain,
+                                   &len) && domain == AF_XDP) {
+            found = fd;
+        }
+        close(copy);
+    }
+    close(pidfd);
+    g_assert_cmpint(found, >=, 0);
+    return found;
+}
+
+/* netdev_add of an af-xdp netdev @id on @ifname with @opts: its error,
+ * or NULL if it was added. */
+static char *netdev_add_error(Rig *r, const char *id, const char *ifname,
+                              const char *opts)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->q.qts,
+        "{'execute': 'netdev_add', 'arguments': {'type': 'af-xdp', "
+        "'id': '%s', 'ifname': '%s', 'inhibit': true%s}}", id, ifname, opts);
+    JsonObject *err;
+
+    if (json_object_has_member(rsp, "return")) {
+        return NULL;
+    }
+    err = json_object_get_object_member(rsp, "error");
+    g_assert_nonnull(err);
+    return g_strdup(json_object_get_string_member(err, "desc"));
+}
+
+static void assert_netdev_add_refused(Rig *r, const char *ifname,
+                                      const char *opts, const char *want)
+{
+    g_autofree char *err = netdev_add_error(r, "refused", ifname, opts);
+
+    g_test_message("netdev_add af-xdp%s -> %s", opts, err);
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err, want));
+}
+
+typedef struct NetdevFrames {
+    QTestState *qts;
+    const char *id;
+    gint64 want;
+} NetdevFrames;
+
+static bool netdev_frames_reached(void *opaque)
+{
+    NetdevFrames *w = opaque;
+    g_autoptr(JsonObject) st = qrig_net_stats(w->qts);
+
+    return qjson_int(qrig_stats_netdev(st, w->id), "rx.frames") >= w->want;
+}
+
+/*
+ * sock-fds takes only AF_XDP sockets illan inherited and no netdev took:
+ * not n0's own socket (n0 goes on receiving), not one socket for two
+ * queues (which a netdev can still take alone after), not the socket
+ * another netdev took (which goes on receiving too).
+ */
+static void test_sock_fds_claims(void)
+{
+    g_autofree char *opts = NULL;
+    g_autofree char *want = NULL;
+    g_autofree char *err = NULL;
+    NetdevFrames n1 = { .id = "n1", .want = 10 };
+    VethPair ext, wide;
+    Helper h;
+    Rig r = { 0 };
+    int spare, inherited[2];
+    int own, peer;
+    uint8_t f[60];
+
+    veth_pair_create(&ext, 1);
+    veth_pair_create(&wide, 2);
+    helper_setup(&h, ext.dut);
+    spare = socket(AF_XDP, SOCK_RAW, 0);    /* inherited, never taken */
+    g_assert_cmpint(spare, >=, 0);
+    inherited[0] = h.xsk_fd;
+    inherited[1] = spare;
+    rig_start(&r, 1, "");
+    qrig_open_guest(&r.q, NULL);
+    n1.qts = r.q.qts;
+
+    /* n0's own socket: refused, and n0 keeps it. */
+    own = illan_own_xsk(qtest_pid(r.q.qts), inherited, 2);
+    opts = g_strdup_printf(", 'sock-fds': '%d'", own);
+    want = g_strdup_printf("sock-fds: descriptor %d was not handed to "
+                           "illan for this: it is one of illan's own "
+                           "descriptors", own);
+    assert_netdev_add_refused(&r, ext.dut, opts, want);
+    send_frames(&r, 0, 20);
+    guest_receive_in_order(&r, 0, 20);
+
+    /* One socket for two queues. */
+    g_free(opts);
+    g_free(want);
+    opts = g_strdup_printf(", 'queues': 2, 'sock-fds': '%d:%d'", spare,
+                           spare);
+    want = g_strdup_printf("sock-fds: descriptor %d is given twice", spare);
+    assert_netdev_add_refused(&r, wide.dut, opts, want);
+    g_free(opts);
+    opts = g_strdup_printf(", 'sock-fds': '%d'", spare);
+    err = netdev_add_error(&r, "n2", wide.dut, opts);
+    g_assert_null(err);
+
+    /* The helper's socket, taken by n1, is n1's alone. */
+    g_free(opts);
+    opts = g_strdup_printf(", 'sock-fds': '%d'", h.xsk_fd);
+    err = netdev_add_error(&r, "n1", ext.dut, opts);
+    g_assert_null(err);
+    g_free(want);
+    want = g_strdup_printf("sock-fds: descriptor %d was not handed to "
+                           "illan for this: another option took it",
+                           h.xsk_fd);
+    assert_netdev_add_refused(&r, ext.dut, opts, want);
+    peer = packet_socket_open_proto(ext.peer, 0);
+    for (unsigned i = 0; i < n1.want; i++) {
+        PacketSend p = { peer, f, sizeof(f) };
+
+        build_frame(f, sizeof(f), qrig_mac, peer_mac, i);
+        qtest_wait_until(packet_sent, &p, QTEST_WAIT_S, "%s to take frame "
+                         "%u", ext.peer, i);
+    }
+    close(peer);
+    qtest_wait_until(netdev_frames_reached, &n1, QTEST_WAIT_S,
+                     "netdev n1 to receive %" G_GINT64_FORMAT " frames",
+                     n1.want);
+    g_test_message("n0's own socket %d, socket %d twice (then taken by n2) "
+                   "and n1's socket %d refused; n0 and n1 went on "
+                   "receiving", own, spare, h.xsk_fd);
+    rig_stop(&r);
+    close(spare);
+    helper_teardown(&h);
+    veth_pair_destroy(&wide);
+    veth_pair_destroy(&ext);
 }
 
 /* XDP hints: the struct our program writes in front of each frame. */
@@ -1880,6 +2049,7 @@ int main(int argc, char **argv)
                     test_held_without_buffers);
     g_test_add_func("/af-xdp/unprivileged-sock-fds",
                     test_unprivileged_sock_fds);
+    g_test_add_func("/af-xdp/sock-fds/claims", test_sock_fds_claims);
     g_test_add_func("/af-xdp/rx-metadata/native", test_rx_metadata_native);
     g_test_add_func("/af-xdp/rx-metadata/skb", test_rx_metadata_skb);
     g_test_add_func("/af-xdp/rx-metadata/guest-latency", test_guest_latency);
