@@ -397,11 +397,10 @@ static void queue_free(XskQueue *q)
     g_free(q);
 }
 
-XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
-                         int *errno_out, GError **errp)
+static XskQueue *queue_new(const XskQueueConfig *cfg,
+                           NetClientState *backend)
 {
     XskQueue *q = g_new0(XskQueue, 1);
-    bool ok;
 
     q->cfg = *cfg;
     q->backend = backend;
@@ -409,6 +408,24 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
     q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     qemu_mutex_init(&q->tx_lock);
     q->umem_size = xsk_queue_umem_size(cfg);
+    return q;
+}
+
+/* The rings are there: what receive and transmit need besides. */
+static void queue_ready(XskQueue *q)
+{
+    q->tx_chain_max = q->multi_buffer ? tx_chain_max() : 1;
+    q->rx_peek = q->multi_buffer ? q->cfg.batch + XSK_CHAIN_CAP
+                                 : q->cfg.batch;
+    populate_frames(q);
+}
+
+XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
+                         int *errno_out, GError **errp)
+{
+    XskQueue *q = queue_new(cfg, backend);
+    bool ok;
+
     q->umem_area = mmap(NULL, q->umem_size, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (q->umem_area == MAP_FAILED) {
@@ -427,13 +444,30 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
         queue_free(q);
         return NULL;
     }
-    q->tx_chain_max = q->multi_buffer ? tx_chain_max() : 1;
-    q->rx_peek = q->multi_buffer ? cfg->batch + XSK_CHAIN_CAP : cfg->batch;
     if (cfg->busy_poll_usecs) {
         set_busy_poll(q);
     }
     read_options(q);
-    populate_frames(q);
+    queue_ready(q);
+    return q;
+}
+
+XskQueue *xsk_queue_new_on_rings(const XskQueueConfig *cfg,
+                                 NetClientState *backend,
+                                 const struct xsk_ring_cons *rx,
+                                 const struct xsk_ring_prod *fill,
+                                 void *umem)
+{
+    XskQueue *q = queue_new(cfg, backend);
+    bool mapped;
+
+    q->umem_area = umem;
+    q->rx = *rx;
+    q->fill = *fill;
+    q->multi_buffer = cfg->multi_buffer;
+    mapped = !q->multi_buffer || map_bounce(q);
+    g_assert(mapped);
+    queue_ready(q);
     return q;
 }
 
@@ -490,8 +524,11 @@ static const struct xdp_desc *rx_desc(XskQueue *q, const RxBatch *b,
     return xsk_ring_cons__rx_desc(&q->rx, b->idx + i);
 }
 
-/* Descriptors from the start of @b of a chain whose head was dropped
- * already, up to and including its last one. */
+/* Descriptors at b->next of a chain whose head was dropped already, up
+ * to and including its last one, in this batch and the next ones.  The
+ * kernel publishes a frame's descriptors at once: a chain the ring ends
+ * in the middle of (fewer descriptors than a batch looks at) lost its
+ * end, and what comes next is another frame. */
 static void skip_rest_of_chain(XskQueue *q, RxBatch *b)
 {
     while (q->rx_skip && b->next < b->n) {
@@ -499,6 +536,9 @@ static void skip_rest_of_chain(XskQueue *q, RxBatch *b)
 
         b->addrs[b->next++] = desc_frame(d);
         q->rx_skip = d->options & XDP_PKT_CONTD;
+    }
+    if (b->n < q->rx_peek) {
+        q->rx_skip = false;
     }
 }
 
@@ -544,8 +584,10 @@ static bool rx_chain(XskQueue *q, RxBatch *b)
         return false;
     }
     if (more && len == XSK_CHAIN_CAP) {
+        /* Dropped whole, once: its tail is no frame of its own. */
         q->rx_skip = true;
         drop_chain(q, b, len, &q->stats.rx_too_long);
+        skip_rest_of_chain(q, b);
     } else if (more) {
         drop_chain(q, b, len, &q->stats.rx_truncated);
     } else if (bytes > NET_FRAME_MAX) {
@@ -679,6 +721,7 @@ static unsigned rx_batch(XskQueue *q)
     b.n = xsk_ring_cons__peek(&q->rx, q->rx_peek, &b.idx);
     q->rx_held = false;
     if (b.n == 0) {
+        q->rx_skip = false;         /* see skip_rest_of_chain */
         end_rx_run(q);
         refill(q);
         return 0;
@@ -725,6 +768,11 @@ static unsigned rx_batch(XskQueue *q)
         STAT_ADD(q->stats.rx_chains, count_chains(q, &b, taken));
     }
     return taken ? taken : used > 0;
+}
+
+unsigned xsk_queue_rx_poll(XskQueue *q)
+{
+    return rx_batch(q);
 }
 
 /* Transmit. */

@@ -28,6 +28,8 @@
 #define XSK_CHAIN_CAP 64
 
 typedef struct XskQueue XskQueue;
+struct xsk_ring_cons;
+struct xsk_ring_prod;
 
 typedef struct XskQueueConfig {
     const char *ifname;
@@ -83,6 +85,20 @@ size_t xsk_queue_umem_size(const XskQueueConfig *cfg);
  * Delivers to @backend once started. */
 XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
                          int *errno_out, GError **errp);
+/*
+ * For tests of the receive path: a queue on the rx and fill rings @rx and
+ * @fill, which the caller made and fills as the kernel would, over @umem
+ * (xsk_queue_umem_size() bytes, mapped with mmap(), the queue's from now
+ * on).  No socket and no thread: xsk_queue_rx_poll() receives.
+ */
+XskQueue *xsk_queue_new_on_rings(const XskQueueConfig *cfg,
+                                 NetClientState *backend,
+                                 const struct xsk_ring_cons *rx,
+                                 const struct xsk_ring_prod *fill,
+                                 void *umem);
+/* One pass of the I/O thread's receive: a batch from the rx ring to the
+ * NIC.  How many frames the NIC took, or 1 if it only dropped chains. */
+unsigned xsk_queue_rx_poll(XskQueue *q);
 /* Starts the I/O thread. */
 void xsk_queue_start(XskQueue *q);
 /* Stops the thread, closes the socket and frees everything. */
