@@ -333,19 +333,32 @@ static bool wrap_rxq(SpaprVlanState *s, RxBatch *b)
     return dma_st64(&s->vdev, s->buf_list + BUF_LIST_RXQ_BD, b->qbd);
 }
 
+/* The slot of the entry about to be written gets @entered (0: none). */
+static void set_rxq_stamp(SpaprVlanState *s, uint64_t entered)
+{
+    uint64_t slot = s->rxq_ptr / RXQ_ENTRY_SIZE;
+
+    if (slot < s->rx_nstamps) {
+        __atomic_store_n(&s->rx_stamps[slot], entered, __ATOMIC_RELAXED);
+    }
+}
+
 /* The entry about to be written carries the stamped frame: the stamp
  * goes where the guest looks for it, and the clock is read, before the
  * entry's control byte, so that the guest cannot take the entry before
  * either. */
 static void stamp_rxq_entry(SpaprVlanState *s, NetRxStamp *stamp)
 {
-    uint64_t slot = s->rxq_ptr / RXQ_ENTRY_SIZE;
-
-    if (slot < s->rx_nstamps) {
-        __atomic_store_n(&s->rx_stamps[slot], stamp->entered,
-                         __ATOMIC_RELAXED);
-    }
+    set_rxq_stamp(s, stamp->entered);
     stamp->visible = latency_now_ns();
+}
+
+/* The control byte was refused: the entry is not the guest's, and the
+ * next frame written to its slot must not be measured from this stamp. */
+static void unstamp_rxq_entry(SpaprVlanState *s, NetRxStamp *stamp)
+{
+    set_rxq_stamp(s, 0);
+    stamp->visible = 0;
 }
 
 /* Writes the entry for a frame of @len at @offset in the buffer whose
@@ -389,7 +402,7 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
                                         LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
                                         entry[0])) {
         if (last == b->stamped) {
-            b->stamp->visible = 0;
+            unstamp_rxq_entry(s, b->stamp);
         }
         return false;
     }

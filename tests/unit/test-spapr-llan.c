@@ -1,8 +1,9 @@
 /*
  * spapr-vlan in-process, with a real dgram backend on a unix socket: the
  * device's counters by drop reason, their balance with the net core's,
- * one interrupt per batch, reset, and H_PARAMETER for a unit address that
- * names another kind of VIO device.  Also the device's migration state
+ * one interrupt per batch, reset, H_PARAMETER for a unit address that
+ * names another kind of VIO device, and the latency stamp of an rx-queue
+ * entry whose control byte could not be written.  Also the device's migration state
  * through a real stream (the guest's MAC and filters, and the state the
  * loader refuses) and self-announce's frames on the wire.
  */
@@ -16,12 +17,16 @@
 #include "qemu/option.h"
 #include "qemu/runstate.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/userfaultfd.h>
 
 #define BD_VALID    0x8000000000000000ULL
 #define BD(len, addr) (BD_VALID | (uint64_t)(len) << 32 | (addr))
@@ -527,6 +532,127 @@ static void test_wrap_needs_writable_toggle(void)
     g_assert_cmpuint(vs.rx_dropped[NET_RX_DROP_DMA_ERROR], ==, 1);
     g_assert_true(guest_ram_ld_be(spapr_ram(f.spapr), RXQ + 16, 8, &entry));
     g_assert_cmphex(entry, ==, 0);
+    fixture_free(&f);
+}
+
+/*
+ * The guest revokes its rx queue's mapping while the device writes an
+ * entry: after the entry's body, before its control byte.  A userfaultfd
+ * write-protect on the queue's page stops the writing thread at its first
+ * store there, the way a vCPU elsewhere gets in between, and the fault
+ * handler revokes the TCE before it lets it go on.  The stamp the device
+ * left for that entry must not outlive the failed write, or the guest
+ * measures the next frame landing in the slot from it.
+ */
+typedef struct RevokeOnWrite {
+    int uffd;
+    SpaprTceTable *tcet;
+    unsigned faults;
+} RevokeOnWrite;
+
+/* Handles the one fault the device's write takes (or gives up after
+ * 5 s, and the test fails on the fault count). */
+static gpointer revoke_on_write(gpointer opaque)
+{
+    RevokeOnWrite *r = opaque;
+    struct uffd_msg msg;
+    struct pollfd pfd = { .fd = r->uffd, .events = POLLIN };
+    struct uffdio_writeprotect wp = { .range.len = 4096 };
+
+    if (poll(&pfd, 1, 5000) != 1 ||
+        read(r->uffd, &msg, sizeof(msg)) != sizeof(msg)) {
+        return NULL;
+    }
+    g_assert_cmpuint(msg.event, ==, UFFD_EVENT_PAGEFAULT);
+    g_assert_true(spapr_tce_put(r->tcet, RXQ, 0));
+    __atomic_fetch_add(&r->faults, 1, __ATOMIC_RELAXED);
+    wp.range.start = msg.arg.pagefault.address & ~4095ULL;
+    g_assert_cmpint(ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp), ==, 0);
+    return NULL;
+}
+
+/* Write-protects the page of guest RAM at @gpa for @r's handler. */
+static bool write_protect(Fixture *f, RevokeOnWrite *r, uint64_t gpa)
+{
+    struct uffdio_api api = { .api = UFFD_API,
+                              .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+    uint64_t page = (uintptr_t)guest_ram_ptr(spapr_ram(f->spapr), gpa, 4096);
+    struct uffdio_register reg = {
+        .range = { .start = page, .len = 4096 },
+        .mode = UFFDIO_REGISTER_MODE_WP,
+    };
+    struct uffdio_writeprotect wp = {
+        .range = reg.range, .mode = UFFDIO_WRITEPROTECT_MODE_WP,
+    };
+
+    r->uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+    if (r->uffd < 0 || ioctl(r->uffd, UFFDIO_API, &api) ||
+        ioctl(r->uffd, UFFDIO_REGISTER, &reg)) {
+        return false;
+    }
+    g_assert_cmpint(ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp), ==, 0);
+    return true;
+}
+
+static NetRxResult deliver_stamped(Fixture *f, NetRxStamp *stamp)
+{
+    uint8_t frame[60] = { 0 };
+    NetFrame nf = { frame, sizeof(frame) };
+    NetClientState *backend = net_client_peer(spapr_vlan_nic(f->lan));
+    SpaprVlanStats before, after;
+
+    memcpy(frame, to_us, 6);
+    spapr_vlan_get_stats(f->lan, &before);
+    g_assert_cmpuint(net_backend_deliver_or_hold(backend, &nf, 1, stamp,
+                                                 false), ==, 1);
+    spapr_vlan_get_stats(f->lan, &after);
+    if (after.rx_frames > before.rx_frames) {
+        return NET_RX_DELIVERED;
+    }
+    g_assert_cmpuint(after.rx_dropped[NET_RX_DROP_DMA_ERROR], ==,
+                     before.rx_dropped[NET_RX_DROP_DMA_ERROR] + 1);
+    return NET_RX_DROP_DMA_ERROR;
+}
+
+static void test_failed_control_byte_clears_stamp(void)
+{
+    uint64_t stamps[1] = { 0 };
+    NetRxStamp stamp = { .entered = 1000 };
+    RevokeOnWrite r = { 0 };
+    GThread *handler;
+    Fixture f;
+
+    fixture_init(&f, true);
+    open_lan_queue(&f, 16);
+    add_buffers(&f, 4, 512);
+    spapr_vlan_set_rx_stamps(f.lan, stamps, G_N_ELEMENTS(stamps));
+    r.tcet = tce_table(&f);
+    if (!write_protect(&f, &r, RXQ)) {
+        g_test_skip("no userfaultfd write-protect here");
+        spapr_vlan_set_rx_stamps(f.lan, NULL, 0);
+        fixture_free(&f);
+        return;
+    }
+    handler = g_thread_new("revoke-on-write", revoke_on_write, &r);
+
+    /* The entry's body is written, then its control byte is refused. */
+    g_assert_cmpint(deliver_stamped(&f, &stamp), ==, NET_RX_DROP_DMA_ERROR);
+    g_thread_join(handler);
+    close(r.uffd);
+    g_assert_cmpuint(__atomic_load_n(&r.faults, __ATOMIC_RELAXED), ==, 1);
+    g_assert_cmpuint(stamp.visible, ==, 0);
+    g_assert_cmphex(stamps[0], ==, 0);
+
+    /* An unstamped frame in the same slot carries no stamp either. */
+    g_assert_true(spapr_tce_put(r.tcet, RXQ, RXQ | 3));
+    g_assert_cmpint(deliver_stamped(&f, NULL), ==, NET_RX_DELIVERED);
+    g_assert_cmphex(stamps[0], ==, 0);
+    stamp = (NetRxStamp){ .entered = 2000 };
+    g_assert_cmpint(deliver_stamped(&f, &stamp), ==, NET_RX_DELIVERED);
+    g_assert_cmphex(stamps[0], ==, 2000);
+    g_assert_cmpuint(stamp.visible, >, 0);
+
+    spapr_vlan_set_rx_stamps(f.lan, NULL, 0);
     fixture_free(&f);
 }
 
@@ -1058,6 +1184,8 @@ int main(int argc, char **argv)
                     test_page_mode_far_slots);
     g_test_add_func("/spapr-llan/wrap-needs-writable-toggle",
                     test_wrap_needs_writable_toggle);
+    g_test_add_func("/spapr-llan/rx/failed-control-byte-clears-stamp",
+                    test_failed_control_byte_clears_stamp);
     g_test_add_func("/spapr-llan/register-resets-filters",
                     test_register_resets_filters);
     g_test_add_func("/spapr-llan/stopped-machine", test_stopped_machine);
