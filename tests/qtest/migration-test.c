@@ -976,7 +976,9 @@ static void stamp_peer(Rig *r)
 }
 
 /* The next datagram from @from; *@when is when the kernel queued it (in
- * us, stamp_peer() first), not when the test got round to reading it. */
+ * us, stamp_peer() first), not when the test got round to reading it.
+ * None within QTEST_WAIT_S ends the test here, so that *@when is always
+ * set when this returns. */
 static ssize_t peer_recv(Rig *r, const char *from, uint8_t *buf, size_t max,
                          gint64 *when)
 {
@@ -996,7 +998,7 @@ static ssize_t peer_recv(Rig *r, const char *from, uint8_t *buf, size_t max,
     ssize_t n;
 
     if (poll(&pfd, 1, QTEST_WAIT_S * 1000) != 1) {
-        return -1;
+        g_error("no datagram from %s within %.0f s", from, QTEST_WAIT_S);
     }
     n = recvmsg(r->base.peer, &msg, 0);
     g_assert_cmpstr(addr.sun_path, ==, from);
