@@ -8,8 +8,6 @@
 #include <glib.h>
 #include <stdbool.h>
 
-/* Below this the models leave memory alone (room for a firmware). */
-#define GUEST_MEM_BASE      (1ULL << 20)
 #define DMA_WINDOW_SIZE     0x10000000ULL
 
 typedef struct FreeRange {
@@ -19,6 +17,7 @@ typedef struct FreeRange {
 struct GuestMemState {
     GArray *free;           /* FreeRange, ascending, none adjacent */
     uint64_t in_use, peak;
+    uint64_t refused_frees;
 };
 
 static uint64_t mem_end;
@@ -36,6 +35,7 @@ void guest_mem_init(uint64_t ram_size)
         mem.free = g_array_new(false, false, sizeof(FreeRange));
     }
     mem.peak = 0;
+    mem.refused_frees = 0;
     guest_mem_reset();
 }
 
@@ -82,6 +82,16 @@ uint64_t guest_mem_alloc(uint64_t size, uint64_t align)
     return 0;
 }
 
+/* [@start, @end) lies in guest memory and overlaps no free range; @i is
+ * the first free range that starts at or after @start. */
+static bool handed_out(uint64_t start, uint64_t end, guint i)
+{
+    return start >= GUEST_MEM_BASE && end <= mem_end &&
+           end - start <= mem.in_use &&
+           (i == 0 || range_at(i - 1)->end <= start) &&
+           (i == mem.free->len || end <= range_at(i)->start);
+}
+
 void guest_mem_free(uint64_t addr, uint64_t size)
 {
     FreeRange r = { addr, addr + size };
@@ -90,10 +100,10 @@ void guest_mem_free(uint64_t addr, uint64_t size)
     while (i < mem.free->len && range_at(i)->start < r.start) {
         i++;
     }
-    /* Freeing what is free would be the models' bug. */
-    g_assert(i == 0 || range_at(i - 1)->end <= r.start);
-    g_assert(i == mem.free->len || r.end <= range_at(i)->start);
-    g_assert(mem.in_use >= size);
+    if (r.end < r.start || !handed_out(r.start, r.end, i)) {
+        mem.refused_frees++;
+        return;
+    }
     mem.in_use -= size;
     if (i < mem.free->len && range_at(i)->start == r.end) {
         r.end = range_at(i)->end;
@@ -114,6 +124,11 @@ uint64_t guest_mem_in_use(void)
 uint64_t guest_mem_peak(void)
 {
     return mem.peak;
+}
+
+uint64_t guest_mem_refused_frees(void)
+{
+    return mem.refused_frees;
 }
 
 uint64_t guest_mem_size(void)

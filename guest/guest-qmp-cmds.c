@@ -131,6 +131,7 @@ static JsonObject *driver_memory(void)
     json_object_set_int_member(o, "in-use-bytes", guest_mem_in_use());
     json_object_set_int_member(o, "peak-bytes", guest_mem_peak());
     json_object_set_int_member(o, "size-bytes", guest_mem_size());
+    json_object_set_int_member(o, "refused-frees", guest_mem_refused_frees());
     return o;
 }
 

@@ -99,6 +99,12 @@ static bool guest_post_load(void *opaque, int version_id, GError **errp)
 
     (void)version_id;
     img->drv.unit = img->unit;
+    if (img->mem_next < GUEST_MEM_BASE) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': the guest allocator "
+                    "stands at 0x%" G_GINT64_MODIFIER "x, below 0x%llx where "
+                    "it starts", img->id, img->mem_next, GUEST_MEM_BASE);
+        return false;
+    }
     if (img->mem_next > limit) {
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': the guest allocator "
                     "stands at 0x%" G_GINT64_MODIFIER "x, beyond the 0x%"
@@ -107,7 +113,8 @@ static bool guest_post_load(void *opaque, int version_id, GError **errp)
                     img->mem_next, limit);
         return false;
     }
-    if (!ibmveth_state_check(&img->drv, img->mem_next, errp)) {
+    if (!ibmveth_state_check(&img->drv, GUEST_MEM_BASE, img->mem_next,
+                             errp)) {
         g_prefix_error(errp, "guest '%s': driver state: ", img->id);
         return false;
     }
@@ -173,11 +180,55 @@ static bool guest_absent(void *obj, GError **errp)
     return false;
 }
 
+static bool pieces_overlap(const IbmvethMemPiece *a,
+                           const IbmvethMemPiece *b)
+{
+    return a->addr < b->addr + b->size && b->addr < a->addr + a->size;
+}
+
+/* One allocator serves every guest, and each driver gives its own pieces
+ * back at close: a piece two drivers hold would be freed twice. */
+static bool guests_disjoint(const GuestImage *a, const GuestImage *b,
+                            GError **errp)
+{
+    IbmvethMemPiece pa[IBMVETH_MAX_MEM_PIECES], pb[IBMVETH_MAX_MEM_PIECES];
+    unsigned na = ibmveth_state_pieces(&a->drv, pa);
+    unsigned nb = ibmveth_state_pieces(&b->drv, pb);
+
+    for (unsigned i = 0; i < na; i++) {
+        for (unsigned j = 0; j < nb; j++) {
+            if (pieces_overlap(&pa[i], &pb[j])) {
+                g_set_error(errp, ILLAN_ERROR, 0, "section '" SECTION_NAME
+                            "': a piece of guest '%s' at 0x%"
+                            G_GINT64_MODIFIER "x overlaps one of guest '%s' "
+                            "at 0x%" G_GINT64_MODIFIER "x", a->id,
+                            pa[i].addr, b->id, pb[j].addr);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static bool guests_check_together(void *const *images, unsigned n,
+                                  GError **errp)
+{
+    for (unsigned i = 0; i < n; i++) {
+        for (unsigned j = i + 1; j < n; j++) {
+            if (!guests_disjoint(images[i], images[j], errp)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static const VMStateImageOps guest_image_ops = {
     .size = sizeof(GuestImage),
     .capture = guest_capture,
     .commit = guest_commit,
     .absent = guest_absent,
+    .check_together = guests_check_together,
 };
 
 void ibmveth_guest_vmstate_register(IbmvethGuest *g, uint32_t instance)

@@ -945,10 +945,11 @@ void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s)
     }
 }
 
-/* [addr, addr + len) lies in guest memory below @mem_end. */
-static bool range_ok(uint64_t addr, uint64_t len, uint64_t mem_end)
+/* [addr, addr + len) lies in guest memory in [@mem_start, @mem_end). */
+static bool range_ok(uint64_t addr, uint64_t len, uint64_t mem_start,
+                     uint64_t mem_end)
 {
-    return len <= mem_end && addr <= mem_end - len;
+    return addr >= mem_start && len <= mem_end && addr <= mem_end - len;
 }
 
 /* The free slots are exactly the slots not posted, each once, in the
@@ -981,7 +982,8 @@ static bool free_ring_ok(const IbmvethPoolState *p)
 }
 
 static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
-                             uint64_t mem_end, GError **errp)
+                             uint64_t mem_start, uint64_t mem_end,
+                             GError **errp)
 {
     if (p->count > IBMVETH_POOL_COUNT_MAX) {
         g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: count %u is over %d",
@@ -994,7 +996,7 @@ static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
     if (p->count < 1 || p->size < IBMVETH_POOL_SIZE_MIN ||
         p->size > IBMVETH_POOL_SIZE_MAX ||
         p->stride != align_up(p->size, POOL_BUF_ALIGN) ||
-        !range_ok(p->base, p->stride * p->count, mem_end)) {
+        !range_ok(p->base, p->stride * p->count, mem_start, mem_end)) {
         g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: size %u, count %u, "
                     "%" G_GUINT64_FORMAT " bytes apart at 0x%"
                     G_GINT64_MODIFIER "x is not a pool the driver makes in "
@@ -1012,13 +1014,28 @@ static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
     return true;
 }
 
-typedef struct MemPiece {
-    uint64_t addr, size;
-} MemPiece;
+unsigned ibmveth_state_pieces(const IbmvethState *s,
+                              IbmvethMemPiece p[IBMVETH_MAX_MEM_PIECES])
+{
+    unsigned n = 0;
+
+    p[n++] = (IbmvethMemPiece){ s->tce_list, PAGE_SIZE };
+    p[n++] = (IbmvethMemPiece){ s->buffer_list, PAGE_SIZE };
+    p[n++] = (IbmvethMemPiece){ s->filter_list, PAGE_SIZE };
+    p[n++] = (IbmvethMemPiece){ s->rxq, s->rxq_len };
+    p[n++] = (IbmvethMemPiece){ s->tx_buf, IBMVETH_TX_BUF_SIZE };
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (s->pool[i].active) {
+            p[n++] = (IbmvethMemPiece){ s->pool[i].base,
+                                        s->pool[i].stride * s->pool[i].count };
+        }
+    }
+    return n;
+}
 
 static int piece_cmp(const void *a, const void *b)
 {
-    const MemPiece *x = a, *y = b;
+    const IbmvethMemPiece *x = a, *y = b;
 
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
@@ -1027,19 +1044,9 @@ static int piece_cmp(const void *a, const void *b)
  * that overlap would be freed twice. */
 static bool pieces_disjoint(const IbmvethState *s, GError **errp)
 {
-    MemPiece p[5 + IBMVETH_NUM_POOLS] = {
-        { s->tce_list, PAGE_SIZE }, { s->buffer_list, PAGE_SIZE },
-        { s->filter_list, PAGE_SIZE }, { s->rxq, s->rxq_len },
-        { s->tx_buf, IBMVETH_TX_BUF_SIZE },
-    };
-    unsigned n = 5;
+    IbmvethMemPiece p[IBMVETH_MAX_MEM_PIECES];
+    unsigned n = ibmveth_state_pieces(s, p);
 
-    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        if (s->pool[i].active) {
-            p[n++] = (MemPiece){ s->pool[i].base,
-                                 s->pool[i].stride * s->pool[i].count };
-        }
-    }
     qsort(p, n, sizeof(p[0]), piece_cmp);
     for (unsigned i = 1; i < n; i++) {
         if (p[i - 1].addr + p[i - 1].size > p[i].addr) {
@@ -1052,13 +1059,13 @@ static bool pieces_disjoint(const IbmvethState *s, GError **errp)
     return true;
 }
 
-bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
-                         GError **errp)
+bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
+                         uint64_t mem_end, GError **errp)
 {
     uint64_t entries = 1;
 
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        if (!pool_state_check(&s->pool[i], i, mem_end, errp)) {
+        if (!pool_state_check(&s->pool[i], i, mem_start, mem_end, errp)) {
             return false;
         }
         entries += s->pool[i].count;
@@ -1080,14 +1087,15 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
                     "x is not an interface's unicast address", s->mac);
         return false;
     }
-    if (!range_ok(s->tce_list, PAGE_SIZE, mem_end) ||
-        !range_ok(s->buffer_list, PAGE_SIZE, mem_end) ||
-        !range_ok(s->filter_list, PAGE_SIZE, mem_end) ||
-        !range_ok(s->rxq, s->rxq_len, mem_end) ||
-        !range_ok(s->tx_buf, IBMVETH_TX_BUF_SIZE, mem_end)) {
-        g_set_error(errp, IBMVETH_ERROR, 0, "a queue or page lies beyond "
+    if (!range_ok(s->tce_list, PAGE_SIZE, mem_start, mem_end) ||
+        !range_ok(s->buffer_list, PAGE_SIZE, mem_start, mem_end) ||
+        !range_ok(s->filter_list, PAGE_SIZE, mem_start, mem_end) ||
+        !range_ok(s->rxq, s->rxq_len, mem_start, mem_end) ||
+        !range_ok(s->tx_buf, IBMVETH_TX_BUF_SIZE, mem_start, mem_end)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "a queue or page lies outside "
                     "the guest memory the driver allocates from (0x%"
-                    G_GINT64_MODIFIER "x)", mem_end);
+                    G_GINT64_MODIFIER "x to 0x%" G_GINT64_MODIFIER "x)",
+                    mem_start, mem_end);
         return false;
     }
     return pieces_disjoint(s, errp);

@@ -624,6 +624,38 @@ static bool check_absent_sections(GError **errp)
     return true;
 }
 
+static bool check_images_of(const VMStateImageOps *ops, GError **errp)
+{
+    g_autoptr(GPtrArray) images = g_ptr_array_new();
+
+    for (guint i = 0; i < entries->len; i++) {
+        SaveStateEntry *se = g_ptr_array_index(entries, i);
+
+        if (se->image && se->ops == ops) {
+            g_ptr_array_add(images, se->image);
+        }
+    }
+    return ops->check_together(images->pdata, images->len, errp);
+}
+
+static bool check_images_together(GError **errp)
+{
+    g_autoptr(GHashTable) checked = g_hash_table_new(NULL, NULL);
+
+    for (guint i = 0; entries && i < entries->len; i++) {
+        SaveStateEntry *se = g_ptr_array_index(entries, i);
+
+        if (!se->image || !se->ops->check_together ||
+            !g_hash_table_add(checked, (gpointer)se->ops)) {
+            continue;
+        }
+        if (!check_images_of(se->ops, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
                       GError **errp)
 {
@@ -631,7 +663,8 @@ bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
 
     return check_header(f, errp) &&
            load_configuration(f, machine_type, errp) &&
-           load_sections(&ls, errp) && check_absent_sections(errp);
+           load_sections(&ls, errp) && check_absent_sections(errp) &&
+           check_images_together(errp);
 }
 
 bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,

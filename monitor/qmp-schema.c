@@ -132,8 +132,8 @@ static const SchemaObject objects[] = {
       NULL, NULL },
     { "GuestStatsInfo", "guests:[GuestStats] "
       "driver-memory:GuestDriverMemory", NULL, NULL },
-    { "GuestDriverMemory", "in-use-bytes:int peak-bytes:int size-bytes:int",
-      NULL, NULL },
+    { "GuestDriverMemory", "in-use-bytes:int peak-bytes:int size-bytes:int "
+      "refused-frees:int", NULL, NULL },
     /* frames-by-buffer-size is keyed by the pools' buffer sizes. */
     { "GuestStats", "id:str dev:str fwd:str poll:str rx-frames:int "
       "rx-bytes:int tx-frames:int tx-bytes:int tap-rx-frames:int "

@@ -13,19 +13,27 @@
 
 typedef struct GuestMemState GuestMemState;
 
+/* Where the pieces start: below it the models leave memory alone (room
+ * for a firmware). */
+#define GUEST_MEM_BASE  (1ULL << 20)
+
 /* Starts over, for a machine with @ram_size bytes of RAM. */
 void guest_mem_init(uint64_t ram_size);
 /* Everything handed out is free again (the machine was reset). */
 void guest_mem_reset(void);
 /* @size bytes aligned to @align (a power of two); 0 when none is left. */
 uint64_t guest_mem_alloc(uint64_t size, uint64_t align);
-/* Gives back a piece guest_mem_alloc() handed out. */
+/* Gives back a piece guest_mem_alloc() handed out.  A range not wholly
+ * handed out is left as it is and counted: only a state adopted from a
+ * stream could name one, and bad input must not end the run. */
 void guest_mem_free(uint64_t addr, uint64_t size);
 
-/* Bytes handed out now, the most ever at once, and all there are. */
+/* Bytes handed out now, the most ever at once, all there are, and the
+ * frees refused. */
 uint64_t guest_mem_in_use(void);
 uint64_t guest_mem_peak(void);
 uint64_t guest_mem_size(void);
+uint64_t guest_mem_refused_frees(void);
 
 /* The allocator as it stands, to try allocations on it and put it back
  * (which frees @s). */

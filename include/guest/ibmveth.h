@@ -325,10 +325,20 @@ unsigned ibmveth_set_rx_mode(IbmvethDriver *v, bool all, const uint64_t *groups,
 /* Into a zeroed @s. */
 void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s);
 /* False, saying which field, unless @s is a state the driver could have
- * reached with every structure in guest memory below @mem_end: the
- * driver trusts it as it trusts its own. */
-bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_end,
-                         GError **errp);
+ * reached with every structure in guest memory in [@mem_start, @mem_end):
+ * the driver trusts it as it trusts its own. */
+bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
+                         uint64_t mem_end, GError **errp);
+
+/* The pieces of guest memory a driver in state @s holds, each given back
+ * on its own at close: its pages, queue, transmit buffer and active
+ * pools.  Returns how many it put in @p. */
+typedef struct IbmvethMemPiece {
+    uint64_t addr, size;
+} IbmvethMemPiece;
+#define IBMVETH_MAX_MEM_PIECES  (5 + IBMVETH_NUM_POOLS)
+unsigned ibmveth_state_pieces(const IbmvethState *s,
+                              IbmvethMemPiece p[IBMVETH_MAX_MEM_PIECES]);
 /* A driver that carries on from @s (checked), already registered with
  * the device: no hcall is made. */
 IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s);

@@ -48,6 +48,11 @@ typedef struct VMStateImageOps {
     /* A stream read to its end without this section: false refuses it,
      * errp saying why.  NULL: the object keeps its state. */
     bool (*absent)(void *obj, GError **errp);
+    /* Every image loaded with these ops, in registration order, checked
+     * together once the stream is read and before any commits: what no
+     * one image shows, such as memory two objects both claim.  May be
+     * NULL. */
+    bool (*check_together)(void *const *images, unsigned n, GError **errp);
 } VMStateImageOps;
 
 /* A section "@idstr" with @instance_id; it lasts until unregistered. */

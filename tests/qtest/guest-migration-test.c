@@ -4,8 +4,10 @@
  * peer that sends numbered frames and collects their echoes.  Every frame
  * sent to the source is echoed exactly once, by the source's guest or by
  * the destination's (which takes over the frames still in the receive
- * queue), or is counted dropped by the source.  Also the two refusals
- * and a reset of the destination.
+ * queue), or is counted dropped by the source.  Also the two refusals,
+ * a reset of the destination, and crafted guest sections refused whole
+ * (pieces or cursor below 1 MiB, two guests holding the same pieces),
+ * which a reset, freeing the pieces, would otherwise crash on.
  */
 #include "libqos/eth-frames.h"
 #include "migration-helpers.h"
@@ -455,6 +457,169 @@ static void test_destination_without_guest(void)
     refused(GUEST, "", "unknown section 'ibmveth-guest' instance 0");
 }
 
+/*
+ * Crafted guest sections.  After its header (type, section id, "ibmveth-
+ * guest", instance, version) a section holds unit, mem_next, tx_position,
+ * then the driver: tce_list, buffer_list, filter_list, rxq, tx_buf,
+ * rxq_len, rxq_index, rxq_toggle, bds_per_add, mac, and five pools of
+ * active, size, count, base, stride, consumer, producer, available and
+ * count free-map entries and count posted flags.
+ */
+#define GUEST_IDSTR     "ibmveth-guest"
+#define AT_MEM_NEXT     4
+#define AT_DRIVER       16
+#define AT_POOLS        (AT_DRIVER + 5 * 8 + 3 * 4 + 1 + 8)
+#define SECTION_HEAD    (1 + 4 + 1 + sizeof(GUEST_IDSTR) - 1 + 4 + 4)
+#define SECTION_FOOT    (1 + 4)
+
+/* Where the body of guest section @n starts in @data. */
+static size_t guest_section(const char *data, size_t len, unsigned n)
+{
+    const char *at = data;
+
+    for (unsigned i = 0; i <= n; i++) {
+        at = memmem(at + 1, len - (at + 1 - data), GUEST_IDSTR,
+                    strlen(GUEST_IDSTR));
+        g_assert_nonnull(at);
+    }
+    return at - data + strlen(GUEST_IDSTR) + 8;
+}
+
+static uint64_t get_be(const char *p, int size)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < size; i++) {
+        v = v << 8 | (uint8_t)p[i];
+    }
+    return v;
+}
+
+static void put_be64(char *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8) {
+        p[i] = v;
+    }
+}
+
+static void move_down(char *p, uint64_t by)
+{
+    put_be64(p, get_be(p, 8) - by);
+}
+
+/* The allocator's cursor and every piece of guest section @n's driver
+ * moved down by @by bytes. */
+static void move_guest_down(char *data, size_t len, unsigned n, uint64_t by)
+{
+    char *body = data + guest_section(data, len, n);
+    char *pool = body + AT_POOLS;
+
+    move_down(body + AT_MEM_NEXT, by);
+    for (int i = 0; i < 5; i++) {
+        move_down(body + AT_DRIVER + 8 * i, by);
+    }
+    for (int i = 0; i < 5; i++) {
+        uint64_t count = get_be(pool + 5, 4);
+
+        if (pool[0]) {
+            move_down(pool + 9, by);
+        }
+        pool += 1 + 4 + 4 + 8 + 8 + 4 * 3 + count * 5;
+    }
+}
+
+/* A stream from a source with @guests (each on its own spapr-vlan),
+ * changed by @craft, into a destination like it: refused with @msg, and
+ * the destination quits cleanly after a reset, as it would have run. */
+static void crafted(const char *guests, void (*craft)(char *, size_t),
+                    const char *msg)
+{
+    Rig r;
+    g_autofree char *file = NULL, *uri = NULL, *cmd = NULL, *data = NULL;
+    g_autofree char *dst_extra = g_strdup_printf("%s -incoming defer",
+                                                 guests);
+    g_autoptr(JsonObject) info = NULL;
+    gsize len;
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    uri = g_strdup_printf("file:%s", file);
+    r.src = qrig_spawn(&r.base, &(QRigOpts){
+        .machine = "pseries", .mem = "64M", .dev_path = r.src_dev,
+        .nic = ",id=net0", .extra = guests });
+    migrate(r.src, uri);
+    qtest_quit(r.src);
+    g_assert_true(g_file_get_contents(file, &data, &len, NULL));
+    craft(data, len);
+    g_assert_true(g_file_set_contents(file, data, len, NULL));
+
+    r.dst = qrig_spawn(&r.base, &(QRigOpts){
+        .machine = "pseries", .mem = "64M", .dev_path = r.dst_dev,
+        .nic = ",id=net0", .extra = dst_extra });
+    cmd = g_strdup_printf("{'execute': 'migrate-incoming', 'arguments': "
+                          "{'uri': '%s'}}", uri);
+    json_object_unref(qmp_ok(r.dst, cmd));
+    info = wait_migration(r.dst);
+    g_test_message("%s: %s", json_object_get_string_member(info, "status"),
+                   json_object_has_member(info, "error-desc") ?
+                   json_object_get_string_member(info, "error-desc") : "");
+    /* Closing the guests frees their pieces: with the crafted state
+     * adopted, the old code aborted here. */
+    json_object_unref(qmp_ok(r.dst, "{'execute': 'system_reset'}"));
+    g_assert_cmpstr(json_object_get_string_member(info, "status"), ==,
+                    "failed");
+    g_assert_nonnull(strstr(json_object_get_string_member(info,
+                                                          "error-desc"),
+                            msg));
+    qtest_quit(r.dst);
+    rig_free(&r);
+}
+
+/* Every piece and the cursor 1 MiB lower: some pieces below 1 MiB,
+ * where the allocator hands nothing out. */
+static void below_base(char *data, size_t len)
+{
+    move_guest_down(data, len, 0, 1 << 20);
+}
+
+static void test_pieces_below_base(void)
+{
+    crafted(GUEST, below_base, "guest 'g0': driver state: pool 0: size "
+            "512, count 256, 512 bytes apart at 0x1a000 is not a pool the "
+            "driver makes in this machine's memory");
+}
+
+static void cursor_below_base(char *data, size_t len)
+{
+    put_be64(data + guest_section(data, len, 0) + AT_MEM_NEXT, 0x80000);
+}
+
+static void test_cursor_below_base(void)
+{
+    crafted(GUEST, cursor_below_base, "guest 'g0': the guest allocator "
+            "stands at 0x80000, below 0x100000 where it starts");
+}
+
+/* Guest 1's state made guest 0's (unit apart): both drivers hold the same
+ * pieces. */
+static void shared_pieces(char *data, size_t len)
+{
+    size_t g0 = guest_section(data, len, 0), g1 = guest_section(data, len, 1);
+    size_t body = g1 - g0 - SECTION_HEAD - SECTION_FOOT;
+
+    memcpy(data + g1 + 4, data + g0 + 4, body - 4);
+}
+
+#define TWO_GUESTS GUEST " -device spapr-vlan,id=net1,mac=52:54:00:12:34:57 " \
+    "-guest ibmveth,id=g1,dev=net1,fwd=macswap"
+
+static void test_guests_share_pieces(void)
+{
+    crafted(TWO_GUESTS, shared_pieces, "section 'ibmveth-guest': a piece "
+            "of guest 'g0' at 0x100000 overlaps one of guest 'g1' at "
+            "0x100000");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -463,5 +628,11 @@ int main(int argc, char **argv)
                     test_stream_without_guest);
     g_test_add_func("/guest-migration/destination-without-guest",
                     test_destination_without_guest);
+    g_test_add_func("/guest-migration/pieces-below-base",
+                    test_pieces_below_base);
+    g_test_add_func("/guest-migration/cursor-below-base",
+                    test_cursor_below_base);
+    g_test_add_func("/guest-migration/guests-share-pieces",
+                    test_guests_share_pieces);
     return g_test_run();
 }

@@ -3,7 +3,7 @@
  * given back merge with their free neighbours, so that a driver that
  * closes and opens again finds the same memory; a saved state put back
  * undoes trial allocations; a migrated cursor counts all below it as
- * handed out.
+ * handed out; a free of what is not handed out is refused and counted.
  */
 #include "guest/guest-mem.h"
 
@@ -103,6 +103,31 @@ static void test_adopt_cursor(void)
     g_assert_cmphex(guest_mem_alloc(4 * KiB, 4 * KiB), ==, 1 * MiB);
 }
 
+/* A range not wholly handed out, which only an inconsistent adopted state
+ * could name, is refused and counted, the allocator left as it was. */
+static void test_bad_free_refused(void)
+{
+    uint64_t a;
+
+    guest_mem_init(64 * MiB);
+    a = guest_mem_alloc(8 * KiB, 4 * KiB);
+    guest_mem_free(512 * KiB, 4 * KiB);             /* below 1 MiB */
+    guest_mem_free(a + 8 * KiB, 4 * KiB);           /* free already */
+    guest_mem_free(a + 4 * KiB, 8 * KiB);           /* half free */
+    guest_mem_free(64 * MiB - 4 * KiB, 8 * KiB);    /* past the end */
+    guest_mem_free(a, UINT64_MAX);                  /* wraps */
+    g_assert_cmpuint(guest_mem_refused_frees(), ==, 5);
+    g_assert_cmpuint(guest_mem_in_use(), ==, 8 * KiB);
+    guest_mem_free(a, 8 * KiB);
+    g_assert_cmpuint(guest_mem_in_use(), ==, 0);
+    /* Nothing in use at all, as after adopting a cursor of 1 MiB. */
+    guest_mem_free(a, 4 * KiB);
+    g_assert_cmpuint(guest_mem_refused_frees(), ==, 6);
+    g_assert_cmphex(guest_mem_alloc(63 * MiB, 4 * KiB), ==, 1 * MiB);
+    guest_mem_init(64 * MiB);
+    g_assert_cmpuint(guest_mem_refused_frees(), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -112,5 +137,6 @@ int main(int argc, char **argv)
                     test_alignment_and_limits);
     g_test_add_func("/guest-mem/save-restore", test_save_restore);
     g_test_add_func("/guest-mem/adopt-cursor", test_adopt_cursor);
+    g_test_add_func("/guest-mem/bad-free-refused", test_bad_free_refused);
     return g_test_run();
 }

@@ -87,7 +87,7 @@ static void fixture_init(Fixture *f)
     ibmveth_get_state(f->drv, &f->s);
     g_assert_cmpuint(f->s.pool[0].producer, ==, 2);
     g_assert_cmpuint(f->s.rxq_index, ==, 2);
-    g_assert_true(ibmveth_state_check(&f->s, f->fb.next, &err));
+    g_assert_true(ibmveth_state_check(&f->s, MEM_BASE, f->fb.next, &err));
     g_assert_no_error(err);
 }
 
@@ -120,7 +120,7 @@ static void expect_refused(Fixture *f, const IbmvethState *s,
 {
     g_autoptr(GError) err = NULL;
 
-    g_assert_false(ibmveth_state_check(s, mem_end, &err));
+    g_assert_false(ibmveth_state_check(s, MEM_BASE, mem_end, &err));
     g_assert_nonnull(err);
     g_test_message("%s", err->message);
     g_assert_nonnull(strstr(err->message, msg));
@@ -156,8 +156,13 @@ static void test_refusals(void)
     MUTATE(s->rxq_len += 16, f.fb.next, "rx queue of");
     MUTATE(s->bds_per_add = 3, f.fb.next, "bds_per_add 3");
     MUTATE((void)0, MEM_BASE + 0x3000, "not a pool the driver");
-    MUTATE(s->tx_buf = f.fb.next - 4096, f.fb.next, "beyond the guest "
+    MUTATE(s->tx_buf = f.fb.next - 4096, f.fb.next, "outside the guest "
            "memory");
+    /* Below where the allocator starts, nothing is handed out. */
+    MUTATE(s->tce_list = MEM_BASE - 4096, f.fb.next, "outside the guest "
+           "memory");
+    MUTATE(s->pool[0].base = MEM_BASE - 4096, f.fb.next,
+           "not a pool the driver");
     /* The driver gives each piece back at close: no two may overlap. */
     MUTATE(s->tx_buf = s->rxq, f.fb.next, "overlap");
     MUTATE(s->filter_list = s->pool[1].base + 4096, f.fb.next, "overlap");
