@@ -351,7 +351,8 @@ static GroCsum rx_csum_state(IbmvethGuest *g, const IbmvethRxEntry *e)
 }
 
 /* Linux's large-packet reading of the frame at @frame (see
- * ibmveth_rx_large()); returns the MSS it gives the stack. */
+ * ibmveth_rx_large()); returns the MSS it gives the stack, 0 when the
+ * skb is not GSO. */
 static uint16_t rx_large(IbmvethGuest *g, const IbmvethRxEntry *e,
                          uint8_t *frame)
 {
@@ -405,7 +406,9 @@ static void send_segment(void *opaque, const uint8_t *frame, uint32_t len)
  * fwd=macswap sends a frame back as Linux's stack forwards the skb
  * ibmveth_poll() made of it: one the device left unfinished (a merged
  * large packet, a partial TCP checksum) goes out with start_xmit's
- * offloads, large send with the device's MSS; a large packet the
+ * offloads, large send with the MSS ibmveth_rx_mss_helper() gave it
+ * (the device's, or for a frame over the MTU not marked LRG_PKT the
+ * one read from its checksum field); a large packet the
  * offloads in force cannot take is segmented in software first, as
  * validate_xmit_skb() does.
  */
@@ -413,7 +416,7 @@ static void macswap_forward(IbmvethGuest *g, uint8_t *frame,
                             const IbmvethRxEntry *e)
 {
     uint64_t addr = ibmveth_rx_data_addr(g->drv, e);
-    uint16_t mss = rx_large(g, e, frame);
+    uint16_t gso_size = rx_large(g, e, frame);
     struct virtio_net_hdr vnet;
 
     rx_csum_state(g, e);
@@ -422,7 +425,7 @@ static void macswap_forward(IbmvethGuest *g, uint8_t *frame,
         return;
     }
     macswap(frame);
-    if (!ibmveth_rx_partial(frame, e->len, e->control, mss, &vnet)) {
+    if (!ibmveth_rx_partial(frame, e->len, e->control, gso_size, &vnet)) {
         guest_ram_mark_dirty(g->ram, addr, 2 * ETH_ALEN);
         send_frame(g, frame, e->len);
         return;

@@ -71,7 +71,7 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
 }
 
 bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
-                        uint16_t mss, struct virtio_net_hdr *vnet)
+                        uint16_t gso_size, struct virtio_net_hdr *vnet)
 {
     LlanOffloadError why;
     LlanL4 f;
@@ -87,10 +87,10 @@ bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
         .csum_start = f.l4,
         .csum_offset = f.csum_at - f.l4,
     };
-    if ((rx_control & IBMVETH_RXQ_LRG_PKT) && mss) {
+    if (gso_size) {
         vnet->gso_type = f.ip_version == 4 ? VIRTIO_NET_HDR_GSO_TCPV4 :
                                              VIRTIO_NET_HDR_GSO_TCPV6;
-        vnet->gso_size = mss;
+        vnet->gso_size = gso_size;
     }
     return true;
 }

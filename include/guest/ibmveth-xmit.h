@@ -41,12 +41,14 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
  * unfinished, as the virtio-net header of the skb a forwarding stack
  * passes on: with CSUM_GOOD in @rx_control, a TCP checksum field of 0
  * gets the pseudo-header's sum back and the skb is CHECKSUM_PARTIAL
- * (ibmveth_rx_csum_helper()); a large packet (LRG_PKT) is also GSO of
- * @mss, the MSS the device gave (ibmveth_rx_mss_helper()).  False, with
- * @frame untouched, for a frame that needs nothing more.
+ * (ibmveth_rx_csum_helper()); it is also GSO of @gso_size when that is
+ * not 0: the MSS ibmveth_rx_mss_helper() gave a frame it took as large
+ * (ibmveth_rx_large()'s gso_size), the device's for one marked LRG_PKT,
+ * otherwise the one it read from the checksum field it then zeroed.
+ * False, with @frame untouched, for a frame that needs nothing more.
  */
 bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
-                        uint16_t mss, struct virtio_net_hdr *vnet);
+                        uint16_t gso_size, struct virtio_net_hdr *vnet);
 /*
  * The stack's software GSO (validate_xmit_skb()) of a TCP packet the
  * driver cannot send whole: segments of @mss payload bytes, each with

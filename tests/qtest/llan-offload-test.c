@@ -1174,6 +1174,44 @@ static void test_guest_macswap_software(void)
     qrig_stop(&r);
 }
 
+/*
+ * A TCP frame longer than the MTU + 14 that the device did not mark
+ * LRG_PKT: Linux's ibmveth_rx_mss_helper() takes the MSS from the TCP
+ * checksum field and zeroes it, and with CSUM_GOOD the skb is
+ * CHECKSUM_PARTIAL and GSO of that MSS, so the forwarding stack sends it
+ * as a large send and the peer gets it in segments of that "MSS".  The
+ * flow's port is picked so that its valid checksum, read as an MSS,
+ * makes a few segments.
+ */
+static void test_guest_macswap_over_mtu(void)
+{
+    static Burst b;
+    static uint8_t orig[2048];
+    FrameSpec spec = { .flags = TCP_ACK, .payload = 1300, .sport = 40000 };
+    uint16_t mss;
+    QRig r;
+
+    rig_up_macswap(&r, "");
+    json_object_unref(qmp_ok(r.qts, "{'execute': 'x-guest-set-mtu', "
+                             "'arguments': {'id': 'g0', 'mtu': 1000}}"));
+    for (;; spec.sport++) {
+        g_assert_cmpuint(build(orig, &spec), ==, 1366);
+        mss = csum_field(orig);
+        if (mss >= 300 && mss < 650) {
+            break;
+        }
+    }
+    spec.to_guest = true;
+    burst_add(&b, &spec);
+    burst_send(&r, &b);
+    spec.to_guest = false;
+    check_segments(&r, orig, &spec, mss, (spec.payload + mss - 1) / mss);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.rx-large"), ==, 1);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.tx-large-sends"), ==,
+                    1);
+    qrig_stop(&r);
+}
+
 /* The attributes migrate, in a subsection only when some are on; a
  * destination that offers no offloads refuses them. */
 static void test_migration(void)
@@ -1233,6 +1271,8 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/migration", test_migration);
     g_test_add_func("/llan-offload/guest-macswap/offloaded",
                     test_guest_macswap_offloaded);
+    g_test_add_func("/llan-offload/guest-macswap/over-mtu",
+                    test_guest_macswap_over_mtu);
     g_test_add_func("/llan-offload/guest-macswap/software",
                     test_guest_macswap_software);
     return g_test_run();
