@@ -1312,7 +1312,8 @@ static int64_t vlan_attributes(SpaprVlanState *s, uint64_t *args)
  * beyond_qemu: QEMU has no such hcall, so a device with offloads=off (the
  * QEMU-exact mode, pinned by pseries-2.5) answers H_FUNCTION as QEMU's
  * dispatch does; Linux then reads no attributes and adds one buffer per
- * call.
+ * call.  A machine where no device offers offloads lacks the hcall as
+ * QEMU does, so a unit address naming no LAN gets H_FUNCTION there too.
  */
 static const struct {
     uint64_t opcode;
@@ -1329,6 +1330,22 @@ static const struct {
     { H_ILLAN_ATTRIBUTES, vlan_attributes, 1, true },
 };
 
+static void note_offloads(SpaprVioDevice *dev, void *opaque)
+{
+    SpaprVlanState *s = spapr_vlan_from_vio(dev);
+
+    *(bool *)opaque |= s && s->offloads;
+}
+
+/* The VIO bus is fixed once the machine is built, so any thread reads it. */
+static bool machine_has_offloads(SpaprMachineState *spapr)
+{
+    bool any = false;
+
+    spapr_vio_bus_foreach(spapr_vio_bus(spapr), note_offloads, &any);
+    return any;
+}
+
 static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
                       uint64_t *args)
 {
@@ -1344,11 +1361,11 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
         }
     }
     g_assert(fn);
+    if (beyond_qemu && (s ? !s->offloads : !machine_has_offloads(spapr))) {
+        return H_FUNCTION;
+    }
     if (!s) {
         return H_PARAMETER;
-    }
-    if (beyond_qemu && !s->offloads) {
-        return H_FUNCTION;
     }
     qemu_mutex_lock(&s->lock);
     ret = fn(s, args);
