@@ -38,6 +38,13 @@
  * wait and IRQ lines are coalesced, so what waits for it stays bounded.
  */
 #define QTEST_OUT_BOUND     65536
+/*
+ * At the end of the run what is owed goes out while the client takes
+ * it, but a client that takes nothing for QTEST_EXIT_STALL_MS, or is
+ * still reading after QTEST_EXIT_FLUSH_MS, holds up the exit no longer.
+ */
+#define QTEST_EXIT_STALL_MS 200
+#define QTEST_EXIT_FLUSH_MS 5000
 #define XICS_PATH           "xics"
 /*
  * QEMU's libqtest tracks interrupt numbers 0 to 255 only.  Every source a
@@ -116,6 +123,16 @@ static void qtest_log(QTestServer *qs, char kind, const char *text)
 static size_t out_pending_locked(QTestServer *qs)
 {
     return qs->outbuf->len - qs->out_head;
+}
+
+static size_t out_pending(QTestServer *qs)
+{
+    size_t pending;
+
+    qemu_mutex_lock(&qs->out_lock);
+    pending = out_pending_locked(qs);
+    qemu_mutex_unlock(&qs->out_lock);
+    return pending;
 }
 
 static void append_line_locked(QTestServer *qs, const char *line)
@@ -911,12 +928,7 @@ static void consume_input(QTestServer *qs)
  * gets every reply it can take before the run ends. */
 static void tell_closed_once_sent(QTestServer *qs)
 {
-    bool sent;
-
-    qemu_mutex_lock(&qs->out_lock);
-    sent = !out_pending_locked(qs);
-    qemu_mutex_unlock(&qs->out_lock);
-    if (qs->hung_up && sent && !qs->closed_told) {
+    if (qs->hung_up && !out_pending(qs) && !qs->closed_told) {
         qs->closed_told = true;
         qs->closed(qs->closed_opaque);
     }
@@ -1040,11 +1052,38 @@ void qtest_server_set_max_transfer(QTestServer *qs, uint32_t bytes)
     qs->max_transfer = MIN(bytes, QTEST_MAX_TRANSFER);
 }
 
+/*
+ * The run ends (quit, SIGTERM) with replies and interrupt levels still
+ * owed to a client that did not read them yet; it gets them if it reads
+ * now, as it did when replies were written blocking.
+ */
+static void flush_before_exit(QTestServer *qs)
+{
+    gint64 deadline = g_get_monotonic_time() + QTEST_EXIT_FLUSH_MS * 1000;
+    struct pollfd p = { .fd = qs->out_fd, .events = POLLOUT };
+    int n;
+
+    qemu_mutex_lock(&qs->out_lock);
+    release_held_irqs_locked(qs);
+    qemu_mutex_unlock(&qs->out_lock);
+    flush_output(qs);
+    while (out_pending(qs) && g_get_monotonic_time() < deadline) {
+        do {
+            n = poll(&p, 1, QTEST_EXIT_STALL_MS);
+        } while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+            break;
+        }
+        flush_output(qs);
+    }
+}
+
 void qtest_server_free(QTestServer *qs)
 {
     if (!qs) {
         return;
     }
+    flush_before_exit(qs);
     if (qs->watch) {
         g_source_remove(qs->watch);
     }

@@ -425,6 +425,20 @@ char *qtest_recv_raw_line(QTestState *s)
     }
 }
 
+bool qtest_reply_waiting(QTestState *s, double timeout_s)
+{
+    struct pollfd p = { .fd = s->fd, .events = POLLIN };
+    int n;
+
+    if (s->rx->len) {
+        return true;
+    }
+    do {
+        n = poll(&p, 1, (int)(timeout_s * 1000));
+    } while (n < 0 && errno == EINTR);
+    return n > 0;
+}
+
 static void note_irq(QTestState *s, const char *line)
 {
     bool raise = g_str_has_prefix(line, "IRQ raise ");

@@ -53,6 +53,9 @@ void qtest_send_raw(QTestState *s, const char *data, size_t len);
 char *qtest_recv_line(QTestState *s);
 /* Reads the next line as sent, IRQ lines included. */
 char *qtest_recv_raw_line(QTestState *s);
+/* Whether bytes wait unread on the qtest socket, or come within
+ * @timeout_s; reads none of them. */
+bool qtest_reply_waiting(QTestState *s, double timeout_s);
 
 /* Interrupt numbers on the qtest socket are 0 to 255, as QEMU's libqtest
  * tracks them: source 0x1100 + N is N (docs/devel/qtest.md). */

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -331,6 +332,40 @@ static void test_stdio_replies_before_exit(void)
     g_assert_true(g_str_has_suffix(out->str, "\nOK big\n"));
 }
 
+/*
+ * A reply far larger than the socket holds, unread when the run ends by
+ * QMP quit or SIGTERM, still reaches a client that reads it then.
+ */
+static void assert_reply_survives_exit(bool by_quit)
+{
+    const size_t size = 16u << 20;
+    QTestState *s = qtest_init(LAN " -m 64M");
+    g_autofree char *rsp = NULL;
+
+    qtest_send_raw(s, "read 0x0 0x1000000\n", strlen("read 0x0 0x1000000\n"));
+    g_assert_true(qtest_reply_waiting(s, QTEST_WAIT_S));
+    if (by_quit) {
+        g_autoptr(JsonObject) ret = qtest_qmp(s, "{'execute': 'quit'}");
+
+        g_assert_true(json_object_has_member(ret, "return"));
+    } else {
+        kill(qtest_pid(s), SIGTERM);
+    }
+    rsp = qtest_recv_raw_line(s);
+    g_assert_cmpuint(strlen(rsp), ==, strlen("OK 0x") + 2 * size);
+    qtest_quit(s);
+}
+
+static void test_reply_survives_quit(void)
+{
+    assert_reply_survives_exit(true);
+}
+
+static void test_reply_survives_sigterm(void)
+{
+    assert_reply_survives_exit(false);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -347,5 +382,9 @@ int main(int argc, char **argv)
     g_test_add_func("/qtest/protocol/clock", test_clock);
     g_test_add_func("/qtest/protocol/stdio-replies-before-exit",
                     test_stdio_replies_before_exit);
+    g_test_add_func("/qtest/protocol/reply-survives-quit",
+                    test_reply_survives_quit);
+    g_test_add_func("/qtest/protocol/reply-survives-sigterm",
+                    test_reply_survives_sigterm);
     return g_test_run();
 }
