@@ -2266,8 +2266,8 @@ static const Property spapr_vlan_props[] = {
       "H_ADD_LOGICAL_LAN_BUFFERS; pinned by pseries-2.5 alias pseries-1.0)" },
     { "lro", PROP_BOOL, offsetof(SpaprVlanState, lro), "on",
       "coalesce received TCP segments into large packets when the guest "
-      "turns large send on (off for Linux guests that forward or bridge "
-      "and predate 6.6, 6.5.7 or 6.1.57)" },
+      "turns large send on (off for Linux guests that forward, as routers "
+      "or NAT hosts, and predate 6.6, 6.5.7 or 6.1.57)" },
     { "bootindex", PROP_INT32, offsetof(SpaprVlanState, bootindex), "-1",
       "boot order, as in QEMU; stored only, illan has no firmware" },
     PROP_END

@@ -54,6 +54,9 @@ static void test_device_help(void)
     assert_contains(props, "offloads=<bool>");
     assert_contains(props, "lro=<bool>");
     assert_contains(props, "coalesce received TCP segments");
+    /* Routing guests, not bridging ones: unicast to other MACs never
+     * reaches a bridge on this device. */
+    assert_contains(props, "forward, as routers or NAT hosts");
     assert_contains(props, "bootindex=<int32>");
     assert_contains(props, "no firmware (default: -1)");
     /* Seven properties, one line each, after the heading. */
