@@ -499,8 +499,10 @@ static int try_reap(GPid child, int *status)
     return r == child ? 1 : r;
 }
 
-/* A command no longer needed ends as QEMU ends it: SIGTERM, then, for
- * one that ignores it, SIGKILL; returns as try_reap() does. */
+/* A command no longer needed gets SIGTERM, then, for one that ignores
+ * it a grace later, SIGKILL, and is always reaped; QEMU instead waits
+ * without limit on a closed channel (docs/system/migration.md).
+ * Returns as try_reap() does. */
 static int terminate_child(GPid child, int *status)
 {
     gint64 deadline = g_get_monotonic_time() + EXEC_TERM_GRACE_MS * 1000;

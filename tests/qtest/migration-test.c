@@ -908,11 +908,37 @@ static void test_tcp_slow_connect(void)
     rig_free(&r);
 }
 
+/* An exec: command that takes the whole stream and exits 3: unlike
+ * QEMU, which never looks, illan fails the migration and names the
+ * status, and the source runs on. */
+static void test_exec_exit_status(void)
+{
+    g_autoptr(JsonObject) info = NULL;
+    g_autofree char *state = NULL;
+    const char *desc;
+    Rig r;
+
+    rig_init(&r);
+    r.src = rig_start(&r, r.src_dev, "pseries", NULL, NULL);
+    migrate_start(r.src, "exec:cat > /dev/null; exit 3");
+    info = wait_migration(r.src);
+    g_assert_cmpstr(json_object_get_string_member(info, "status"), ==,
+                    "failed");
+    desc = json_object_get_string_member(info, "error-desc");
+    g_test_message("%s", desc);
+    assert_contains(desc, "exec: the command exited with status 3");
+    state = run_state(r.src);
+    g_assert_cmpstr(state, ==, "running");
+    qtest_quit(r.src);
+    rig_free(&r);
+}
+
 static void add_transport_tests(void)
 {
     g_test_add_func("/migration/tcp/ipv4", test_tcp_ipv4);
     g_test_add_func("/migration/tcp/ipv6-defer", test_tcp_ipv6_defer);
     g_test_add_func("/migration/tcp/refused", test_tcp_refused);
+    g_test_add_func("/migration/exec/exit-status", test_exec_exit_status);
     g_test_add_func("/migration/tcp/slow-connect", test_tcp_slow_connect);
     g_test_add_func("/migration/fd/named", test_fd_named);
     g_test_add_func("/migration/fd/numbers", test_fd_numbers);
