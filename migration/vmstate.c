@@ -78,14 +78,16 @@ static bool can_compress(const VMStateField *field)
     return true;
 }
 
-/* "name", or "name[k]" when the name repeats within the vmsd. */
+/* "name", or "name[k]" when the name repeats within the vmsd.  A
+ * validation is not counted: it is no field of the stream, and it takes
+ * the name of the field it checks. */
 static char *desc_field_name(const VMStateDescription *vmsd,
                              const VMStateField *field)
 {
     int occurrence = 0, total = 0;
 
     for (const VMStateField *f = vmsd->fields; f->name; f++) {
-        if (!strcmp(f->name, field->name)) {
+        if (!(f->flags & VMS_MUST_EXIST) && !strcmp(f->name, field->name)) {
             occurrence += f < field;
             total++;
         }

@@ -1213,6 +1213,99 @@ static void test_unchanged_guest(void)
     rig_free(&r);
 }
 
+/* The names of a VM description section's fields, in order,
+ * space-separated. */
+static char *desc_field_names(JsonObject *section)
+{
+    JsonArray *fields = json_object_get_array_member(section, "fields");
+    g_autoptr(GString) names = g_string_new(NULL);
+
+    for (guint i = 0; i < json_array_get_length(fields); i++) {
+        g_string_append_printf(names, "%s ", json_object_get_string_member(
+            json_array_get_object_element(fields, i), "name"));
+    }
+    return g_strdup(g_strstrip(names->str));
+}
+
+static JsonObject *desc_device(JsonObject *desc, const char *vmsd_name)
+{
+    JsonArray *devices = json_object_get_array_member(desc, "devices");
+
+    for (guint i = 0; i < json_array_get_length(devices); i++) {
+        JsonObject *d = json_array_get_object_element(devices, i);
+
+        if (!strcmp(json_object_get_string_member(d, "vmsd_name"),
+                    vmsd_name)) {
+            return d;
+        }
+    }
+    g_assert_not_reached();
+}
+
+/* The names of @vmsd_name's fields in this build's -dump-vmstate. */
+static char *dump_field_names(const char *vmsd_name)
+{
+    g_autofree char *dir = g_dir_make_tmp("illan-dump-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "dump.json", NULL);
+    g_autofree char *args = g_strdup_printf("-M pseries -dump-vmstate %s",
+                                            path);
+    g_autofree char *out = NULL, *err = NULL, *text = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GString) names = g_string_new(NULL);
+    JsonArray *fields;
+
+    g_assert_cmpint(illan_run(args, &out, &err), ==, 0);
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    unlink(path);
+    rmdir(dir);
+    g_assert_true(json_parser_load_from_data(parser, text, -1, NULL));
+    fields = json_object_get_array_member(json_object_get_object_member(
+        json_object_get_object_member(json_node_get_object(
+            json_parser_get_root(parser)), vmsd_name), "Description"),
+        "Fields");
+    for (guint i = 0; i < json_array_get_length(fields); i++) {
+        g_string_append_printf(names, "%s ", json_object_get_string_member(
+            json_array_get_object_element(fields, i), "field"));
+    }
+    return g_strdup(g_strstrip(names->str));
+}
+
+/* A validation checks a field but is no field of the stream: the field
+ * it checks keeps its own name in the VM description and the dump, as
+ * in QEMU, not "len[0]". */
+static void test_description_names(void)
+{
+    g_autofree char *file = NULL, *uri = NULL, *data = NULL;
+    g_autofree char *config = NULL, *iommu = NULL, *dumped = NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    static const char start[] = "{\"configuration\"";
+    const char *json;
+    JsonObject *desc;
+    gsize len;
+    Rig r;
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    uri = g_strdup_printf("file:%s", file);
+    r.src = rig_start(&r, r.src_dev, "pseries", NULL, NULL);
+    migrate(r.src, uri);
+    g_assert_true(g_file_get_contents(file, &data, &len, NULL));
+    json = memmem(data, len, start, strlen(start));
+    g_assert_nonnull(json);
+    g_assert_true(json_parser_load_from_data(parser, json,
+                                             data + len - json, NULL));
+    desc = json_node_get_object(json_parser_get_root(parser));
+    config = desc_field_names(json_object_get_object_member(desc,
+                                                            "configuration"));
+    g_assert_cmpstr(config, ==, "len name");
+    iommu = desc_field_names(desc_device(desc, "spapr_iommu"));
+    g_assert_cmpstr(iommu, ==, "liobn mig_nb_table bypass mig_table");
+    dumped = dump_field_names("spapr-tce-table");
+    g_assert_cmpstr(dumped, ==, "liobn mig_nb_table bypass mig_table");
+    qtest_quit(r.src);
+    rig_free(&r);
+}
+
 /*
  * Stalled peers.  The stream moves on a thread of its own, so a peer
  * that stops reading or sending holds up nothing else: QMP keeps
@@ -1420,6 +1513,8 @@ int main(int argc, char **argv)
     g_test_add_func("/migration/state/unchanged-guest",
                     test_unchanged_guest);
     add_transport_tests();
+    g_test_add_func("/migration/state/description-names",
+                    test_description_names);
     g_test_add_func("/migration/stall/destination", test_stalled_destination);
     g_test_add_func("/migration/stall/destination-sigterm",
                     test_stalled_destination_sigterm);

@@ -376,6 +376,9 @@ static void test_kinds_round_trip(void)
                               "\"uint32\", \"size\": 4}"));
     g_assert_nonnull(strstr(desc, "{\"name\": \"var\", \"array_len\": 3, "
                               "\"type\": \"uint16\", \"size\": 2}"));
+    /* The validation of n is no field: n keeps its name. */
+    g_assert_nonnull(strstr(desc, "{\"name\": \"n\", \"type\": "
+                              "\"uint32\", \"size\": 4}"));
     g_assert_null(strstr(desc, "n is at most 8"));
 
     kinds_init(&back, false);
