@@ -42,6 +42,7 @@ struct JsonStream {
     uint32_t hex_value;     /* those it had so far */
     bool lead_pending;      /* a leading surrogate wants its trail */
     size_t lead_at;         /* where that surrogate's escape is */
+    uint32_t lead_value;    /* and its value */
     JsonStreamError skipping;   /* a limit the text broke */
     char *culprit;          /* what broke NUMBER_RANGE or BAD_UNICODE */
 };
@@ -193,34 +194,56 @@ static void start_char(JsonStream *js, unsigned char c)
     }
 }
 
-/* The \u escape at @at is a surrogate that is not half of a pair: QEMU
+#define ESCAPE_LEN  6   /* \uXXXX */
+
+/* The @len bytes of escapes at @at are no Unicode character: QEMU
  * refuses the text, where json-glib would make a string that is not
- * UTF-8 of it. */
-static void lone_surrogate(JsonStream *js, size_t at)
+ * UTF-8 of a lone surrogate, and take a non-character. */
+static void bad_unicode(JsonStream *js, size_t at, size_t len)
 {
     js->lead_pending = false;
     if (!js->skipping) {
-        js->culprit = g_strndup(js->text->str + at, 6);
+        js->culprit = g_strndup(js->text->str + at, len);
         skip_rest(js, JSON_STREAM_BAD_UNICODE);
     }
 }
 
-/* A \u escape's fourth hex digit was appended. */
+/* The pending leading surrogate got no trailing one. */
+static void lone_lead(JsonStream *js)
+{
+    bad_unicode(js, js->lead_at, ESCAPE_LEN);
+}
+
+/* One of Unicode's 66 non-characters, which QEMU's parser refuses. */
+static bool is_noncharacter(uint32_t cp)
+{
+    return (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE;
+}
+
+/* A \u escape's fourth hex digit was appended.  A non-character written
+ * as a pair is named by both escapes, as QEMU names it. */
 static void unicode_escape_done(JsonStream *js)
 {
-    bool lead = js->hex_value >= 0xD800 && js->hex_value <= 0xDBFF;
-    bool trail = js->hex_value >= 0xDC00 && js->hex_value <= 0xDFFF;
+    uint32_t value = js->hex_value;
+    bool lead = value >= 0xD800 && value <= 0xDBFF;
+    bool trail = value >= 0xDC00 && value <= 0xDFFF;
 
     if (js->lead_pending) {
+        uint32_t cp = 0x10000 + ((js->lead_value & 0x3FF) << 10 |
+                                 (value & 0x3FF));
+
         js->lead_pending = false;
         if (!trail) {
-            lone_surrogate(js, js->lead_at);
+            lone_lead(js);
+        } else if (is_noncharacter(cp)) {
+            bad_unicode(js, js->lead_at, 2 * ESCAPE_LEN);
         }
     } else if (lead) {
         js->lead_pending = true;
         js->lead_at = js->escape_at;
-    } else if (trail) {
-        lone_surrogate(js, js->escape_at);
+        js->lead_value = value;
+    } else if (trail || is_noncharacter(value)) {
+        bad_unicode(js, js->escape_at, ESCAPE_LEN);
     }
 }
 
@@ -240,7 +263,7 @@ static void string_char(JsonStream *js, unsigned char c)
         js->hex_left = 0;
         skip_rest(js, JSON_STREAM_BAD_ESCAPE);
     } else if (js->lead_pending && c != '\\') {
-        lone_surrogate(js, js->lead_at);
+        lone_lead(js);
     }
     if (c < 0x20 || c >= 0xFE) {
         lexical_error(js, c);
@@ -271,7 +294,7 @@ static void escape_char(JsonStream *js, unsigned char c)
         skip_rest(js, JSON_STREAM_BAD_ESCAPE);
     }
     if (js->lead_pending && c != 'u') {
-        lone_surrogate(js, js->lead_at);
+        lone_lead(js);
     }
     js->hex_left = c == 'u' ? 4 : 0;
     js->hex_value = 0;

@@ -31,7 +31,8 @@ typedef enum JsonStreamError {
     JSON_STREAM_LEXICAL,        /* a lexical error; the text is the token */
     JSON_STREAM_NUMBER_RANGE,   /* a number beyond a double; the text is it */
     JSON_STREAM_BAD_ESCAPE,     /* a backslash before a letter JSON lacks */
-    JSON_STREAM_BAD_UNICODE,    /* a lone surrogate; the text is its escape */
+    JSON_STREAM_BAD_UNICODE,    /* a lone surrogate or a non-character;
+                                 * the text is its escape(s) */
 } JsonStreamError;
 
 /* @text is NUL-terminated and valid only during the call.  Without an

@@ -1969,7 +1969,9 @@ static char *sized_request(size_t size)
 
 /* Strings json-glib would mangle: \u0000 (it ends the string early) and
  * lone surrogates (not UTF-8) are refused, a lone surrogate in QEMU's
- * words whatever follows it; an escaped backslash before "u0000" is just
+ * words whatever follows it.  Escapes for non-characters, which json-glib
+ * takes, are refused in the same words, as QEMU does; U+FFFD is a
+ * character and comes back.  An escaped backslash before "u0000" is just
  * text and comes back unchanged.  A raw NUL byte is a stray character
  * shown as its escape. */
 static void test_bad_strings(void)
@@ -1991,8 +1993,20 @@ static void test_bad_strings(void)
     check_error(c, "{\"execute\":\"query-status\",\"id\":\"\\ud800x\"}",
                 GENERIC, "JSON parse error, \\ud800 is not a valid Unicode "
                 "character");
+    check_error(c, "{\"execute\":\"query-status\",\"id\":\"\\uFDD0\"}",
+                GENERIC, "JSON parse error, \\uFDD0 is not a valid Unicode "
+                "character");
+    check_error(c, "{\"execute\":\"query-status\",\"id\":\"\\uffff\"}",
+                GENERIC, "JSON parse error, \\uffff is not a valid Unicode "
+                "character");
+    check_error(c, "{\"execute\":\"query-status\",\"id\":\"\\ud83f\\udffe\"}",
+                GENERIC, "JSON parse error, \\ud83f\\udffe is not a valid "
+                "Unicode character");
     conn_send(c, "[\0", 2);
     expect_error(conn_recv(c), GENERIC, "JSON parse error, stray '\\u0000'");
+    rsp = conn_cmd(c, "{\"execute\":\"query-status\",\"id\":\"\\ufffd\"}");
+    g_assert_cmpstr(get_str(rsp, "id"), ==, "\xef\xbf\xbd");
+    json_object_unref(rsp);
     rsp = conn_cmd(c, "{\"execute\":\"query-status\",\"id\":\"\\\\u0000\"}");
     g_assert_cmpstr(get_str(rsp, "id"), ==, "\\u0000");
     json_object_unref(rsp);

@@ -587,8 +587,40 @@ static void test_lone_surrogates(void)
         { "{\"a\\udfff\": 1}", "E6:\\udfff" },
         { "[\"x\\ud83d\\ude00\\udfff\"]", "E6:\\udfff" },
         /* Pairs are fine, and so is what is not a surrogate. */
-        { "[\"\\uDBFF\\uDFFF\\ud7ff\\ue000\"]",
-          "[\"\\uDBFF\\uDFFF\\ud7ff\\ue000\"]" },
+        { "[\"\\uDBFF\\uDFFD\\ud7ff\\ue000\"]",
+          "[\"\\uDBFF\\uDFFD\\ud7ff\\ue000\"]" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *joined = split_joined(cases[i].in,
+                                               strlen(cases[i].in));
+
+        g_assert_cmpstr(joined, ==, cases[i].want);
+    }
+}
+
+/* An escape for one of Unicode's 66 non-characters spoils its text as
+ * in QEMU: U+FDD0..U+FDEF and the last two code points of each plane,
+ * the latter as a surrogate pair named whole. */
+static void test_noncharacters(void)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        { "[\"\\ufdd0\"] [1]", "E6:\\ufdd0|[1]" },
+        { "[\"\\uFDEF\"]", "E6:\\uFDEF" },
+        { "[\"x\\ufffe\"]", "E6:\\ufffe" },
+        { "['\\uffff']", "E6:\\uffff" },
+        { "{\"a\\uFFFF\": 1}", "E6:\\uFFFF" },
+        { "[\"\\ud83f\\udffe\"]", "E6:\\ud83f\\udffe" },
+        { "[\"\\uD83F\\uDFFFx\"]", "E6:\\uD83F\\uDFFF" },
+        { "[\"\\udbff\\udfff\"]", "E6:\\udbff\\udfff" },
+        { "[\"\\ud83d\\ude00\\ufdd5\"]", "E6:\\ufdd5" },
+        /* A broken pair is named by its lead, whatever follows. */
+        { "[\"\\ud800\\uffff\"]", "E6:\\ud800" },
+        /* Their neighbours are characters. */
+        { "[\"\\ufdcf\\ufdf0\\ufffd\\ud83f\\udffd\\udbff\\udffd\"]",
+          "[\"\\ufdcf\\ufdf0\\ufffd\\ud83f\\udffd\\udbff\\udffd\"]" },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -646,6 +678,7 @@ int main(int argc, char **argv)
     g_test_add_func("/json-stream/lexical-errors", test_lexical_errors);
     g_test_add_func("/json-stream/nul-byte", test_nul_byte);
     g_test_add_func("/json-stream/lone-surrogates", test_lone_surrogates);
+    g_test_add_func("/json-stream/noncharacters", test_noncharacters);
     g_test_add_func("/json-stream/member-text", test_member_text);
     return g_test_run();
 }
