@@ -410,7 +410,10 @@ static void send_segment(void *opaque, const uint8_t *frame, uint32_t len)
  * (the device's, or for a frame over the MTU not marked LRG_PKT the
  * one read from its checksum field); a large packet the
  * offloads in force cannot take is segmented in software first, as
- * validate_xmit_skb() does.
+ * validate_xmit_skb() does.  A large packet without CSUM_GOOD is a
+ * CHECKSUM_NONE GSO skb, which netif_needs_gso() always hands to
+ * software segmenting, and tcp4_gso_segment() checksums each segment
+ * afresh.
  */
 static void macswap_forward(IbmvethGuest *g, uint8_t *frame,
                             const IbmvethRxEntry *e)
@@ -425,6 +428,12 @@ static void macswap_forward(IbmvethGuest *g, uint8_t *frame,
         return;
     }
     macswap(frame);
+    if (gso_size && !(e->control & IBMVETH_RXQ_CSUM_GOOD)) {
+        guest_ram_mark_dirty(g->ram, addr, e->len);
+        if (ibmveth_xmit_segment(frame, e->len, gso_size, send_segment, g)) {
+            return;
+        }
+    }
     if (!ibmveth_rx_partial(frame, e->len, e->control, gso_size, &vnet)) {
         guest_ram_mark_dirty(g->ram, addr, 2 * ETH_ALEN);
         send_frame(g, frame, e->len);

@@ -1177,22 +1177,19 @@ static void test_guest_macswap_software(void)
 /*
  * A TCP frame longer than the MTU + 14 that the device did not mark
  * LRG_PKT: Linux's ibmveth_rx_mss_helper() takes the MSS from the TCP
- * checksum field and zeroes it, and with CSUM_GOOD the skb is
- * CHECKSUM_PARTIAL and GSO of that MSS, so the forwarding stack sends it
- * as a large send and the peer gets it in segments of that "MSS".  The
- * flow's port is picked so that its valid checksum, read as an MSS,
- * makes a few segments.
+ * checksum field and zeroes it, and makes the skb GSO of that MSS, so
+ * the peer gets it back in segments of that "MSS".  The flow's port is
+ * picked so that its valid checksum, read as an MSS, makes a few
+ * segments.  @large_sends: the guest's large sends the segmenting takes.
  */
-static void test_guest_macswap_over_mtu(void)
+static void macswap_over_mtu(QRig *r, int64_t large_sends)
 {
     static Burst b;
     static uint8_t orig[2048];
     FrameSpec spec = { .flags = TCP_ACK, .payload = 1300, .sport = 40000 };
     uint16_t mss;
-    QRig r;
 
-    rig_up_macswap(&r, "");
-    json_object_unref(qmp_ok(r.qts, "{'execute': 'x-guest-set-mtu', "
+    json_object_unref(qmp_ok(r->qts, "{'execute': 'x-guest-set-mtu', "
                              "'arguments': {'id': 'g0', 'mtu': 1000}}"));
     for (;; spec.sport++) {
         g_assert_cmpuint(build(orig, &spec), ==, 1366);
@@ -1203,12 +1200,35 @@ static void test_guest_macswap_over_mtu(void)
     }
     spec.to_guest = true;
     burst_add(&b, &spec);
-    burst_send(&r, &b);
+    burst_send(r, &b);
     spec.to_guest = false;
-    check_segments(&r, orig, &spec, mss, (spec.payload + mss - 1) / mss);
-    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.rx-large"), ==, 1);
-    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.tx-large-sends"), ==,
-                    1);
+    check_segments(r, orig, &spec, mss, (spec.payload + mss - 1) / mss);
+    g_assert_cmpint(qrig_stat(r->qts, "guest.offloads.rx-large"), ==, 1);
+    g_assert_cmpint(qrig_stat(r->qts, "guest.offloads.tx-large-sends"), ==,
+                    large_sends);
+}
+
+/* With CSUM_GOOD the skb is CHECKSUM_PARTIAL, so the forwarding stack
+ * sends it as a large send. */
+static void test_guest_macswap_over_mtu(void)
+{
+    QRig r;
+
+    rig_up_macswap(&r, "");
+    macswap_over_mtu(&r, 1);
+    qrig_stop(&r);
+}
+
+/* Without CSUM_GOOD the skb is CHECKSUM_NONE: validate_xmit_skb()
+ * segments it in software whatever the offloads, and tcp4_gso_segment()
+ * gives each segment a checksum of its own. */
+static void test_guest_macswap_over_mtu_no_csum(void)
+{
+    QRig r;
+
+    rig_up_macswap(&r, ",offloads=off");
+    macswap_over_mtu(&r, 0);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.offloads.rx-csum-good"), ==, 0);
     qrig_stop(&r);
 }
 
@@ -1273,6 +1293,8 @@ int main(int argc, char **argv)
                     test_guest_macswap_offloaded);
     g_test_add_func("/llan-offload/guest-macswap/over-mtu",
                     test_guest_macswap_over_mtu);
+    g_test_add_func("/llan-offload/guest-macswap/over-mtu-no-csum",
+                    test_guest_macswap_over_mtu_no_csum);
     g_test_add_func("/llan-offload/guest-macswap/software",
                     test_guest_macswap_software);
     return g_test_run();
