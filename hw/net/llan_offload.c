@@ -9,10 +9,6 @@
 #include <glib.h>
 #include <string.h>
 
-#define ETHERTYPE_IPV4      0x0800
-#define ETHERTYPE_IPV6      0x86DD
-#define IPV4_MIN_HLEN       20
-#define IPV6_HLEN           40
 #define TCP_MIN_HLEN        20
 #define UDP_HLEN            8
 #define IPV4_FRAG_MASK      0x3FFF      /* more-fragments and the offset */
@@ -139,7 +135,7 @@ static bool find_ipv4(const uint8_t *f, uint32_t len, LlanL4 *l4,
     const uint8_t *ip = f + LLAN_ETH_HLEN;
     uint32_t avail = len - LLAN_ETH_HLEN, hlen, total;
 
-    if (avail < IPV4_MIN_HLEN) {
+    if (avail < LLAN_IPV4_MIN_HLEN) {
         *why = LLAN_OFFLOAD_TRUNCATED;
         return false;
     }
@@ -149,7 +145,7 @@ static bool find_ipv4(const uint8_t *f, uint32_t len, LlanL4 *l4,
         *why = LLAN_OFFLOAD_NOT_IP;
         return false;
     }
-    if (hlen < IPV4_MIN_HLEN) {
+    if (hlen < LLAN_IPV4_MIN_HLEN) {
         *why = LLAN_OFFLOAD_BAD_IHL;
         return false;
     }
@@ -173,7 +169,7 @@ static bool find_ipv6(const uint8_t *f, uint32_t len, LlanL4 *l4,
     const uint8_t *ip = f + LLAN_ETH_HLEN;
     uint32_t avail = len - LLAN_ETH_HLEN;
 
-    if (avail < IPV6_HLEN) {
+    if (avail < LLAN_IPV6_HLEN) {
         *why = LLAN_OFFLOAD_TRUNCATED;
         return false;
     }
@@ -181,12 +177,12 @@ static bool find_ipv6(const uint8_t *f, uint32_t len, LlanL4 *l4,
         *why = LLAN_OFFLOAD_NOT_IP;
         return false;
     }
-    if (IPV6_HLEN + (uint32_t)ldn_be_p(ip + 4, 2) > avail) {
+    if (LLAN_IPV6_HLEN + (uint32_t)ldn_be_p(ip + 4, 2) > avail) {
         *why = LLAN_OFFLOAD_BAD_LENGTH;
         return false;
     }
     *l4 = (LlanL4){ .ip_version = 6, .proto = ip[6],
-                    .l4 = LLAN_ETH_HLEN + IPV6_HLEN,
+                    .l4 = LLAN_ETH_HLEN + LLAN_IPV6_HLEN,
                     .l4_len = ldn_be_p(ip + 4, 2) };
     return true;
 }
@@ -201,10 +197,10 @@ bool llan_find_l4(const uint8_t *f, uint32_t len, LlanL4 *l4,
         return false;
     }
     switch (ldn_be_p(f + 12, 2)) {
-    case ETHERTYPE_IPV4:
+    case LLAN_ETHERTYPE_IPV4:
         found = find_ipv4(f, len, l4, why);
         break;
-    case ETHERTYPE_IPV6:
+    case LLAN_ETHERTYPE_IPV6:
         found = find_ipv6(f, len, l4, why);
         break;
     default:

@@ -43,10 +43,6 @@
 #define RX_LRO_FRAME_MAX    (LLAN_MAX_FRAME - RX_LRO_OFFSET)
 /* The longest TCP frame that goes without LRG_PKT (see long_tcp_mss). */
 #define RX_PLAIN_TCP_MAX    1514
-#define ETHERTYPE_IPV4      0x0800
-#define ETHERTYPE_IPV6      0x86DD
-#define IPV4_MIN_HLEN       20
-#define IPV6_HLEN           40
 #define RX_CSUM_ATTRS       (ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM)
 #define BUF_LIST_RXQ_BD     0
 #define BUF_LIST_FILTER_BD  8
@@ -510,11 +506,11 @@ static bool rx_csum_complete_locked(SpaprVlanState *s, const NetFrame *f,
 static bool linux_sees_tcp(const NetFrame *f)
 {
     switch (ldn_be_p(f->data + 12, 2)) {
-    case ETHERTYPE_IPV4:
-        return f->len >= LLAN_ETH_HLEN + IPV4_MIN_HLEN &&
+    case LLAN_ETHERTYPE_IPV4:
+        return f->len >= LLAN_ETH_HLEN + LLAN_IPV4_MIN_HLEN &&
                f->data[LLAN_ETH_HLEN + 9] == LLAN_IPPROTO_TCP;
-    case ETHERTYPE_IPV6:
-        return f->len >= LLAN_ETH_HLEN + IPV6_HLEN &&
+    case LLAN_ETHERTYPE_IPV6:
+        return f->len >= LLAN_ETH_HLEN + LLAN_IPV6_HLEN &&
                f->data[LLAN_ETH_HLEN + 6] == LLAN_IPPROTO_TCP;
     }
     return false;

@@ -13,6 +13,10 @@
 #include <stdint.h>
 
 #define LLAN_ETH_HLEN       14
+#define LLAN_ETHERTYPE_IPV4 0x0800
+#define LLAN_ETHERTYPE_IPV6 0x86DD
+#define LLAN_IPV4_MIN_HLEN  20
+#define LLAN_IPV6_HLEN      40
 #define LLAN_IPPROTO_TCP    6
 #define LLAN_IPPROTO_UDP    17
 
