@@ -29,6 +29,8 @@ struct QEMUFile {
     size_t pos, len;            /* input: unread bytes are buf[pos..len) */
     uint64_t transferred;
     uint64_t io_bytes;          /* moved through fd; atomic */
+    GBytes *mem;                /* input from memory instead of fd */
+    size_t mem_pos;
     int wake_fd;                /* eventfd written by qemu_file_cancel() */
     const char *cancelled;      /* why, once cancelled; atomic */
     GError *error;
@@ -57,6 +59,14 @@ QEMUFile *qemu_file_new_output(int fd)
 QEMUFile *qemu_file_new_input(int fd)
 {
     return file_new(fd, false);
+}
+
+QEMUFile *qemu_file_new_from_bytes(GBytes *bytes)
+{
+    QEMUFile *f = file_new(-1, false);
+
+    f->mem = g_bytes_ref(bytes);
+    return f;
 }
 
 static void file_fail(QEMUFile *f, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -190,6 +200,7 @@ void qemu_file_free(QEMUFile *f)
         return;
     }
     close(f->wake_fd);
+    g_clear_pointer(&f->mem, g_bytes_unref);
     g_clear_error(&f->error);
     g_free(f);
 }
@@ -279,6 +290,16 @@ static size_t fill(QEMUFile *f, size_t want)
     memmove(f->buf, f->buf + f->pos, f->len - f->pos);
     f->len -= f->pos;
     f->pos = 0;
+    if (f->mem) {
+        gsize size;
+        const uint8_t *data = g_bytes_get_data(f->mem, &size);
+        size_t n = MIN(size - f->mem_pos, sizeof(f->buf) - f->len);
+
+        memcpy(f->buf + f->len, data + f->mem_pos, n);
+        f->mem_pos += n;
+        f->len += n;
+        return f->len;
+    }
     while (f->len < want && !check_cancelled(f)) {
         ssize_t n = read(f->fd, f->buf + f->len, sizeof(f->buf) - f->len);
 
@@ -371,6 +392,25 @@ void qemu_file_skip(QEMUFile *f, uint64_t len)
         qemu_get_buffer(f, scratch, n);
         len -= n;
     }
+}
+
+GBytes *qemu_file_read_to_end(QEMUFile *f, size_t max, uint64_t *held)
+{
+    g_autoptr(GByteArray) all = g_byte_array_new();
+    size_t n;
+
+    while ((n = fill(f, 1)) > 0) {
+        if (all->len + n > max) {
+            file_fail(f, "more than %zu bytes after byte %" G_GUINT64_FORMAT,
+                      max, f->transferred - all->len);
+            return NULL;
+        }
+        g_byte_array_append(all, f->buf + f->pos, n);
+        f->pos += n;
+        f->transferred += n;
+        __atomic_store_n(held, all->len, __ATOMIC_RELAXED);
+    }
+    return f->error ? NULL : g_byte_array_free_to_bytes(g_steal_pointer(&all));
 }
 
 size_t qemu_peek_buffer(QEMUFile *f, void *buf, size_t len, size_t offset)

@@ -5,6 +5,7 @@
  * two cannot disagree.
  */
 #include "migration/savevm.h"
+#include "migration/carry.h"
 #include "migration/vmstate.h"
 #include "qemu/bswap.h"
 #include "qemu/json-writer.h"
@@ -17,6 +18,10 @@
 /* Nothing this build writes is close; the limit keeps hostile input from
  * making us skip gigabytes. */
 #define VMDESC_MAX_LEN  (64u << 20)
+/* What a QEMU stream holds from its first section illan does not model
+ * to its end: its device sections and description, a few MiB for a
+ * pseries guest (the nvram, TCE tables and CPU). */
+#define HOLD_MAX_LEN    (256u << 20)
 
 typedef struct SaveStateEntry {
     char *idstr;
@@ -31,11 +36,47 @@ typedef struct SaveStateEntry {
 typedef struct VMStateType {
     const char *name;
     const VMStateDescription *vmsd;
+    bool carried_if_absent;
 } VMStateType;
 
 static GPtrArray *entries;      /* SaveStateEntry *, in registration order */
 static GPtrArray *types;        /* VMStateType * */
 static uint32_t next_section_id = RAM_SECTION_ID + 1;
+
+/* Bytes held so far by the load in progress, for query-migrate. */
+static uint64_t held_bytes;
+/* What the last accepted stream carried; its writers run on the main
+ * thread (commit), its readers take a reference under the lock. */
+static GMutex layout_lock;
+static StreamLayout *committed_layout;
+static StreamLayout *pending_layout;    /* loaded, not yet committed */
+
+uint64_t qemu_loadvm_held_bytes(void)
+{
+    return __atomic_load_n(&held_bytes, __ATOMIC_RELAXED);
+}
+
+static StreamLayout *layout_get(void)
+{
+    StreamLayout *l;
+
+    g_mutex_lock(&layout_lock);
+    l = committed_layout ? stream_layout_ref(committed_layout) : NULL;
+    g_mutex_unlock(&layout_lock);
+    return l;
+}
+
+bool qemu_loadvm_carried(uint64_t *bytes, unsigned *sections)
+{
+    g_autoptr(StreamLayout) l = layout_get();
+
+    if (!l) {
+        return false;
+    }
+    *bytes = stream_layout_carried_bytes(l);
+    *sections = stream_layout_carried_sections(l);
+    return true;
+}
 
 void vmstate_register(const char *idstr, uint32_t instance_id,
                       const VMStateDescription *vmsd,
@@ -70,8 +111,9 @@ void vmstate_unregister(void *obj)
     }
 }
 
-void vmstate_register_type(const char *type_name,
-                           const VMStateDescription *vmsd)
+static void register_type(const char *type_name,
+                          const VMStateDescription *vmsd,
+                          bool carried_if_absent)
 {
     VMStateType *t = g_new0(VMStateType, 1);
 
@@ -80,7 +122,37 @@ void vmstate_register_type(const char *type_name,
     }
     t->name = type_name;
     t->vmsd = vmsd;
+    t->carried_if_absent = carried_if_absent;
     g_ptr_array_add(types, t);
+}
+
+void vmstate_register_type(const char *type_name,
+                           const VMStateDescription *vmsd)
+{
+    register_type(type_name, vmsd, false);
+}
+
+void vmstate_register_part_type(const char *type_name,
+                                const VMStateDescription *vmsd)
+{
+    register_type(type_name, vmsd, true);
+}
+
+/* Whether a section named @idstr ("unit@reg/vmsd" or "vmsd") is of a
+ * device type a user adds here: one missing is the user's mistake. */
+static bool section_of_user_type(const char *idstr)
+{
+    const char *slash = strrchr(idstr, '/');
+    const char *vmsd_name = slash ? slash + 1 : idstr;
+
+    for (guint i = 0; types && i < types->len; i++) {
+        VMStateType *t = g_ptr_array_index(types, i);
+
+        if (!t->carried_if_absent && !strcmp(t->vmsd->name, vmsd_name)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* The configuration section: the machine type, compared on load. */
@@ -171,6 +243,7 @@ typedef struct SavedDevice {
 
 struct SaveVMImages {
     GArray *devices;            /* SavedDevice, in registration order */
+    StreamLayout *layout;       /* what the machine carries, or NULL */
 };
 
 SaveVMImages *qemu_savevm_capture(void)
@@ -178,6 +251,7 @@ SaveVMImages *qemu_savevm_capture(void)
     SaveVMImages *s = g_new0(SaveVMImages, 1);
 
     s->devices = g_array_new(FALSE, FALSE, sizeof(SavedDevice));
+    s->layout = layout_get();
     for (guint i = 0; entries && i < entries->len; i++) {
         SaveStateEntry *se = g_ptr_array_index(entries, i);
         SavedDevice d = { g_strdup(se->idstr), se->instance_id,
@@ -205,20 +279,95 @@ void qemu_savevm_images_free(SaveVMImages *s)
         g_free(d->idstr);
     }
     g_array_free(s->devices, TRUE);
+    stream_layout_unref(s->layout);
     g_free(s);
 }
 
-static void save_device(QEMUFile *f, const SavedDevice *d, JsonWriter *desc)
+static void save_device(QEMUFile *f, const SavedDevice *d, uint32_t id,
+                        JsonWriter *desc)
 {
     if (!d->vmsd->needed || d->vmsd->needed(d->image)) {
-        put_section_header(f, QEMU_VM_SECTION_FULL, d->section_id,
-                           d->idstr, d->instance_id, d->vmsd->version_id);
+        put_section_header(f, QEMU_VM_SECTION_FULL, id, d->idstr,
+                           d->instance_id, d->vmsd->version_id);
         json_writer_start_object(desc, NULL);
         json_writer_str(desc, "name", d->idstr);
         json_writer_int(desc, "instance_id", d->instance_id);
         vmstate_save_state(f, d->vmsd, d->image, desc);
         json_writer_end_object(desc);
-        put_section_footer(f, d->section_id);
+        put_section_footer(f, id);
+    }
+}
+
+/* Writing a stream for a machine that carries another's sections: they
+ * go where they were, with their ids, and illan's own take the ids the
+ * stream gave them; any other of illan's go after, numbered above. */
+typedef struct CarriedSave {
+    QEMUFile *f;
+    JsonWriter *desc;
+    const SaveVMImages *images;
+    bool *written;              /* per device */
+} CarriedSave;
+
+static int saved_device_index(const SaveVMImages *images, const char *idstr,
+                              uint32_t instance)
+{
+    for (guint i = 0; i < images->devices->len; i++) {
+        SavedDevice *d = &g_array_index(images->devices, SavedDevice, i);
+
+        if (d->instance_id == instance && !strcmp(d->idstr, idstr)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void put_modelled(void *opaque, const char *idstr, uint32_t instance,
+                         uint32_t section_id)
+{
+    CarriedSave *cs = opaque;
+    int i = saved_device_index(cs->images, idstr, instance);
+
+    if (i >= 0) {
+        save_device(cs->f, &g_array_index(cs->images->devices, SavedDevice,
+                                          i), section_id, cs->desc);
+        cs->written[i] = true;
+    }
+}
+
+static void put_carried(void *opaque, const char *idstr, uint32_t instance,
+                        uint32_t version, uint32_t section_id, GBytes *body,
+                        const char *desc_json)
+{
+    CarriedSave *cs = opaque;
+    gsize len;
+    const void *data = g_bytes_get_data(body, &len);
+
+    put_section_header(cs->f, QEMU_VM_SECTION_FULL, section_id, idstr,
+                       instance, version);
+    qemu_put_buffer(cs->f, data, len);
+    put_section_footer(cs->f, section_id);
+    json_writer_raw(cs->desc, NULL, desc_json);
+}
+
+static void save_devices(QEMUFile *f, const SaveVMImages *images,
+                         JsonWriter *desc)
+{
+    static const StreamLayoutVisitor visit = { put_modelled, put_carried };
+    g_autofree bool *written = g_new0(bool, images->devices->len);
+    CarriedSave cs = { f, desc, images, written };
+    uint32_t next_id = images->layout
+                       ? stream_layout_max_id(images->layout) + 1 : 0;
+
+    if (images->layout) {
+        stream_layout_visit_full(images->layout, &visit, &cs);
+    }
+    for (guint i = 0; i < images->devices->len; i++) {
+        SavedDevice *d = &g_array_index(images->devices, SavedDevice, i);
+
+        if (!written[i]) {
+            save_device(f, d, images->layout ? next_id++ : d->section_id,
+                        desc);
+        }
     }
 }
 
@@ -259,6 +408,8 @@ static void put_vmdesc(QEMUFile *f, JsonWriter *desc)
 struct SaveVMStream {
     QEMUFile *f;
     JsonWriter *desc;
+    StreamLayout *layout;       /* what the machine carries, or NULL */
+    uint32_t ram_id;
 };
 
 SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
@@ -270,6 +421,10 @@ SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
 
     s->f = f;
     s->desc = json_writer_new(false);
+    s->layout = layout_get();
+    if (!s->layout || !stream_layout_ram_id(s->layout, &s->ram_id)) {
+        s->ram_id = RAM_SECTION_ID;
+    }
     qemu_put_be32(f, QEMU_VM_FILE_MAGIC);
     qemu_put_be32(f, QEMU_VM_FILE_VERSION);
     qemu_put_byte(f, QEMU_VM_CONFIGURATION);
@@ -279,10 +434,13 @@ SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
     json_writer_end_object(s->desc);
     json_writer_int(s->desc, "page_size", MIGRATION_PAGE_SIZE);
     json_writer_start_array(s->desc, "devices");
-    put_section_header(f, QEMU_VM_SECTION_START, RAM_SECTION_ID,
+    put_section_header(f, QEMU_VM_SECTION_START, s->ram_id,
                        RAM_SECTION_NAME, 0, RAM_SECTION_VERSION);
     ram_save_setup(f, ram);
-    put_section_footer(f, RAM_SECTION_ID);
+    put_section_footer(f, s->ram_id);
+    if (s->layout) {
+        stream_layout_put_iterative(s->layout, f, true);
+    }
     return s;
 }
 
@@ -290,19 +448,20 @@ void qemu_savevm_ram_part_open(SaveVMStream *s, bool last)
 {
     put_section_header(s->f, last ? QEMU_VM_SECTION_END
                                   : QEMU_VM_SECTION_PART,
-                       RAM_SECTION_ID, NULL, 0, 0);
+                       s->ram_id, NULL, 0, 0);
 }
 
 void qemu_savevm_ram_part_close(SaveVMStream *s)
 {
     ram_save_eos(s->f);
-    put_section_footer(s->f, RAM_SECTION_ID);
+    put_section_footer(s->f, s->ram_id);
 }
 
 void qemu_savevm_abandon(SaveVMStream *s)
 {
     if (s) {
         json_writer_free(s->desc);
+        stream_layout_unref(s->layout);
         g_free(s);
     }
 }
@@ -312,10 +471,10 @@ bool qemu_savevm_finish(SaveVMStream *s, const SaveVMImages *images,
 {
     bool ok;
 
-    for (guint i = 0; i < images->devices->len; i++) {
-        save_device(s->f, &g_array_index(images->devices, SavedDevice, i),
-                    s->desc);
+    if (s->layout) {
+        stream_layout_put_iterative(s->layout, s->f, false);
     }
+    save_devices(s->f, images, s->desc);
     qemu_put_byte(s->f, QEMU_VM_EOF);
     json_writer_end_array(s->desc);
     json_writer_end_object(s->desc);
@@ -369,6 +528,16 @@ static SaveStateEntry *find_entry(const char *idstr, uint32_t instance_id)
 
 void qemu_loadvm_commit(bool commit)
 {
+    StreamLayout *old = NULL;
+
+    g_mutex_lock(&layout_lock);
+    if (commit) {
+        old = g_steal_pointer(&committed_layout);
+        committed_layout = g_steal_pointer(&pending_layout);
+    }
+    g_mutex_unlock(&layout_lock);
+    stream_layout_unref(old);
+    g_clear_pointer(&pending_layout, stream_layout_unref);
     for (guint i = 0; entries && i < entries->len; i++) {
         SaveStateEntry *se = g_ptr_array_index(entries, i);
 
@@ -456,11 +625,17 @@ static bool check_footer(QEMUFile *f, uint32_t section_id, GError **errp)
 
 /* Loader state across sections. */
 typedef struct LoadState {
-    QEMUFile *f;
+    QEMUFile *f;                /* the channel, then the held bytes */
+    QEMUFile *held;             /* owned, once holding */
     GuestRam *ram;
     bool ram_started;
     uint32_t ram_section_id;
+    StreamLayout *layout;
+    VMDesc *desc;               /* once holding */
+    size_t desc_start;          /* where the description's record begins */
+    unsigned full_sections;     /* FULL sections so far */
 } LoadState;
+
 
 static bool load_device(LoadState *ls, SaveStateEntry *se, uint32_t version,
                         GError **errp)
@@ -475,11 +650,171 @@ static bool load_device(LoadState *ls, SaveStateEntry *se, uint32_t version,
                               MIN(version, (uint32_t)INT32_MAX), errp);
 }
 
+/*
+ * From the first FULL section illan does not model, the rest of the
+ * stream is read into memory: only the description at its end says how
+ * long that section is.  Parsing goes on from the held bytes.
+ */
+static bool hold_rest(LoadState *ls, GError **errp)
+{
+    g_autoptr(GBytes) rest = qemu_file_read_to_end(ls->f, HOLD_MAX_LEN,
+                                                   &held_bytes);
+    gsize size;
+    const uint8_t *data;
+    g_autoptr(GError) why = NULL;
+
+    if (!rest) {
+        qemu_file_check(ls->f, errp);
+        g_prefix_error(errp, "illan does not model it, and holding the "
+                       "stream from here: ");
+        return false;
+    }
+    data = g_bytes_get_data(rest, &size);
+    ls->desc = vmdesc_find(rest, VMDESC_MAX_LEN, &ls->desc_start, &why);
+    if (!ls->desc) {
+        if (size && data[size - 1] == QEMU_VM_EOF) {
+            g_set_error(errp, ILLAN_ERROR, 0, "illan does not model it and "
+                        "the stream has no VM description to carry it by "
+                        "(QEMU's -machine suppress-vmdesc=on); start the "
+                        "source without suppress-vmdesc");
+        } else {
+            g_set_error(errp, ILLAN_ERROR, 0, "illan does not model it, and "
+                        "the stream ends at byte %" G_GUINT64_FORMAT
+                        " without the EOF marker and VM description that "
+                        "close it (truncated?): %s",
+                        qemu_file_transferred(ls->f), why->message);
+        }
+        return false;
+    }
+    ls->held = qemu_file_new_from_bytes(rest);
+    ls->f = ls->held;
+    return true;
+}
+
+/* The FULL section's length, from its entry in the description, which
+ * must be the same section. */
+static bool described_length(LoadState *ls, const char *idstr,
+                             uint32_t instance, uint64_t *len, char **json,
+                             GError **errp)
+{
+    const char *name;
+    uint32_t inst;
+
+    if (!vmdesc_section(ls->desc, ls->full_sections - 1, &name, &inst, len,
+                        json, errp)) {
+        return false;
+    }
+    if (strcmp(name, idstr) || inst != instance) {
+        g_clear_pointer(json, g_free);
+        g_set_error(errp, ILLAN_ERROR, 0, "the VM description does not cover "
+                    "it (its entry %u is '%s' instance %u)",
+                    ls->full_sections - 1, name, inst);
+        return false;
+    }
+    return true;
+}
+
+static bool carry_full(LoadState *ls, const char *idstr, uint32_t instance,
+                       uint32_t version, uint32_t id, GError **errp)
+{
+    g_autofree char *json = NULL;
+    g_autofree uint8_t *body = NULL;
+    uint64_t len;
+
+    if (!described_length(ls, idstr, instance, &len, &json, errp)) {
+        return false;
+    }
+    if (len > HOLD_MAX_LEN) {
+        g_set_error(errp, ILLAN_ERROR, 0, "its description says %"
+                    G_GUINT64_FORMAT " bytes, more than the stream holds",
+                    len);
+        return false;
+    }
+    body = g_malloc(len);
+    qemu_get_buffer(ls->f, body, len);
+    if (!qemu_file_check(ls->f, errp)) {
+        return false;
+    }
+    stream_layout_add_carried(ls->layout, idstr, instance, version, id,
+                              g_bytes_new_take(g_steal_pointer(&body), len),
+                              json);
+    return true;
+}
+
+/* A modelled section in a described stream: what illan read must be
+ * what the description says QEMU wrote. */
+static bool load_described(LoadState *ls, SaveStateEntry *se,
+                           uint32_t version, GError **errp)
+{
+    g_autofree char *json = NULL;
+    uint64_t len, start = qemu_file_transferred(ls->f), read;
+
+    if (!described_length(ls, se->idstr, se->instance_id, &len, &json,
+                          errp) ||
+        !load_device(ls, se, version, errp)) {
+        return false;
+    }
+    read = qemu_file_transferred(ls->f) - start;
+    if (read != len) {
+        g_set_error(errp, ILLAN_ERROR, 0, "illan read %" G_GUINT64_FORMAT
+                    " bytes where the stream's VM description says %"
+                    G_GUINT64_FORMAT, read, len);
+        return false;
+    }
+    return true;
+}
+
+static bool load_full(LoadState *ls, const char *idstr, uint32_t instance,
+                      uint32_t version, uint32_t id, GError **errp)
+{
+    SaveStateEntry *se = find_entry(idstr, instance);
+
+    ls->full_sections++;
+    if (!se && !ls->desc && !hold_rest(ls, errp)) {
+        return false;
+    }
+    if (se) {
+        stream_layout_add_modelled(ls->layout, idstr, instance, id);
+        return ls->desc ? load_described(ls, se, version, errp)
+                        : load_device(ls, se, version, errp);
+    }
+    return carry_full(ls, idstr, instance, version, id, errp);
+}
+
+static bool carry_iterative(LoadState *ls, uint8_t type, const char *idstr,
+                            uint32_t instance, uint32_t version, uint32_t id,
+                            GError **errp)
+{
+    g_autoptr(GByteArray) body = g_byte_array_new();
+
+    if (!htab_record_read(ls->f, body, errp)) {
+        return false;
+    }
+    stream_layout_add_iterative(ls->layout, type, idstr, instance, version,
+                                id, g_byte_array_free_to_bytes(
+                                        g_steal_pointer(&body)));
+    return true;
+}
+
+static bool load_ram_start(LoadState *ls, uint32_t id, uint32_t version,
+                           GError **errp)
+{
+    if (version != RAM_SECTION_VERSION) {
+        g_set_error(errp, ILLAN_ERROR, 0, "version %u is not %u, the one "
+                    "this build reads", version, RAM_SECTION_VERSION);
+        return false;
+    }
+    ls->ram_started = true;
+    ls->ram_section_id = id;
+    stream_layout_set_ram_id(ls->layout, id);
+    return ram_load(ls->f, ls->ram, true, errp);
+}
+
 static bool load_section_start(LoadState *ls, uint8_t type, GError **errp)
 {
     uint32_t id = qemu_get_be32(ls->f), instance, version;
     char idstr[256];
-    SaveStateEntry *se;
+    bool ok;
 
     qemu_get_counted_string(ls->f, idstr);
     instance = qemu_get_be32(ls->f);
@@ -488,56 +823,62 @@ static bool load_section_start(LoadState *ls, uint8_t type, GError **errp)
         g_prefix_error(errp, "section header: ");
         return false;
     }
-    if (type == QEMU_VM_SECTION_START && !strcmp(idstr, RAM_SECTION_NAME) &&
-        instance == 0 && !ls->ram_started) {
-        if (version != RAM_SECTION_VERSION) {
-            g_set_error(errp, ILLAN_ERROR, 0, "section 'ram': version %u is "
-                        "not %u, the one this build reads", version,
-                        RAM_SECTION_VERSION);
-            return false;
-        }
-        ls->ram_started = true;
-        ls->ram_section_id = id;
-        if (!ram_load(ls->f, ls->ram, true, errp) ||
-            !check_footer(ls->f, id, errp)) {
-            g_prefix_error(errp, "section 'ram': ");
-            return false;
-        }
-        return true;
-    }
-    se = type == QEMU_VM_SECTION_FULL ? find_entry(idstr, instance) : NULL;
-    if (!se) {
+    if (type == QEMU_VM_SECTION_FULL && !find_entry(idstr, instance) &&
+        section_of_user_type(idstr)) {
         g_set_error(errp, ILLAN_ERROR, 0, "unknown section '%s' instance %u "
-                    "(type 0x%02x): this machine has no such device",
-                    idstr, instance, type);
+                    "(type 0x%02x): this machine has no such device", idstr,
+                    instance, type);
         return false;
     }
-    if (!load_device(ls, se, version, errp) ||
-        !check_footer(ls->f, id, errp)) {
+    if (type == QEMU_VM_SECTION_FULL) {
+        ok = load_full(ls, idstr, instance, version, id, errp);
+    } else if (!strcmp(idstr, RAM_SECTION_NAME) && instance == 0 &&
+               !ls->ram_started) {
+        ok = load_ram_start(ls, id, version, errp);
+    } else if (!strcmp(idstr, HTAB_SECTION_NAME) &&
+               !stream_layout_has_iterative(ls->layout, id)) {
+        ok = carry_iterative(ls, type, idstr, instance, version, id, errp);
+    } else {
+        g_set_error(errp, ILLAN_ERROR, 0, "an iterative section illan "
+                    "neither models nor can carry (only '%s' and '%s' are "
+                    "read as they come)", RAM_SECTION_NAME,
+                    HTAB_SECTION_NAME);
+        ok = false;
+    }
+    if (!ok || !check_footer(ls->f, id, errp)) {
         g_prefix_error(errp, "section '%s' instance %u: ", idstr, instance);
         return false;
     }
     return true;
 }
 
-static bool load_section_part(LoadState *ls, GError **errp)
+static bool load_section_part(LoadState *ls, uint8_t type, GError **errp)
 {
     uint32_t id = qemu_get_be32(ls->f);
+    bool ok;
 
     if (!qemu_file_check(ls->f, errp)) {
         return false;
     }
-    if (!ls->ram_started || id != ls->ram_section_id) {
-        g_set_error(errp, ILLAN_ERROR, 0, "part of section id %u, which was "
-                    "never started", id);
-        return false;
+    if (ls->ram_started && id == ls->ram_section_id) {
+        ok = ram_load(ls->f, ls->ram, false, errp) &&
+             check_footer(ls->f, id, errp);
+        if (!ok) {
+            g_prefix_error(errp, "section '%s': ", RAM_SECTION_NAME);
+        }
+        return ok;
     }
-    if (!ram_load(ls->f, ls->ram, false, errp) ||
-        !check_footer(ls->f, id, errp)) {
-        g_prefix_error(errp, "section 'ram': ");
-        return false;
+    if (stream_layout_has_iterative(ls->layout, id)) {
+        ok = carry_iterative(ls, type, NULL, 0, 0, id, errp) &&
+             check_footer(ls->f, id, errp);
+        if (!ok) {
+            g_prefix_error(errp, "section '%s': ", HTAB_SECTION_NAME);
+        }
+        return ok;
     }
-    return true;
+    g_set_error(errp, ILLAN_ERROR, 0, "part of section id %u, which was "
+                "never started", id);
+    return false;
 }
 
 static bool load_command(QEMUFile *f, GError **errp)
@@ -574,6 +915,20 @@ static bool skip_vmdesc(QEMUFile *f, GError **errp)
     return true;
 }
 
+/* The description that was found must be what follows the EOF marker:
+ * else the sections held more or less than it said. */
+static bool check_held_end(LoadState *ls, GError **errp)
+{
+    if (qemu_file_transferred(ls->f) != ls->desc_start) {
+        g_set_error(errp, ILLAN_ERROR, 0, "the EOF marker is %"
+                    G_GUINT64_FORMAT " bytes into the held stream, but the "
+                    "VM description begins at %zu",
+                    qemu_file_transferred(ls->f), ls->desc_start);
+        return false;
+    }
+    return true;
+}
+
 static bool load_sections(LoadState *ls, GError **errp)
 {
     for (;;) {
@@ -587,14 +942,15 @@ static bool load_sections(LoadState *ls, GError **errp)
         }
         switch (type) {
         case QEMU_VM_EOF:
-            return skip_vmdesc(ls->f, errp);
+            return ls->desc ? check_held_end(ls, errp)
+                            : skip_vmdesc(ls->f, errp);
         case QEMU_VM_SECTION_START:
         case QEMU_VM_SECTION_FULL:
             ok = load_section_start(ls, type, errp);
             break;
         case QEMU_VM_SECTION_PART:
         case QEMU_VM_SECTION_END:
-            ok = load_section_part(ls, errp);
+            ok = load_section_part(ls, type, errp);
             break;
         case QEMU_VM_COMMAND:
             ok = load_command(ls->f, errp);
@@ -659,12 +1015,24 @@ static bool check_images_together(GError **errp)
 bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
                       GError **errp)
 {
-    LoadState ls = { .f = f, .ram = ram };
+    LoadState ls = { .f = f, .ram = ram, .layout = stream_layout_new() };
+    bool ok;
 
-    return check_header(f, errp) &&
-           load_configuration(f, machine_type, errp) &&
-           load_sections(&ls, errp) && check_absent_sections(errp) &&
-           check_images_together(errp);
+    __atomic_store_n(&held_bytes, 0, __ATOMIC_RELAXED);
+    ok = check_header(f, errp) &&
+         load_configuration(f, machine_type, errp) &&
+         load_sections(&ls, errp) && check_absent_sections(errp) &&
+         check_images_together(errp);
+    qemu_file_free(ls.held);
+    vmdesc_free(ls.desc);
+    g_mutex_lock(&layout_lock);
+    g_clear_pointer(&pending_layout, stream_layout_unref);
+    if (ok && stream_layout_carries(ls.layout)) {
+        pending_layout = g_steal_pointer(&ls.layout);
+    }
+    g_mutex_unlock(&layout_lock);
+    stream_layout_unref(ls.layout);
+    return ok;
 }
 
 bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,

@@ -447,6 +447,6 @@ static void spapr_tce_register(void)
     spapr_register_hypercall(H_GET_TCE, h_get_tce, 1);
     spapr_register_hypercall(H_STUFF_TCE, h_stuff_tce, 0);
     spapr_register_hypercall(H_PUT_TCE_INDIRECT, h_put_tce_indirect, 0);
-    vmstate_register_type("spapr-tce-table", &vmstate_spapr_tce_table);
+    vmstate_register_part_type("spapr-tce-table", &vmstate_spapr_tce_table);
 }
 illan_init(spapr_tce_register)

@@ -19,6 +19,8 @@ typedef struct QEMUFile QEMUFile;
  * closes it.  One thread does the file's I/O. */
 QEMUFile *qemu_file_new_output(int fd);
 QEMUFile *qemu_file_new_input(int fd);
+/* Input from @bytes (a reference is taken), for a stream held in memory. */
+QEMUFile *qemu_file_new_from_bytes(GBytes *bytes);
 /* Flushes an output file, then frees; false with *errp on any error. */
 bool qemu_file_close(QEMUFile *f, GError **errp);
 /* The two halves of qemu_file_close(), for a file another thread may
@@ -60,6 +62,10 @@ uint64_t qemu_get_be64(QEMUFile *f);
 void qemu_get_buffer(QEMUFile *f, void *buf, size_t len);
 /* Reads a counted string into @buf (256 bytes), NUL-terminated. */
 void qemu_get_counted_string(QEMUFile *f, char buf[256]);
+/* Everything left until the stream ends, at most @max bytes; the count
+ * so far goes to *@held (atomic, for another thread to show).  NULL once
+ * the file fails, or would hold more than @max (the file fails then). */
+GBytes *qemu_file_read_to_end(QEMUFile *f, size_t max, uint64_t *held);
 /* Discards @len bytes. */
 void qemu_file_skip(QEMUFile *f, uint64_t len);
 

@@ -60,9 +60,16 @@ void vmstate_register(const char *idstr, uint32_t instance_id,
                       const VMStateDescription *vmsd,
                       const VMStateImageOps *ops, void *obj);
 void vmstate_unregister(void *obj);
-/* A device type whose state migrates, for -dump-vmstate. */
+/* A device type whose state migrates, for -dump-vmstate.  A stream with
+ * a section of this type that no device here has is refused: the
+ * destination lacks a device the source had. */
 void vmstate_register_type(const char *type_name,
                            const VMStateDescription *vmsd);
+/* The same for a part of the machine that QEMU's pseries has more of
+ * than illan (TCE tables of its PCI host bridge): a section for one that
+ * illan lacks is carried, as sections of types illan lacks are. */
+void vmstate_register_part_type(const char *type_name,
+                                const VMStateDescription *vmsd);
 
 /* The whole stream for @machine_type; RAM counts go to @stats. */
 bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
@@ -99,6 +106,14 @@ bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
 bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
                       GError **errp);
 void qemu_loadvm_commit(bool commit);
+/* Bytes of a stream held in memory by the load in progress (or the last
+ * one): from the first section illan does not model to the end.  Any
+ * thread. */
+uint64_t qemu_loadvm_held_bytes(void);
+/* What the machine carries from the last stream it accepted, for the
+ * sections it does not model (a QEMU guest's CPU, interrupt controllers,
+ * ...): false when nothing.  Any thread. */
+bool qemu_loadvm_carried(uint64_t *bytes, unsigned *sections);
 /* Whether a stream's machine type names this machine under another
  * name (an alias such as pseries-1.0); set by main().  Without it the
  * names must be equal. */
