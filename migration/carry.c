@@ -3,7 +3,7 @@
  * that gives a FULL section's length, and the hash-table format.
  */
 #include "migration/carry.h"
-#include "migration/savevm.h"
+#include "migration/stream-format.h"
 #include "qemu/bswap.h"
 #include "qemu/option.h"
 
