@@ -26,6 +26,7 @@ struct SpaprTceTable {
     uint32_t liobn;
     uint32_t nb_table;
     uint64_t *table;
+    bool def_win;               /* only migrated, see SpaprTceImage */
 };
 
 SpaprTceRegistry *spapr_tce_registry_new(void)
@@ -55,6 +56,9 @@ SpaprTceTable *spapr_tce_find_by_liobn(SpaprTceRegistry *reg, uint64_t liobn)
  * Migration, as QEMU's "spapr_iommu" (one section per table, instance =
  * LIOBN): the whole table.  The window's offset and page size are fixed
  * here, so a stream with others (subsection spapr_iommu_ex) is refused.
+ * Version 3, QEMU 7.2's, adds def_win, which QEMU sets only for a PCI
+ * host bridge's default window; it means nothing to a VIO table, but the
+ * value loaded is written back so that a table returns as it came.
  */
 typedef struct SpaprTceImage {
     uint32_t liobn;
@@ -63,6 +67,7 @@ typedef struct SpaprTceImage {
     uint64_t *mig_table;
     uint64_t bus_offset;
     uint32_t page_shift;
+    bool def_win;
     uint32_t nb_table;          /* this table's size; not migrated */
 } SpaprTceImage;
 
@@ -120,7 +125,7 @@ static bool tce_post_load(void *opaque, int version_id, GError **errp)
 
 static const VMStateDescription vmstate_spapr_tce_table = {
     .name = "spapr_iommu",
-    .version_id = 2,
+    .version_id = 3,
     .minimum_version_id = 2,
     .post_load = tce_post_load,
     .fields = (const VMStateField[]) {
@@ -132,6 +137,7 @@ static const VMStateDescription vmstate_spapr_tce_table = {
                          tce_size_matches),
         VMSTATE_VARRAY_UINT32(mig_table, SpaprTceImage, mig_nb_table, 0,
                               vmstate_info_uint64, uint64_t),
+        VMSTATE_BOOL_V(def_win, SpaprTceImage, 3),
         VMSTATE_END_OF_LIST()
     },
     .subsections = (const VMStateDescription *const[]) {
@@ -148,6 +154,7 @@ static void tce_capture(void *obj, void *image)
     img->liobn = tcet->liobn;
     img->nb_table = img->mig_nb_table = tcet->nb_table;
     img->page_shift = SPAPR_TCE_PAGE_SHIFT;
+    img->def_win = tcet->def_win;
     img->mig_table = g_new(uint64_t, tcet->nb_table);
     memcpy(img->mig_table, tcet->table, tcet->nb_table * sizeof(uint64_t));
 }
@@ -158,6 +165,7 @@ static void tce_commit(void *obj, const void *image)
     const SpaprTceImage *img = image;
 
     memcpy(tcet->table, img->mig_table, tcet->nb_table * sizeof(uint64_t));
+    tcet->def_win = img->def_win;
 }
 
 static void tce_release(void *image)

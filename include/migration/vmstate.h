@@ -109,6 +109,8 @@ struct VMStateDescription {
     VMSTATE_SINGLE_TEST(_f, _s, NULL, _v, _info, _type)
 
 #define VMSTATE_BOOL(_f, _s)   VMSTATE_SINGLE(_f, _s, 0, vmstate_info_bool, bool)
+#define VMSTATE_BOOL_V(_f, _s, _v) \
+    VMSTATE_SINGLE(_f, _s, _v, vmstate_info_bool, bool)
 #define VMSTATE_INT8(_f, _s)   VMSTATE_SINGLE(_f, _s, 0, vmstate_info_int8, int8_t)
 #define VMSTATE_UINT8(_f, _s)  VMSTATE_SINGLE(_f, _s, 0, vmstate_info_uint8, uint8_t)
 #define VMSTATE_INT16(_f, _s)  VMSTATE_SINGLE(_f, _s, 0, vmstate_info_int16, int16_t)

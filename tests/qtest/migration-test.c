@@ -1302,9 +1302,9 @@ static void test_description_names(void)
                                                             "configuration"));
     g_assert_cmpstr(config, ==, "len name");
     iommu = desc_field_names(desc_device(desc, "spapr_iommu"));
-    g_assert_cmpstr(iommu, ==, "liobn mig_nb_table bypass mig_table");
+    g_assert_cmpstr(iommu, ==, "liobn mig_nb_table bypass mig_table def_win");
     dumped = dump_field_names("spapr-tce-table");
-    g_assert_cmpstr(dumped, ==, "liobn mig_nb_table bypass mig_table");
+    g_assert_cmpstr(dumped, ==, "liobn mig_nb_table bypass mig_table def_win");
     qtest_quit(r.src);
     rig_free(&r);
 }

@@ -523,6 +523,130 @@ static void test_migration_size_refused(void)
     fixture_free(&f);
 }
 
+/* Where the table's FULL section starts in @stream: its type byte, then
+ * the section id, then the idstr's length and the idstr. */
+static gsize iommu_section_start(GByteArray *stream)
+{
+    static const char idstr[] = "\013spapr_iommu";
+    guint8 *at = memmem(stream->data, stream->len, idstr, strlen(idstr));
+
+    g_assert_nonnull(at);
+    return at - stream->data - 5;
+}
+
+static void put_be32(GByteArray *out, uint32_t v)
+{
+    guint8 b[4] = { v >> 24, v >> 16, v >> 8, v };
+
+    g_byte_array_append(out, b, sizeof(b));
+}
+
+static void put_be64(GByteArray *out, uint64_t v)
+{
+    put_be32(out, v >> 32);
+    put_be32(out, v);
+}
+
+/*
+ * A stream with this build's header, configuration and RAM, and a
+ * spapr_iommu section built field by field as QEMU 7.2 lays out
+ * @version: liobn, mig_nb_table, bypass, the table whose first entry is
+ * @tce0, and from version 3 on the def_win byte.
+ */
+static GByteArray *iommu_stream(Fixture *f, uint32_t version, bool def_win,
+                                uint64_t tce0)
+{
+    g_autoptr(GByteArray) saved = save_table(f);
+    gsize start = iommu_section_start(saved);
+    GByteArray *out = g_byte_array_new();
+    const guint8 *id = saved->data + start + 1;
+    uint32_t section_id = (uint32_t)id[0] << 24 | id[1] << 16 | id[2] << 8 |
+                          id[3];
+
+    g_byte_array_append(out, saved->data, start + 1 + 4 + 1 + 11);
+    put_be32(out, LIOBN);
+    put_be32(out, version);
+    put_be32(out, LIOBN);
+    put_be32(out, WINDOW / PAGE);
+    g_byte_array_append(out, (const guint8 *)"\0", 1);
+    put_be64(out, tce0);
+    for (uint32_t i = 1; i < WINDOW / PAGE; i++) {
+        put_be64(out, 0);
+    }
+    if (version >= 3) {
+        guint8 b = def_win;
+
+        g_byte_array_append(out, &b, 1);
+    }
+    g_byte_array_append(out, (const guint8 *)"\x7e", 1);
+    put_be32(out, section_id);
+    g_byte_array_append(out, (const guint8 *)"\0", 1);
+    return out;
+}
+
+static void assert_loads(Fixture *f, GByteArray *stream)
+{
+    g_autoptr(GError) err = NULL;
+    bool ok = load_table(f, stream, &err);
+
+    g_assert_no_error(err);
+    g_assert_true(ok);
+}
+
+/* The section this build writes: version 3, and after the table the
+ * def_win byte, then the footer. */
+static void assert_saved_v3(Fixture *f, bool def_win)
+{
+    g_autoptr(GByteArray) stream = save_table(f);
+    const guint8 *at = stream->data + iommu_section_start(stream) + 1 + 4 +
+                       1 + 11 + 4;
+    const guint8 *end_of_table = at + 4 + 4 + 4 + 1 + 8 * (WINDOW / PAGE);
+
+    g_assert_cmpmem(at, 4, "\0\0\0\3", 4);
+    g_assert_cmpuint(end_of_table[0], ==, def_win);
+    g_assert_cmphex(end_of_table[1], ==, 0x7e);
+}
+
+/* QEMU 7.2 writes version 3, with def_win false for a VIO device's table;
+ * this build loads it, keeps def_win, and writes version 3 back. */
+static void test_migration_v3_round_trip(void)
+{
+    g_autoptr(GByteArray) v3 = NULL;
+    g_autoptr(GByteArray) v3_def_win = NULL;
+    Fixture f;
+    uint64_t tce;
+
+    fixture_init(&f);
+    assert_saved_v3(&f, false);
+    v3 = iommu_stream(&f, 3, false, 0x3000 | TCE_RW);
+    assert_loads(&f, v3);
+    g_assert_true(spapr_tce_get(f.tcet, 0, &tce));
+    g_assert_cmphex(tce, ==, 0x3000 | TCE_RW);
+    assert_saved_v3(&f, false);
+
+    v3_def_win = iommu_stream(&f, 3, true, 0x5000 | TCE_READ);
+    assert_loads(&f, v3_def_win);
+    g_assert_true(spapr_tce_get(f.tcet, 0, &tce));
+    g_assert_cmphex(tce, ==, 0x5000 | TCE_READ);
+    assert_saved_v3(&f, true);
+    fixture_free(&f);
+}
+
+/* Streams of earlier illan builds are version 2, which QEMU 7.2 loads too. */
+static void test_migration_v2_loads(void)
+{
+    g_autoptr(GByteArray) v2 = NULL;
+    Fixture f;
+    uint64_t tce;
+
+    fixture_init(&f);
+    v2 = iommu_stream(&f, 2, false, 0x4000 | TCE_WRITE);
+    assert_loads(&f, v2);
+    g_assert_true(spapr_tce_get(f.tcet, 0, &tce));
+    g_assert_cmphex(tce, ==, 0x4000 | TCE_WRITE);
+    fixture_free(&f);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -559,6 +683,9 @@ int main(int argc, char **argv)
     g_test_add_func("/tce/dma/valid-window-overflow",
                     test_dma_valid_window_overflow);
     g_test_add_func("/tce/dma/valid-wraps-2-64", test_dma_valid_wraps_2_64);
+    g_test_add_func("/tce/migration/v3-round-trip",
+                    test_migration_v3_round_trip);
+    g_test_add_func("/tce/migration/v2-loads", test_migration_v2_loads);
     g_test_add_func("/tce/migration/size-refused",
                     test_migration_size_refused);
 
