@@ -72,6 +72,7 @@ struct SpaprVlanState {
     bool use_rx_buffer_pools;
     bool offloads;          /* offloads and bulk adds offered; off: QEMU's */
     bool lro;               /* merge received TCP segments when allowed */
+    bool illan_subsections; /* off: only subsections QEMU 7.2 knows */
     int32_t bootindex;      /* kept for QEMU's command lines: no firmware */
 
     NetClientState *nic;
@@ -1437,7 +1438,11 @@ static bool mac_default_if_unset(MACAddr *mac, GError **errp)
  * subsection spapr_llan/guest_mac_filters, only when they differ from what
  * registering leaves (the device's own MAC, filtering off, the table
  * empty), so a guest that set neither still gives QEMU's layout.  The
- * counters do not migrate.
+ * counters do not migrate.  With x-illan-subsections=off (pinned by the
+ * machine types QEMU 7.2 has) neither illan subsection is written, since
+ * QEMU refuses a section with a subsection it does not know: the MAC and
+ * filters stay behind as QEMU's own device leaves them, and so do the
+ * attributes, which QEMU has none of.
  */
 typedef struct SpaprVlanImage {
     SpaprVioImage sdev;
@@ -1458,6 +1463,7 @@ typedef struct SpaprVlanImage {
     /* spapr_llan/illan_attributes */
     uint64_t attrs;
     bool offloads;                              /* this device's property */
+    bool illan_subsections;                     /* this device's property */
 } SpaprVlanImage;
 
 static const VMStateDescription vmstate_rx_buffer_pool = {
@@ -1594,8 +1600,9 @@ static bool mac_filters_needed(void *opaque)
 {
     SpaprVlanImage *img = opaque;
 
-    return memcmp(img->mac, img->perm_mac, 6) || img->filtering ||
-           !img->rx_multicast || img->nmcast;
+    return img->illan_subsections &&
+           (memcmp(img->mac, img->perm_mac, 6) || img->filtering ||
+            !img->rx_multicast || img->nmcast);
 }
 
 /* An image keeps MACs as bytes; errors print them as the command line
@@ -1687,7 +1694,9 @@ static const VMStateDescription vmstate_mac_filters = {
  * the layout of QEMU and of illan before offloads. */
 static bool attributes_needed(void *opaque)
 {
-    return ((SpaprVlanImage *)opaque)->attrs != 0;
+    SpaprVlanImage *img = opaque;
+
+    return img->illan_subsections && img->attrs != 0;
 }
 
 static bool attributes_post_load(void *opaque, int version_id,
@@ -1873,6 +1882,7 @@ static void vlan_capture(void *obj, void *image)
     memcpy(img->perm_mac, s->perm_mac.a, 6);
     img->attrs = s->attrs;
     img->offloads = s->offloads;
+    img->illan_subsections = s->illan_subsections;
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -2264,6 +2274,11 @@ static const Property spapr_vlan_props[] = {
       "coalesce received TCP segments into large packets when the guest "
       "turns large send on (off for Linux guests that forward, as routers "
       "or NAT hosts, and predate 6.6, 6.5.7 or 6.1.57)" },
+    { "x-illan-subsections", PROP_BOOL,
+      offsetof(SpaprVlanState, illan_subsections), "on",
+      "migrate the guest's MAC, filters and attributes in illan's own "
+      "subsections (off: QEMU 7.2's layout, which leaves them behind as "
+      "QEMU does; pinned by pseries-7.2 and older)" },
     { "bootindex", PROP_INT32, offsetof(SpaprVlanState, bootindex), "-1",
       "boot order, as in QEMU; stored only, illan has no firmware" },
     PROP_END

@@ -304,10 +304,19 @@ bool spapr_machine_done(SpaprMachineState *spapr, bool *exit_now,
  * pools are on.  pseries-1.0 and pseries-2.0, the names of illan's first
  * release, stay as aliases of a type that behaves as they did, so that
  * their streams load (the stream carries the name; see savevm.c).
+ * QEMU 7.2 refuses a spapr_llan section with a subsection it does not
+ * know, so its machine types and older write none of illan's own; it is
+ * the newest QEMU checked, so later types keep them.
  */
+static const char *const pseries_7_2_compat[] = {
+    "spapr-vlan.x-illan-subsections=off",
+    NULL,
+};
+
 static const char *const pseries_2_5_compat[] = {
     "spapr-vlan.use-rx-buffer-pools=off",
     "spapr-vlan.offloads=off",
+    "spapr-vlan.x-illan-subsections=off",
     NULL,
 };
 
@@ -319,18 +328,21 @@ static const char *const pseries_2_5_compat[] = {
         __VA_ARGS__                                                     \
     }
 
+#define PSERIES_7_2(version, ...) \
+    PSERIES(version, .compat_props = pseries_7_2_compat, __VA_ARGS__)
+
 static const MachineClass pseries_machines[] = {
     PSERIES("10.1", .alias = "pseries", .is_default = true),
     PSERIES("10.0"), PSERIES("9.2"), PSERIES("9.1"), PSERIES("9.0"),
     PSERIES("8.2"), PSERIES("8.1"), PSERIES("8.0"),
-    PSERIES("7.2"), PSERIES("7.1"), PSERIES("7.0"),
-    PSERIES("6.2"), PSERIES("6.1"), PSERIES("6.0"),
-    PSERIES("5.2"), PSERIES("5.1"), PSERIES("5.0"),
-    PSERIES("4.2"), PSERIES("4.1"), PSERIES("4.0"),
-    PSERIES("3.1"), PSERIES("3.0"),
-    PSERIES("2.12"), PSERIES("2.11"), PSERIES("2.10"), PSERIES("2.9"),
-    PSERIES("2.8"), PSERIES("2.7"),
-    PSERIES("2.6", .alias = "pseries-2.0"),
+    PSERIES_7_2("7.2"), PSERIES_7_2("7.1"), PSERIES_7_2("7.0"),
+    PSERIES_7_2("6.2"), PSERIES_7_2("6.1"), PSERIES_7_2("6.0"),
+    PSERIES_7_2("5.2"), PSERIES_7_2("5.1"), PSERIES_7_2("5.0"),
+    PSERIES_7_2("4.2"), PSERIES_7_2("4.1"), PSERIES_7_2("4.0"),
+    PSERIES_7_2("3.1"), PSERIES_7_2("3.0"),
+    PSERIES_7_2("2.12"), PSERIES_7_2("2.11"), PSERIES_7_2("2.10"),
+    PSERIES_7_2("2.9"), PSERIES_7_2("2.8"), PSERIES_7_2("2.7"),
+    PSERIES_7_2("2.6", .alias = "pseries-2.0"),
     PSERIES("2.5", .alias = "pseries-1.0",
             .compat_props = pseries_2_5_compat),
 };

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -57,10 +58,13 @@ static void test_device_help(void)
     /* Routing guests, not bridging ones: unicast to other MACs never
      * reaches a bridge on this device. */
     assert_contains(props, "forward, as routers or NAT hosts");
+    assert_contains(props, "x-illan-subsections=<bool>");
+    assert_contains(props, "pseries-7.2 and older) (default: on)");
+    assert_contains(old, "pseries-7.2 and older) (default: off)");
     assert_contains(props, "bootindex=<int32>");
     assert_contains(props, "no firmware (default: -1)");
-    /* Seven properties, one line each, after the heading. */
-    g_assert_cmpuint(g_strv_length(lines), ==, 9);
+    /* Eight properties, one line each, after the heading. */
+    g_assert_cmpuint(g_strv_length(lines), ==, 10);
 }
 
 static void test_machine_help(void)
@@ -84,13 +88,15 @@ static void test_machine_help(void)
     g_assert_cmpstr(out, ==, out2);
 }
 
-/* The default -device spapr-vlan,help shows under -M @machine. */
-static char *pools_default(const char *machine)
+/* The default of @prop that -device spapr-vlan,help shows under
+ * -M @machine. */
+static char *prop_default(const char *machine, const char *prop)
 {
     g_autofree char *args = g_strdup_printf("-M %s -device spapr-vlan,help",
                                             machine);
     g_autofree char *out = run_ok(args);
-    const char *line = strstr(out, "use-rx-buffer-pools=");
+    g_autofree char *key = g_strdup_printf("\n  %s=", prop);
+    const char *line = strstr(out, key);
     const char *def = line ? strstr(line, "(default: ") : NULL;
 
     g_assert_nonnull(def);
@@ -98,8 +104,17 @@ static char *pools_default(const char *machine)
     return g_strndup(def, strcspn(def, ")"));
 }
 
+/* Whether @name (a pseries type or alias) is one QEMU 7.2 has. */
+static bool in_qemu_7_2(const char *name)
+{
+    unsigned major, minor;
+
+    return sscanf(name, "pseries-%u.%u", &major, &minor) == 2 && major < 8;
+}
+
 /* Every pseries type, by name and by alias: only pseries-2.5 (and its
- * alias pseries-1.0) keeps the legacy receive path, as in QEMU. */
+ * alias pseries-1.0) keeps the legacy receive path, as in QEMU; the
+ * types QEMU 7.2 has write only the subsections it knows. */
 static void test_machine_pools(void)
 {
     g_autofree char *out = run_ok("-M help");
@@ -108,16 +123,20 @@ static void test_machine_pools(void)
 
     for (char **l = lines; *l; l++) {
         g_autofree char *name = g_strndup(*l, strcspn(*l, " "));
-        g_autofree char *def = NULL;
+        g_autofree char *def = NULL, *subs = NULL;
         bool legacy = !strcmp(name, "pseries-2.5") ||
                       !strcmp(name, "pseries-1.0");
 
         if (!g_str_has_prefix(name, "pseries")) {
             continue;
         }
-        def = pools_default(name);
+        def = prop_default(name, "use-rx-buffer-pools");
         if (strcmp(def, legacy ? "off" : "on")) {
             g_error("-M %s: use-rx-buffer-pools defaults to %s", name, def);
+        }
+        subs = prop_default(name, "x-illan-subsections");
+        if (strcmp(subs, in_qemu_7_2(name) ? "off" : "on")) {
+            g_error("-M %s: x-illan-subsections defaults to %s", name, subs);
         }
         checked++;
     }
@@ -132,6 +151,7 @@ static void test_machine_options_help(void)
     assert_contains(out, "pseries-2.5 options:");
     assert_contains(out, "dumpdtb=<str>");
     assert_contains(out, "pins spapr-vlan.use-rx-buffer-pools=off");
+    assert_contains(out, "pins spapr-vlan.x-illan-subsections=off");
 }
 
 static void test_misc_ok(void)

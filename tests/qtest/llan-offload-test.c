@@ -1253,9 +1253,11 @@ static void test_migration(void)
         rig_free(&r);
     }
 
-    /* pseries-2.5 pins offloads=off; a source that overrode it. */
+    /* pseries-2.5 pins offloads=off and x-illan-subsections=off; a source
+     * that overrode both. */
     g_autofree char *uri = make_stream(&r, "pseries-2.5",
-                                       "off,offloads=on", true, &has_sub);
+                                       "off,offloads=on,x-illan-subsections=on",
+                                       true, &has_sub);
     g_assert_true(has_sub);
     r.dst = rig_start(&r, r.dst_dev, "pseries-2.5", NULL, "-incoming defer");
     cmd = g_strdup_printf("{'execute': 'migrate-incoming', 'arguments': "

@@ -1216,6 +1216,129 @@ static void test_unchanged_guest(void)
     rig_free(&r);
 }
 
+#define ATTR_SUB        "spapr_llan/illan_attributes"
+#define ATTR_IPV4_CSUM  0x2ULL
+#define ALL_SUBS        "spapr_llan/rx_pools " MAC_SUB " " ATTR_SUB
+
+/* A source on @machine whose guest set its own MAC, a multicast filter
+ * and IPv4 checksum offload, migrated into a file; the stream. */
+static char *changed_guest_stream(Rig *r, const char *machine,
+                                  const char *extra, const char *file,
+                                  gsize *len)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    uint64_t attrs;
+    char *data;
+
+    r->src = rig_start(r, r->src_dev, machine, NULL, extra);
+    rig_open_guest(r, RAM_SIZE);
+    g_assert_cmpint(qtest_hcallv(r->src, H_CHANGE_LOGICAL_LAN_MAC, UNIT,
+                                 GUEST_MAC), ==, H_SUCCESS);
+    g_assert_cmpint(qtest_hcallv(r->src, H_MULTICAST_CTRL, UNIT, 0x50001,
+                                 MCAST_IN), ==, H_SUCCESS);
+    g_assert_cmpint(qtest_hcall(r->src, H_ILLAN_ATTRIBUTES, 3,
+                                (uint64_t[]){ UNIT, 0, ATTR_IPV4_CSUM },
+                                &attrs, 1), ==, H_SUCCESS);
+    g_assert_cmphex(attrs & ATTR_IPV4_CSUM, ==, ATTR_IPV4_CSUM);
+    migrate(r->src, uri);
+    g_assert_true(g_file_get_contents(file, &data, len, NULL));
+    return data;
+}
+
+static char *main_mac(QTestState *qts)
+{
+    g_autoptr(JsonObject) filter = qmp_ok(qts,
+                                          "{'execute': 'query-rx-filter'}");
+    JsonObject *f0 = json_array_get_object_element(
+        json_object_get_array_member(filter, "return"), 0);
+
+    return g_strdup(json_object_get_string_member(f0, "main-mac"));
+}
+
+/* A pseries-7.2 destination, given another mac=, loads @file. */
+static void start_dst_7_2(Rig *r, const char *file)
+{
+    g_autofree char *incoming = g_strdup_printf("-incoming file:%s", file);
+
+    r->dst = qrig_spawn(&r->base, &(QRigOpts){
+        .machine = "pseries-7.2", .mem = "64M", .dev_path = r->dst_dev,
+        .nic = DST_MAC_OPT, .extra = incoming });
+    assert_completed(r->dst);
+    qibmveth_migrate(r->veth, r->dst);
+}
+
+/*
+ * QEMU 7.2 refuses a spapr_llan section with a subsection it does not
+ * know, so pseries-7.2 leaves the guest's MAC, filters and attributes
+ * behind, as QEMU's own device does (it migrates none of them): the
+ * destination goes on with its own mac= and no filter.  pseries writes
+ * them all; x-illan-subsections=on writes them on pseries-7.2 too, and a
+ * pseries-7.2 destination loads them.
+ */
+static void test_subsections_by_machine(void)
+{
+    g_autofree char *data = NULL, *subs = NULL, *mac = NULL;
+    g_autofree char *file = NULL;
+    gsize len;
+    Rig r;
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    data = changed_guest_stream(&r, "pseries-7.2", NULL, file, &len);
+    subs = llan_subsections(data, len);
+    g_assert_cmpstr(subs, ==, "spapr_llan/rx_pools");
+    g_assert_null(memmem(data, len, MAC_SUB, strlen(MAC_SUB)));
+    g_assert_null(memmem(data, len, ATTR_SUB, strlen(ATTR_SUB)));
+    start_dst_7_2(&r, file);
+    mac = main_mac(r.dst);
+    g_assert_cmpstr(mac, ==, "52:54:00:99:00:01");
+    inject_to(&r, r.dst_dev, guest_mac, false);
+    inject_to(&r, r.dst_dev, mcast_out, true);
+    inject_to(&r, r.dst_dev, dst_mac, true);
+    qrig_wait_stat(r.dst, "nic.device.rx-dropped.filtered", 1);
+    expect_to(&r, mcast_out);
+    expect_to(&r, dst_mac);
+    g_assert_cmpint(qibmveth_close(r.veth), ==, H_SUCCESS);
+    qtest_quit(r.src);
+    qtest_quit(r.dst);
+    rig_free(&r);
+    g_clear_pointer(&data, g_free);
+    g_clear_pointer(&subs, g_free);
+    g_clear_pointer(&file, g_free);
+    g_clear_pointer(&mac, g_free);
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    data = changed_guest_stream(&r, "pseries", NULL, file, &len);
+    subs = llan_subsections(data, len);
+    g_assert_cmpstr(subs, ==, ALL_SUBS);
+    qibmveth_close(r.veth);
+    qtest_quit(r.src);
+    rig_free(&r);
+    g_clear_pointer(&data, g_free);
+    g_clear_pointer(&subs, g_free);
+    g_clear_pointer(&file, g_free);
+
+    rig_init(&r);
+    file = rig_path(&r, "stream");
+    data = changed_guest_stream(&r, "pseries-7.2",
+                                "-global spapr-vlan.x-illan-subsections=on",
+                                file, &len);
+    subs = llan_subsections(data, len);
+    g_assert_cmpstr(subs, ==, ALL_SUBS);
+    start_dst_7_2(&r, file);
+    mac = main_mac(r.dst);
+    g_assert_cmpstr(mac, ==, "52:54:00:ab:cd:ef");
+    inject_to(&r, r.dst_dev, mcast_out, false);
+    inject_to(&r, r.dst_dev, guest_mac, true);
+    qrig_wait_stat(r.dst, "nic.device.rx-dropped.filtered", 1);
+    expect_to(&r, guest_mac);
+    g_assert_cmpint(qibmveth_close(r.veth), ==, H_SUCCESS);
+    qtest_quit(r.src);
+    qtest_quit(r.dst);
+    rig_free(&r);
+}
+
 /* The names of a VM description section's fields, in order,
  * space-separated. */
 static char *desc_field_names(JsonObject *section)
@@ -1513,6 +1636,8 @@ int main(int argc, char **argv)
     g_test_add_func("/migration/cmdline-refusal", test_cmdline_refusal);
     g_test_add_func("/migration/state/guest-mac-filters",
                     test_guest_mac_filters);
+    g_test_add_func("/migration/state/subsections-by-machine",
+                    test_subsections_by_machine);
     g_test_add_func("/migration/state/unchanged-guest",
                     test_unchanged_guest);
     add_transport_tests();

@@ -1111,6 +1111,7 @@ static void test_qom_list(void)
                 " {\"name\": \"use-rx-buffer-pools\", \"type\": \"bool\"},"
                 " {\"name\": \"offloads\", \"type\": \"bool\"},"
                 " {\"name\": \"lro\", \"type\": \"bool\"},"
+                " {\"name\": \"x-illan-subsections\", \"type\": \"bool\"},"
                 " {\"name\": \"bootindex\", \"type\": \"int32\"}]");
     json_object_unref(rsp);
     /* A bare id names the same device. */
