@@ -1169,6 +1169,22 @@ uint32_t ibmveth_guest_tx_position(IbmvethGuest *g)
     return g->tx ? tx_frames_position(g->tx) : 0;
 }
 
+/* On a machine type with QEMU's legacy numbering the device may have
+ * taken the stream's interrupt number (its section commits before this
+ * guest's); the claim follows it. */
+static void follow_device_irq(IbmvethGuest *g)
+{
+    uint32_t irq = spapr_vio_find_by_reg(spapr_vio_bus(g->spapr),
+                                         g->conf.drv.unit)->irq;
+
+    if (irq == g->irq) {
+        return;
+    }
+    spapr_irq_claim(g->spapr, g->irq, NULL, NULL);
+    g->irq = irq;
+    g->irq_claimed = spapr_irq_claim(g->spapr, irq, on_irq, g);
+}
+
 void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
                          uint32_t tx_position)
 {
@@ -1176,6 +1192,7 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
     g_autoptr(GError) err = NULL;
 
     g_assert(!g->drv);
+    follow_device_irq(g);
     g->drv = ibmveth_adopt(&bus, s);
     lend_rx_stamps(g);
     /* The source's probe set the device's attributes, which came with

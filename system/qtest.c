@@ -47,12 +47,15 @@
 #define QTEST_EXIT_FLUSH_MS 5000
 #define XICS_PATH           "xics"
 /*
- * QEMU's libqtest tracks interrupt numbers 0 to 255 only.  Every source a
- * device can have is in the VIO range, 0x1100 to 0x11ff (the low byte of
- * its unit address picks one), so qtest numbers source 0x1100 + N as N.
+ * QEMU's libqtest tracks interrupt numbers 0 to 255 only.  Where a
+ * device's number follows its unit address it is in the VIO range, 0x1100
+ * to 0x11ff, so qtest numbers source 0x1100 + N as N.  With QEMU's legacy
+ * numbering devices start low (0x1006 on pseries-2.5), so qtest numbers
+ * source 0x1000 + N as N, as QEMU's XICS numbers its inputs there; N
+ * passes 255 only for a device that adopted a number above 0x10ff from a
+ * stream (illan 0.1.0 wrote 0x1100 and up).
  */
-#define QTEST_IRQ_FIRST     SPAPR_IRQ_VIO
-#define QTEST_IRQ_LINES     256
+#define QTEST_IRQ_LINES     SPAPR_IRQ_NR
 
 /* What a client knows of a line. */
 enum { IRQ_UNSEEN, IRQ_LOW, IRQ_HIGH };
@@ -75,7 +78,6 @@ struct QTestServer {
     bool closed_told;
     /* One interception per connection, as in QEMU. */
     SpaprVioDevice *intercept_dev;
-    IrqLine intercept_orig;
     bool intercept_xics;
     guint flush_watch, out_watch;
     /*
@@ -94,6 +96,8 @@ struct QTestServer {
     /* Per qtest line: the latest level, and the last one sent as a line.
      * While the output is over QTEST_OUT_BOUND changes are held (counted
      * per line) and only the latest level goes out. */
+    uint32_t irq_first;         /* the source qtest numbers 0 */
+    unsigned irq_lines;         /* how many it numbers */
     uint8_t irq_level[QTEST_IRQ_LINES];
     uint8_t irq_sent[QTEST_IRQ_LINES];
     uint32_t irq_held[QTEST_IRQ_LINES];
@@ -161,7 +165,7 @@ static void release_held_irqs_locked(QTestServer *qs)
     if (!qs->irqs_held) {
         return;
     }
-    for (int n = 0; n < QTEST_IRQ_LINES; n++) {
+    for (unsigned n = 0; n < qs->irq_lines; n++) {
         uint32_t held = qs->irq_held[n];
 
         if (!held) {
@@ -274,11 +278,11 @@ static void qtest_send(QTestServer *qs, const char *line)
  * buffer, and the main loop is kicked to write it. */
 static void report_irq(QTestServer *qs, int irq, int level)
 {
-    int n = irq - QTEST_IRQ_FIRST;
+    int n = irq - (int)qs->irq_first;
     uint8_t now = level ? IRQ_HIGH : IRQ_LOW;
 
-    /* Only the VIO range can be driven: devices and set_irq_in. */
-    g_assert(n >= 0 && n < QTEST_IRQ_LINES);
+    /* Only what qtest numbers can be driven: devices and set_irq_in. */
+    g_assert(n >= 0 && (unsigned)n < qs->irq_lines);
     qemu_mutex_lock(&qs->out_lock);
     if (qs->irq_level[n] != now) {
         qs->irq_level[n] = now;
@@ -296,11 +300,13 @@ static void report_irq(QTestServer *qs, int irq, int level)
     qemu_mutex_unlock(&qs->out_lock);
 }
 
+/* Forwarded by number, the device's: a device that adopts a stream's
+ * number tells its line the new one (spapr_vio_commit()). */
 static void intercept_out_handler(void *opaque, int n, int level)
 {
     QTestServer *qs = opaque;
 
-    irq_set_level(&qs->intercept_orig, level);
+    irq_set_level(spapr_irq_input(qs->spapr, n), level);
     report_irq(qs, n, level);
 }
 
@@ -693,7 +699,6 @@ static void cmd_irq_intercept_out(QTestServer *qs, char **argv, int argc,
      * parked. */
     pause_all();
     qs->intercept_dev = dev;
-    qs->intercept_orig = dev->irq_out;
     dev->irq_out = (IrqLine){ intercept_out_handler, qs, dev->irq };
     resume_all();
     g_string_assign(reply, "OK");
@@ -741,13 +746,13 @@ static void cmd_set_irq_in(QTestServer *qs, char **argv, int argc,
         g_string_printf(reply, "FAIL bad level '%s'", argv[4]);
         return;
     }
-    line = num < QTEST_IRQ_LINES ?
-           spapr_irq_input(qs->spapr, QTEST_IRQ_FIRST + num) : NULL;
+    line = num < qs->irq_lines ?
+           spapr_irq_input(qs->spapr, qs->irq_first + num) : NULL;
     if (!line) {
         g_string_printf(reply, "FAIL no interrupt source %s: qtest numbers "
                         "sources 0x%x to 0x%x as 0 to %d", argv[3],
-                        QTEST_IRQ_FIRST, QTEST_IRQ_FIRST + QTEST_IRQ_LINES - 1,
-                        QTEST_IRQ_LINES - 1);
+                        qs->irq_first, qs->irq_first + qs->irq_lines - 1,
+                        qs->irq_lines - 1);
         return;
     }
     irq_set_level(line, level != 0);
@@ -996,8 +1001,12 @@ QTestServer *qtest_server_start(const char *spec, FILE *log,
                                 GError **errp)
 {
     QTestServer *qs = g_new0(QTestServer, 1);
+    SpaprLegacyIrqs legacy;
 
     qs->spapr = spapr;
+    qs->irq_first = spapr && spapr_legacy_irqs(spapr, &legacy)
+                    ? SPAPR_IRQ_BASE : SPAPR_IRQ_VIO;
+    qs->irq_lines = SPAPR_IRQ_BASE + SPAPR_IRQ_NR - qs->irq_first;
     qs->closed = closed;
     qs->closed_opaque = opaque;
     qs->start_us = g_get_monotonic_time();
@@ -1095,7 +1104,8 @@ void qtest_server_free(QTestServer *qs)
         close(qs->flush_fd);
     }
     if (qs->intercept_dev) {
-        qs->intercept_dev->irq_out = qs->intercept_orig;
+        qs->intercept_dev->irq_out = *spapr_irq_input(qs->spapr,
+                                                      qs->intercept_dev->irq);
     }
     if (qs->intercept_xics) {
         spapr_irq_intercept(qs->spapr, NULL, NULL);

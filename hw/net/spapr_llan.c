@@ -1933,10 +1933,34 @@ static void vlan_commit(void *obj, const void *image)
     }
 }
 
+/* A device that adopts a stream's interrupt number must not share it. */
+static bool vlan_check_together(void *const *images, unsigned n,
+                                GError **errp)
+{
+    g_autofree const SpaprVioImage **vio = g_new(const SpaprVioImage *, n);
+
+    for (unsigned i = 0; i < n; i++) {
+        vio[i] = &((const SpaprVlanImage *)images[i])->sdev;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        const SpaprVioDevice *clash = spapr_vio_irq_clash(vio, n, i);
+
+        if (clash) {
+            g_set_error(errp, ILLAN_ERROR, 0, "section 'l-lan@%x/%s' "
+                        "instance 0: interrupt 0x%x (0x%x here) would also "
+                        "be %s's", vio[i]->reg, vmstate_spapr_llan.name,
+                        vio[i]->irq, vio[i]->local_irq, clash->qdev.id);
+            return false;
+        }
+    }
+    return true;
+}
+
 static const VMStateImageOps vlan_image_ops = {
     .size = sizeof(SpaprVlanImage),
     .capture = vlan_capture,
     .commit = vlan_commit,
+    .check_together = vlan_check_together,
 };
 
 /* What the monitor shows, from the same accessors anyone else has: the

@@ -92,6 +92,33 @@ SpaprTceRegistry *spapr_tce_registry(SpaprMachineState *spapr)
     return spapr->tce;
 }
 
+/*
+ * QEMU's legacy allocation hands sources out first free from 0x1000 in
+ * the order they are claimed: its event sources, a spapr-vty per
+ * -serial, the nvram, the default PHB's four LSIs, then the -device VIO
+ * devices in command-line order.  illan has no vty, nvram or PHB, but
+ * counts the nvram and the LSIs, which QEMU always has, so that its
+ * numbers are QEMU's for the same command line (which has no -serial,
+ * since illan takes none).  A stream may carry any number above the
+ * event sources: the vtys and devices illan lacks move them.
+ */
+#define LEGACY_IRQS_BEFORE_VIO  (1 + 4)
+
+bool spapr_legacy_irqs(const SpaprMachineState *spapr, SpaprLegacyIrqs *out)
+{
+    unsigned events = spapr->mc->legacy_irq_events;
+
+    if (!events) {
+        return false;
+    }
+    *out = (SpaprLegacyIrqs){
+        .first = SPAPR_IRQ_BASE + events + LEGACY_IRQS_BEFORE_VIO,
+        .min = SPAPR_IRQ_BASE + events,
+        .max = SPAPR_IRQ_BASE + SPAPR_IRQ_NR - 1,
+    };
+    return true;
+}
+
 IrqLine *spapr_irq_input(SpaprMachineState *spapr, uint32_t irq)
 {
     if (irq < SPAPR_IRQ_BASE || irq >= SPAPR_IRQ_BASE + SPAPR_IRQ_NR) {
@@ -330,6 +357,10 @@ static const char *const pseries_2_5_compat[] = {
 
 #define PSERIES_7_2(version, ...) \
     PSERIES(version, .compat_props = pseries_7_2_compat, __VA_ARGS__)
+/* QEMU's legacy interrupt numbering: the EPOW event source, and from
+ * pseries-2.8 on the hot-plug one too, come first. */
+#define EPOW_ONLY               .legacy_irq_events = 1
+#define EPOW_AND_HOTPLUG        .legacy_irq_events = 2
 
 static const MachineClass pseries_machines[] = {
     PSERIES("10.1", .alias = "pseries", .is_default = true),
@@ -339,12 +370,16 @@ static const MachineClass pseries_machines[] = {
     PSERIES_7_2("6.2"), PSERIES_7_2("6.1"), PSERIES_7_2("6.0"),
     PSERIES_7_2("5.2"), PSERIES_7_2("5.1"), PSERIES_7_2("5.0"),
     PSERIES_7_2("4.2"), PSERIES_7_2("4.1"), PSERIES_7_2("4.0"),
-    PSERIES_7_2("3.1"), PSERIES_7_2("3.0"),
-    PSERIES_7_2("2.12"), PSERIES_7_2("2.11"), PSERIES_7_2("2.10"),
-    PSERIES_7_2("2.9"), PSERIES_7_2("2.8"), PSERIES_7_2("2.7"),
-    PSERIES_7_2("2.6", .alias = "pseries-2.0"),
+    PSERIES_7_2("3.1"), PSERIES_7_2("3.0", EPOW_AND_HOTPLUG),
+    PSERIES_7_2("2.12", EPOW_AND_HOTPLUG),
+    PSERIES_7_2("2.11", EPOW_AND_HOTPLUG),
+    PSERIES_7_2("2.10", EPOW_AND_HOTPLUG),
+    PSERIES_7_2("2.9", EPOW_AND_HOTPLUG),
+    PSERIES_7_2("2.8", EPOW_AND_HOTPLUG),
+    PSERIES_7_2("2.7", EPOW_ONLY),
+    PSERIES_7_2("2.6", .alias = "pseries-2.0", EPOW_ONLY),
     PSERIES("2.5", .alias = "pseries-1.0",
-            .compat_props = pseries_2_5_compat),
+            .compat_props = pseries_2_5_compat, EPOW_ONLY),
 };
 
 /* QEMU's -M none: the machine of its QMP and qtest tests. */

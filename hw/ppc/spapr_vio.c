@@ -97,19 +97,60 @@ static SpaprVioDevice *find_by_irq(SpaprVioBus *bus, uint32_t irq)
 
 /* The lowest unit address from the base up whose address and interrupt
  * are both free; above the base the interrupt follows the low byte, so
- * 256 addresses hold every possibility. */
+ * 256 addresses hold every possibility.  With QEMU's legacy numbering
+ * the interrupt does not follow the address. */
 static bool next_free_reg(SpaprVioBus *bus, uint32_t *reg, GError **errp)
 {
+    SpaprLegacyIrqs legacy;
+    bool by_reg = !spapr_legacy_irqs(bus->spapr, &legacy);
+
     for (uint32_t r = SPAPR_VIO_REG_BASE; r < SPAPR_VIO_REG_BASE + 256; r++) {
         if (!spapr_vio_find_by_reg(bus, r) &&
-            !find_by_irq(bus, spapr_vio_reg_to_irq(r))) {
+            (!by_reg || !find_by_irq(bus, spapr_vio_reg_to_irq(r)))) {
             *reg = r;
             return true;
         }
     }
-    g_set_error(errp, ILLAN_ERROR, 0,
-                "no free VIO unit address: all 256 VIO interrupts are used");
+    g_set_error(errp, ILLAN_ERROR, 0, "no free VIO unit address: %s",
+                by_reg ? "all 256 VIO interrupts are used"
+                       : "0x71000000 to 0x710000ff are all used");
     return false;
+}
+
+/* QEMU's legacy numbering: the lowest number from legacy->first up that
+ * no device has, devices numbered in the order they are plugged. */
+static bool next_legacy_irq(SpaprVioBus *bus, const SpaprLegacyIrqs *legacy,
+                            uint32_t *irq, GError **errp)
+{
+    for (uint32_t i = legacy->first; i <= legacy->max; i++) {
+        if (!find_by_irq(bus, i)) {
+            *irq = i;
+            return true;
+        }
+    }
+    g_set_error(errp, ILLAN_ERROR, 0, "no free VIO interrupt: this machine "
+                "type numbers them from 0x%x to 0x%x, and all are used",
+                legacy->first, legacy->max);
+    return false;
+}
+
+static bool assign_irq(SpaprVioBus *bus, SpaprVioDevice *dev, GError **errp)
+{
+    SpaprLegacyIrqs legacy;
+    SpaprVioDevice *other;
+
+    if (spapr_legacy_irqs(bus->spapr, &legacy)) {
+        return next_legacy_irq(bus, &legacy, &dev->irq, errp);
+    }
+    dev->irq = spapr_vio_reg_to_irq(dev->reg);
+    if ((other = find_by_irq(bus, dev->irq))) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "reg=0x%x maps to interrupt 0x%x, already used by %s; "
+                    "choose a reg that differs in its low byte",
+                    dev->reg, dev->irq, other->qdev.id);
+        return false;
+    }
+    return true;
 }
 
 bool spapr_vio_bus_plug(SpaprVioBus *bus, SpaprVioDevice *dev, GError **errp)
@@ -129,12 +170,7 @@ bool spapr_vio_bus_plug(SpaprVioBus *bus, SpaprVioDevice *dev, GError **errp)
                     other->qdev.id);
         return false;
     }
-    dev->irq = spapr_vio_reg_to_irq(dev->reg);
-    if ((other = find_by_irq(bus, dev->irq))) {
-        g_set_error(errp, ILLAN_ERROR, 0,
-                    "reg=0x%x maps to interrupt 0x%x, already used by %s; "
-                    "choose a reg that differs in its low byte",
-                    dev->reg, dev->irq, other->qdev.id);
+    if (!assign_irq(bus, dev, errp)) {
         return false;
     }
     if (!dev->qdev.id) {
@@ -147,6 +183,7 @@ bool spapr_vio_bus_plug(SpaprVioBus *bus, SpaprVioDevice *dev, GError **errp)
     }
     input = spapr_irq_input(bus->spapr, dev->irq);
     g_assert(input);
+    dev->bus = bus;
     dev->irq_out = *input;
     dev->tcet = spapr_tce_table_new(spapr_tce_registry(bus->spapr), dev->reg,
                                     SPAPR_VIO_DMA_WINDOW,
@@ -239,13 +276,47 @@ bool spapr_vio_bus_fdt(SpaprVioBus *bus, void *fdt, GError **errp)
     return true;
 }
 
-/* Migration: reg and irq must match the destination's device; the signal
- * state must be one the device accepts from H_VIO_SIGNAL. */
+/*
+ * Migration: reg must match the destination's device, and so must irq
+ * where the number follows reg.  With QEMU's legacy numbering a QEMU
+ * stream's number depends on devices illan does not have (a spapr-vty
+ * per -serial, its nvram), so the device adopts any number that
+ * numbering can give a VIO device; spapr_vio_irq_clash() keeps the
+ * numbers apart.  The signal state must be one the device accepts from
+ * H_VIO_SIGNAL.
+ */
+static bool irq_adoptable(const SpaprVioImage *img, GError **errp)
+{
+    SpaprLegacyIrqs legacy;
+
+    if (img->irq == img->local_irq) {
+        return true;
+    }
+    if (!spapr_legacy_irqs(img->dev->bus->spapr, &legacy)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "interrupt 0x%x (0x%x here) must "
+                    "match: this machine type numbers a VIO device's "
+                    "interrupt by its unit address", img->irq,
+                    img->local_irq);
+        return false;
+    }
+    if (img->irq < legacy.min || img->irq > legacy.max) {
+        g_set_error(errp, ILLAN_ERROR, 0, "interrupt 0x%x (0x%x here) is "
+                    "not one QEMU's legacy numbering gives a VIO device "
+                    "(0x%x to 0x%x)", img->irq, img->local_irq, legacy.min,
+                    legacy.max);
+        return false;
+    }
+    return true;
+}
+
 static bool vio_post_load(void *opaque, int version_id, GError **errp)
 {
     SpaprVioImage *img = opaque;
 
     (void)version_id;
+    if (!irq_adoptable(img, errp)) {
+        return false;
+    }
     if (img->signal_state & ~img->signal_mask) {
         g_set_error(errp, ILLAN_ERROR, 0, "signal_state 0x%" G_GINT64_MODIFIER
                     "x has bits the device does not accept (mask 0x%"
@@ -256,6 +327,26 @@ static bool vio_post_load(void *opaque, int version_id, GError **errp)
     return true;
 }
 
+/* QEMU's "uint32 equal", read without the comparison, which
+ * irq_adoptable() makes. */
+static void put_irq(QEMUFile *f, const void *pv, size_t size)
+{
+    (void)size;
+    qemu_put_be32(f, *(const uint32_t *)pv);
+}
+
+static bool get_irq(QEMUFile *f, void *pv, size_t size, GError **errp)
+{
+    (void)size;
+    (void)errp;
+    *(uint32_t *)pv = qemu_get_be32(f);
+    return true;
+}
+
+static const VMStateInfo vmstate_info_vio_irq = {
+    "uint32 equal", put_irq, get_irq
+};
+
 const VMStateDescription vmstate_spapr_vio = {
     .name = "spapr_vio",
     .version_id = 1,
@@ -263,7 +354,8 @@ const VMStateDescription vmstate_spapr_vio = {
     .post_load = vio_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32_EQUAL(reg, SpaprVioImage),
-        VMSTATE_UINT32_EQUAL(irq, SpaprVioImage),
+        VMSTATE_SINGLE(irq, SpaprVioImage, 0, vmstate_info_vio_irq,
+                       uint32_t),
         VMSTATE_UINT64(signal_state, SpaprVioImage),
         VMSTATE_UINT64(crq.qladdr, SpaprVioImage),
         VMSTATE_UINT32(crq.qsize, SpaprVioImage),
@@ -279,12 +371,46 @@ void spapr_vio_capture(const SpaprVioDevice *dev, SpaprVioImage *img)
         .irq = dev->irq,
         .signal_state = dev->signal_state,
         .signal_mask = SPAPR_VIO_CLASS(dev)->signal_mask,
+        .local_irq = dev->irq,
+        .dev = dev,
     };
 }
 
+/* An adopted number is told to the line, whether the controller's input
+ * or qtest's interception, which both forward by number. */
 void spapr_vio_commit(SpaprVioDevice *dev, const SpaprVioImage *img)
 {
     dev->signal_state = img->signal_state;
+    dev->irq = img->irq;
+    dev->irq_out.n = img->irq;
+}
+
+static uint32_t irq_after_commit(const SpaprVioDevice *dev,
+                                 const SpaprVioImage *const *imgs,
+                                 unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (imgs[i]->dev == dev) {
+            return imgs[i]->irq;
+        }
+    }
+    return dev->irq;
+}
+
+const SpaprVioDevice *spapr_vio_irq_clash(const SpaprVioImage *const *imgs,
+                                          unsigned n, unsigned i)
+{
+    const SpaprVioBus *bus = imgs[i]->dev->bus;
+
+    for (guint j = 0; j < bus->devices->len; j++) {
+        const SpaprVioDevice *other = g_ptr_array_index(bus->devices, j);
+
+        if (other != imgs[i]->dev &&
+            irq_after_commit(other, imgs, n) == imgs[i]->irq) {
+            return other;
+        }
+    }
+    return NULL;
 }
 
 static int64_t h_vio_signal(SpaprMachineState *spapr, uint64_t opcode,

@@ -15,6 +15,10 @@ typedef struct MachineClass {
     const char *const *compat_props;
     uint64_t default_ram_size;      /* without -m; 0: no RAM */
     const char *default_ram_id;     /* QEMU's name of the RAM block */
+    /* QEMU's legacy interrupt numbering (pseries-3.0 and older): how many
+     * event sources it claims before anything else; 0 for the numbering
+     * by unit address. */
+    unsigned legacy_irq_events;
     /* No buses and no devices: QMP, qtest and netdevs only (-M none). */
     bool empty;
 } MachineClass;

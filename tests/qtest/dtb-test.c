@@ -171,6 +171,41 @@ static void test_legacy_machine(void)
     dtb_free(&d);
 }
 
+/*
+ * QEMU's own numbers for "-nodefaults" with two LANs (its nvram holds
+ * 0x71000000), read from qemu-system-ppc64 7.2's dumpdtb: pseries-3.0 and older hand sources
+ * out first free from 0x1000, after the EPOW source (and from pseries-2.8
+ * the hot-plug one), the nvram and the default PHB's four LSIs; from
+ * pseries-3.1 on the number follows the unit address.
+ */
+static void test_legacy_interrupts(void)
+{
+    static const struct {
+        const char *machine, *first, *second;
+    } cases[] = {
+        { "pseries-1.0", "1006 0", "1007 0" },
+        { "pseries-2.5", "1006 0", "1007 0" },
+        { "pseries-2.7", "1006 0", "1007 0" },
+        { "pseries-2.8", "1007 0", "1008 0" },
+        { "pseries-3.0", "1007 0", "1008 0" },
+        { "pseries-3.1", "1120 0", "1110 0" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        Dtb d = dump_machine(cases[i].machine, "-nodefaults "
+                             "-device spapr-vlan,reg=0x71000020 "
+                             "-device spapr-vlan,reg=0x71000010");
+
+        /* In command-line order, whatever the unit addresses. */
+        g_test_message("%s", cases[i].machine);
+        check_prop(&d, "x", "/vdevice/l-lan@71000020", "interrupts",
+                   cases[i].first);
+        check_prop(&d, "x", "/vdevice/l-lan@71000010", "interrupts",
+                   cases[i].second);
+        dtb_free(&d);
+    }
+}
+
 static void test_offloads_off_filters(void)
 {
     Dtb d = dump("-nodefaults -device spapr-vlan,offloads=off");
@@ -190,5 +225,6 @@ int main(int argc, char **argv)
                     test_defaults_avoid_collisions);
     g_test_add_func("/dtb/legacy-machine", test_legacy_machine);
     g_test_add_func("/dtb/offloads-off-filters", test_offloads_off_filters);
+    g_test_add_func("/dtb/legacy-interrupts", test_legacy_interrupts);
     return g_test_run();
 }

@@ -35,7 +35,8 @@ QTestState *rig_start(Rig *r, const char *dev_path, const char *machine,
         ",use-rx-buffer-pools=%s", pools) : NULL;
 
     r->best_fit = pools ? !strcmp(pools, "on")
-                        : strcmp(machine, "pseries-1.0") != 0;
+                        : strcmp(machine, "pseries-1.0") != 0 &&
+                          strcmp(machine, "pseries-2.5") != 0;
     return qrig_spawn(&r->base, &(QRigOpts){
         .machine = machine, .mem = "64M", .dev_path = dev_path,
         .nic = nic, .extra = extra });

@@ -319,6 +319,167 @@ static void test_refusals(void)
     rig_free(&r10);
 }
 
+/*
+ * QEMU's legacy interrupt numbering (pseries-3.0 and older) hands out
+ * sources first free, so a QEMU stream's LAN has the number its command
+ * line gave it: 0x1007 on pseries-2.5 with one -serial, where illan
+ * numbers it 0x1006 as QEMU does without one.  A destination on such a
+ * type adopts a legal number no other device has: the device raises it
+ * and writes it back.  Anything else is refused naming both numbers.
+ */
+#define LAN0_IDSTR      "l-lan@71000000/spapr_llan"
+#define LAN1_IDSTR      "l-lan@71000010/spapr_llan"
+#define SECOND_LAN      "-device spapr-vlan,reg=0x71000010"
+
+/* Where @idstr's sdev.irq is in @data: after the idstr come the
+ * instance and version ids, then sdev.reg. */
+static char *irq_field(char *data, gsize len, const char *idstr)
+{
+    char *at = memmem(data, len, idstr, strlen(idstr));
+
+    g_assert_nonnull(at);
+    return at + strlen(idstr) + 4 + 4 + 4;
+}
+
+static uint32_t be32_at(const char *p)
+{
+    const uint8_t *b = (const uint8_t *)p;
+
+    return (uint32_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3];
+}
+
+static void set_be32_at(char *p, uint32_t v)
+{
+    p[0] = v >> 24;
+    p[1] = v >> 16;
+    p[2] = v >> 8;
+    p[3] = v;
+}
+
+/* The interrupt @idstr's section of a stream written to @file says. */
+static uint32_t migrated_irq(QTestState *qts, const char *file,
+                             const char *idstr)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree char *data = NULL;
+    gsize len;
+
+    migrate(qts, uri);
+    g_assert_true(g_file_get_contents(file, &data, &len, NULL));
+    return be32_at(irq_field(data, len, idstr));
+}
+
+static void test_legacy_irq_adopted(void)
+{
+    g_autofree char *good = NULL, *data = NULL, *qemu_irq = NULL;
+    g_autofree char *incoming = NULL, *again = NULL;
+    char *irq;
+    gsize len;
+    Rig r;
+
+    rig_init(&r);
+    good = rig_path(&r, "good");
+    make_stream(&r, "pseries-2.5", NULL, good, true);
+    g_assert_true(g_file_get_contents(good, &data, &len, NULL));
+    irq = irq_field(data, len, LAN0_IDSTR);
+    set_be32_at(irq, 0x1007);
+    qemu_irq = variant(&r, "qemu-irq", data, len);
+    incoming = g_strdup_printf("-incoming file:%s", qemu_irq);
+    r.dst = rig_start(&r, r.dst_dev, "pseries-2.5", NULL, incoming);
+    assert_completed(r.dst);
+
+    /* qtest numbers a legacy source 0x1000 + N as N, as QEMU's XICS. */
+    qtest_irq_intercept_out(r.dst, "l-lan@71000000");
+    qibmveth_migrate(r.veth, r.dst);
+    qibmveth_set_irq(r.veth, true);
+    rig_inject(&r, r.dst_dev);
+    rig_expect_next(&r);
+    g_assert_cmpuint(qtest_irq_raise_count(r.dst, 7), ==, 1);
+    g_assert_cmpuint(qtest_irq_raise_count(r.dst, 6), ==, 0);
+    g_assert_cmpint(qibmveth_close(r.veth), ==, H_SUCCESS);
+    again = rig_path(&r, "again");
+    g_assert_cmphex(migrated_irq(r.dst, again, LAN0_IDSTR), ==, 0x1007);
+    qtest_quit(r.dst);
+    rig_free(&r);
+}
+
+/* A stream of @machine's two LANs, idle. */
+static char *two_lan_stream(Rig *r, const char *machine, gsize *len)
+{
+    g_autofree char *file = rig_path(r, "two-lans");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    char *data;
+
+    r->src = rig_start(r, r->src_dev, machine, NULL, SECOND_LAN);
+    migrate(r->src, uri);
+    qtest_quit(r->src);
+    g_assert_true(g_file_get_contents(file, &data, len, NULL));
+    return data;
+}
+
+static void test_legacy_irq_refusals(void)
+{
+    g_autofree char *data = NULL, *taken = NULL, *event = NULL;
+    g_autofree char *swapped = NULL, *other = NULL, *msg = NULL;
+    g_autofree char *cmd = NULL, *again = NULL;
+    char *lan0, *lan1;
+    gsize len;
+    Rig r;
+
+    rig_init(&r);
+    data = two_lan_stream(&r, "pseries-2.5", &len);
+    lan0 = irq_field(data, len, LAN0_IDSTR);
+    lan1 = irq_field(data, len, LAN1_IDSTR);
+    g_assert_cmphex(be32_at(lan0), ==, 0x1006);
+    g_assert_cmphex(be32_at(lan1), ==, 0x1007);
+    set_be32_at(lan0, 0x1007);
+    taken = variant(&r, "taken", data, len);
+    set_be32_at(lan0, 0x1000);
+    event = variant(&r, "event", data, len);
+    set_be32_at(lan0, 0x1007);
+    set_be32_at(lan1, 0x1006);
+    swapped = variant(&r, "swapped", data, len);
+
+    r.dst = rig_start(&r, r.dst_dev, "pseries-2.5", NULL,
+                      SECOND_LAN " -incoming defer");
+    msg = refused(r.dst, taken);
+    assert_contains(msg, "section 'l-lan@71000000/spapr_llan' instance 0");
+    assert_contains(msg, "interrupt 0x1007 (0x1006 here)");
+    assert_contains(msg, "l-lan@71000010");
+    g_clear_pointer(&msg, g_free);
+    msg = refused(r.dst, event);
+    assert_contains(msg, "interrupt 0x1000 (0x1006 here)");
+    assert_contains(msg, "0x1001 to 0x11ff");
+    g_clear_pointer(&msg, g_free);
+    cmd = g_strdup_printf("{'execute': 'migrate-incoming', 'arguments': "
+                          "{'uri': 'file:%s'}}", swapped);
+    json_object_unref(qmp_ok(r.dst, cmd));
+    assert_completed(r.dst);
+    again = rig_path(&r, "again");
+    g_assert_cmphex(migrated_irq(r.dst, again, LAN1_IDSTR), ==, 0x1006);
+    g_assert_true(g_file_get_contents(again, &other, &len, NULL));
+    g_assert_cmphex(be32_at(irq_field(other, len, LAN0_IDSTR)), ==, 0x1007);
+    qtest_quit(r.dst);
+    rig_free(&r);
+
+    /* Elsewhere the number follows the unit address, and must match. */
+    rig_init(&r);
+    g_clear_pointer(&data, g_free);
+    data = two_lan_stream(&r, "pseries", &len);
+    lan0 = irq_field(data, len, LAN0_IDSTR);
+    g_assert_cmphex(be32_at(lan0), ==, 0x1100);
+    set_be32_at(lan0, 0x1101);
+    g_clear_pointer(&other, g_free);
+    other = variant(&r, "other", data, len);
+    r.dst = rig_start(&r, r.dst_dev, "pseries", NULL,
+                      SECOND_LAN " -incoming defer");
+    msg = refused(r.dst, other);
+    assert_contains(msg, "section 'l-lan@71000000/spapr_llan' instance 0");
+    assert_contains(msg, "interrupt 0x1101 (0x1100 here)");
+    qtest_quit(r.dst);
+    rig_free(&r);
+}
+
 /* A stream given with -incoming on the command line and refused ends the
  * run with its one line and status 1, as QEMU does. */
 static void test_cmdline_refusal(void)
@@ -1634,6 +1795,10 @@ int main(int argc, char **argv)
     g_test_add_func("/migration/fd", test_fd);
     g_test_add_func("/migration/refusals", test_refusals);
     g_test_add_func("/migration/cmdline-refusal", test_cmdline_refusal);
+    g_test_add_func("/migration/legacy-irq/adopted",
+                    test_legacy_irq_adopted);
+    g_test_add_func("/migration/legacy-irq/refusals",
+                    test_legacy_irq_refusals);
     g_test_add_func("/migration/state/guest-mac-filters",
                     test_guest_mac_filters);
     g_test_add_func("/migration/state/subsections-by-machine",

@@ -41,6 +41,16 @@ int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
 #define SPAPR_IRQ_VIO       0x1100
 #define SPAPR_IRQ_NR        0x200
 
+/* The VIO interrupt numbers of a machine type with QEMU's legacy
+ * numbering, where they do not follow the unit address. */
+typedef struct SpaprLegacyIrqs {
+    uint32_t first;     /* where illan starts numbering its VIO devices */
+    uint32_t min, max;  /* what a migration stream may give one */
+} SpaprLegacyIrqs;
+
+/* False on machine types that number by unit address. */
+bool spapr_legacy_irqs(const SpaprMachineState *spapr, SpaprLegacyIrqs *out);
+
 /* Builds the machine: RAM, interrupt sources, TCE registry, VIO bus. */
 SpaprMachineState *spapr_machine_new(const MachineClass *mc,
                                      const MachineOptions *opts,

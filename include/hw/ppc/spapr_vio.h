@@ -35,6 +35,7 @@ typedef struct SpaprVioDeviceClass {
 
 struct SpaprVioDevice {
     DeviceState qdev;
+    SpaprVioBus *bus;
     uint32_t reg;
     uint32_t irq;
     uint64_t signal_state;
@@ -52,7 +53,10 @@ typedef struct SpaprVioImage {
         uint64_t qladdr;
         uint32_t qsize, qnext;
     } crq;
-    uint64_t signal_mask;           /* this device's; not migrated */
+    /* Not migrated: this device's */
+    uint64_t signal_mask;
+    uint32_t local_irq;
+    const SpaprVioDevice *dev;
 } SpaprVioImage;
 
 typedef struct VMStateDescription VMStateDescription;
@@ -61,6 +65,11 @@ extern const VMStateDescription vmstate_spapr_vio;
 /* For the device's own capture and commit, under its lock. */
 void spapr_vio_capture(const SpaprVioDevice *dev, SpaprVioImage *img);
 void spapr_vio_commit(SpaprVioDevice *dev, const SpaprVioImage *img);
+/* On a machine type with QEMU's legacy numbering a device adopts the
+ * stream's interrupt: the device other than @imgs[i]'s that will have
+ * the same one once @imgs, the images of one load, commit; or NULL. */
+const SpaprVioDevice *spapr_vio_irq_clash(const SpaprVioImage *const *imgs,
+                                          unsigned n, unsigned i);
 
 #define SPAPR_VIO_CLASS(dev) \
     ((const SpaprVioDeviceClass *)((DeviceState *)(dev))->klass)
