@@ -25,6 +25,8 @@
 #include "qemu/runstate.h"
 #include "qemu/thread.h"
 
+#include <glib-unix.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +90,10 @@ static struct {
     bool autostart;
     char *incoming_uri;
     MigrationChannel *incoming;
+    /* -incoming URI without -M or -m: the stream already connected and
+     * its beginning read, before the machine was made. */
+    MigrationChannel *early_ch;
+    QEMUFile *early_f;
     GArray *notifiers;          /* Notifier */
 } mig;
 
@@ -213,8 +219,9 @@ static void job_end(MigrationJob *job, bool ok, GError *err)
     main_loop_run_or_post(job_done, NULL);
 }
 
+/* @f: the channel's file when its first bytes were already read. */
 static void start_job(const char *name, bool outgoing, MigrationChannel *ch,
-                      GThreadFunc fn)
+                      QEMUFile *f, GThreadFunc fn)
 {
     MigrationJob *job = g_new0(MigrationJob, 1);
     int fd = migration_channel_fd(ch);
@@ -223,7 +230,8 @@ static void start_job(const char *name, bool outgoing, MigrationChannel *ch,
     job->ch = ch;
     qemu_mutex_init(&job->lock);
     qemu_cond_init(&job->answered);
-    job->f = outgoing ? qemu_file_new_output(fd) : qemu_file_new_input(fd);
+    job->f = f ? f : outgoing ? qemu_file_new_output(fd)
+                              : qemu_file_new_input(fd);
     mig.job = job;
     job->thread = g_thread_new(name, fn, job);
 }
@@ -295,7 +303,8 @@ static void load_incoming(MigrationChannel *ch, void *opaque)
     (void)opaque;
     mig.incoming = NULL;
     set_status(MIGRATION_STATUS_ACTIVE);
-    start_job("mig/dst", false, ch, incoming_thread);
+    start_job("mig/dst", false, ch, g_steal_pointer(&mig.early_f),
+              incoming_thread);
 }
 
 static bool listen_incoming(const char *uri, GError **errp)
@@ -320,7 +329,53 @@ bool migration_incoming_start(const char *uri, bool autostart, GError **errp)
         mig.deferred = true;
         return true;
     }
+    if (mig.early_ch) {
+        g_free(mig.incoming_uri);
+        mig.incoming_uri = g_strdup(uri);
+        set_status(MIGRATION_STATUS_SETUP);
+        load_incoming(g_steal_pointer(&mig.early_ch), NULL);
+        return true;
+    }
     return listen_incoming(uri, errp);
+}
+
+static void early_ready(MigrationChannel *ch, void *opaque)
+{
+    mig.early_ch = ch;
+    g_main_loop_quit(opaque);
+}
+
+static gboolean early_interrupted(gpointer opaque)
+{
+    g_main_loop_quit(opaque);
+    return G_SOURCE_REMOVE;
+}
+
+bool migration_incoming_peek(const char *uri, char **machine_type,
+                             uint64_t *ram_size, GError **errp)
+{
+    g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+    MigrationChannel *listener;
+    guint term, intr;
+
+    listener = migration_channel_open_incoming(uri, early_ready, loop, errp);
+    if (!listener) {
+        return false;
+    }
+    term = g_unix_signal_add(SIGTERM, early_interrupted, loop);
+    intr = g_unix_signal_add(SIGINT, early_interrupted, loop);
+    g_main_loop_run(loop);
+    g_source_remove(term);
+    g_source_remove(intr);
+    if (!mig.early_ch) {
+        migration_channel_close(listener, NULL, NULL, NULL);
+        g_set_error(errp, ILLAN_ERROR, 0, "interrupted while waiting for "
+                    "the stream");
+        return false;
+    }
+    mig.early_f = qemu_file_new_input(migration_channel_fd(mig.early_ch));
+    qemu_loadvm_peek(mig.early_f, machine_type, ram_size);
+    return true;
 }
 
 /* After -incoming defer, or after a refused stream: the machine is
@@ -508,7 +563,7 @@ bool migration_outgoing(const char *uri, GError **errp)
     pause_all();
     guest_ram_dirty_log_start(mig.ram);
     resume_all();
-    start_job("mig/src", true, ch, outgoing_thread);
+    start_job("mig/src", true, ch, NULL, outgoing_thread);
     return true;
 }
 
@@ -661,6 +716,9 @@ void migration_cleanup(void)
 {
     migration_channel_close(mig.incoming, NULL, NULL, NULL);
     mig.incoming = NULL;
+    g_clear_pointer(&mig.early_f, qemu_file_free);
+    migration_channel_close(g_steal_pointer(&mig.early_ch), NULL, NULL,
+                            NULL);
     g_clear_pointer(&mig.incoming_uri, g_free);
     g_clear_pointer(&mig.error, g_free);
 }

@@ -810,6 +810,28 @@ static bool load_ram_start(LoadState *ls, uint32_t id, uint32_t version,
     return ram_load(ls->f, ls->ram, true, errp);
 }
 
+/* For a device of a type this machine has at another unit address
+ * ("l-lan@71000002/spapr_llan" where the device here is at 71000000):
+ * the section it has, and the reg= that would match. */
+static char *same_type_hint(const char *idstr)
+{
+    const char *slash = strrchr(idstr, '/'), *at = strchr(idstr, '@');
+
+    for (guint i = 0; slash && entries && i < entries->len; i++) {
+        SaveStateEntry *se = g_ptr_array_index(entries, i);
+        const char *other = strrchr(se->idstr, '/');
+
+        if (other && !strcmp(other, slash)) {
+            return at && at < slash
+                   ? g_strdup_printf(" (it has '%s': give its -device "
+                                     "reg=0x%.*s)", se->idstr,
+                                     (int)(slash - at - 1), at + 1)
+                   : g_strdup_printf(" (it has '%s')", se->idstr);
+        }
+    }
+    return g_strdup("");
+}
+
 static bool load_section_start(LoadState *ls, uint8_t type, GError **errp)
 {
     uint32_t id = qemu_get_be32(ls->f), instance, version;
@@ -825,9 +847,11 @@ static bool load_section_start(LoadState *ls, uint8_t type, GError **errp)
     }
     if (type == QEMU_VM_SECTION_FULL && !find_entry(idstr, instance) &&
         section_of_user_type(idstr)) {
+        g_autofree char *hint = same_type_hint(idstr);
+
         g_set_error(errp, ILLAN_ERROR, 0, "unknown section '%s' instance %u "
-                    "(type 0x%02x): this machine has no such device", idstr,
-                    instance, type);
+                    "(type 0x%02x): this machine has no such device%s",
+                    idstr, instance, type, hint);
         return false;
     }
     if (type == QEMU_VM_SECTION_FULL) {
@@ -1042,6 +1066,43 @@ bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
 
     qemu_loadvm_commit(ok);
     return ok;
+}
+
+/* The stream's first records without taking them: header,
+ * configuration, then the RAM section's setup with its block list.
+ * Anything unexpected leaves the answers as they were; the load that
+ * follows says what is wrong. */
+void qemu_loadvm_peek(QEMUFile *f, char **machine_type, uint64_t *ram_size)
+{
+    uint8_t b[512];
+    size_t n = qemu_peek_buffer(f, b, sizeof(b), 0), at;
+    size_t name_len;
+
+    if (n < 13 || ldn_be_p(b, 4) != QEMU_VM_FILE_MAGIC ||
+        ldn_be_p(b + 4, 4) != QEMU_VM_FILE_VERSION ||
+        b[8] != QEMU_VM_CONFIGURATION) {
+        return;
+    }
+    name_len = ldn_be_p(b + 9, 4);
+    if (name_len == 0 || name_len > 255 || 13 + name_len > n) {
+        return;
+    }
+    *machine_type = g_strndup((const char *)b + 13, name_len);
+    at = 13 + name_len;
+    /* START, id, "ram", instance, version, then the size word and the
+     * first block's name and length. */
+    if (at + 1 + 4 + 4 + 8 + 8 > n || b[at] != QEMU_VM_SECTION_START ||
+        b[at + 5] != strlen(RAM_SECTION_NAME) ||
+        memcmp(b + at + 6, RAM_SECTION_NAME, strlen(RAM_SECTION_NAME))) {
+        return;
+    }
+    at += 6 + strlen(RAM_SECTION_NAME) + 8 + 8;
+    if (at + 1 > n || at + 1 + b[at] + 8 > n ||
+        b[at] != strlen(RAM_BLOCK_NAME) ||
+        memcmp(b + at + 1, RAM_BLOCK_NAME, b[at])) {
+        return;
+    }
+    *ram_size = ldn_be_p(b + at + 1 + b[at], 8);
 }
 
 /* -dump-vmstate. */

@@ -623,9 +623,38 @@ static void announce_after_incoming(MigrationStatus status, void *opaque)
     }
 }
 
+/*
+ * -incoming URI without -M or -m: the stream says which machine and how
+ * much RAM, so its beginning is read before the machine is made (see
+ * docs/system/migration.md, "Taking a guest over from QEMU").
+ */
+static bool derive_from_stream(const Config *cfg, char **machine, char **mem,
+                               GError **errp)
+{
+    g_autofree char *type = NULL;
+    uint64_t ram_size = 0;
+
+    if (!cfg->incoming || !strcmp(cfg->incoming, "defer") ||
+        (cfg->machine && cfg->mem)) {
+        return true;
+    }
+    if (!migration_incoming_peek(cfg->incoming, &type, &ram_size, errp)) {
+        g_prefix_error(errp, "-incoming %s: ", cfg->incoming);
+        return false;
+    }
+    if (!cfg->machine && type) {
+        *machine = g_steal_pointer(&type);
+    }
+    if (!cfg->mem && ram_size) {
+        *mem = g_strdup_printf("%" G_GUINT64_FORMAT "B", ram_size);
+    }
+    return true;
+}
+
 static bool run(const Config *cfg, Machine *m, GError **errp)
 {
-    const MachineInitConfig mcfg = {
+    g_autofree char *derived_machine = NULL, *derived_mem = NULL;
+    MachineInitConfig mcfg = {
         .machine = cfg->machine, .mem = cfg->mem, .incoming = cfg->incoming,
         .dump_vmstate = cfg->dump_vmstate, .devices = cfg->devices,
         .netdevs = cfg->netdevs, .guests = cfg->guests,
@@ -639,6 +668,11 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     m->mcfg = &mcfg;
     /* Before anything can take long or a client can see us, so that a
      * signal (the parent's death among them) always ends us cleanly. */
+    if (!derive_from_stream(cfg, &derived_machine, &derived_mem, errp)) {
+        return false;
+    }
+    mcfg.machine = derived_machine ? derived_machine : cfg->machine;
+    mcfg.mem = derived_mem ? derived_mem : cfg->mem;
     g_unix_signal_add(SIGTERM, on_quit_signal, m);
     g_unix_signal_add(SIGINT, on_quit_signal, m);
     if (!machine_init(&mcfg, &m->spapr, &exit_now, errp)) {

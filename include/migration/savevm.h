@@ -94,6 +94,10 @@ bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
 bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
                       GError **errp);
 void qemu_loadvm_commit(bool commit);
+/* What the beginning of the stream in @f says, without reading it: its
+ * machine type (a new string) and the size of its RAM block, each left
+ * as it was when the stream does not say. */
+void qemu_loadvm_peek(QEMUFile *f, char **machine_type, uint64_t *ram_size);
 /* Bytes of a stream held in memory by the load in progress (or the last
  * one): from the first section illan does not model to the end.  Any
  * thread. */

@@ -480,6 +480,39 @@ static void test_legacy_irq_refusals(void)
     rig_free(&r);
 }
 
+/*
+ * -incoming URI without -M and -m: illan takes the machine type and the
+ * RAM size from the stream's beginning, and a stream it writes then says
+ * the same.
+ */
+static void test_derived_machine(void)
+{
+    static const uint8_t config[] = "\x07\0\0\0\x0bpseries-7.2";
+    static const uint8_t block[] = "\x0dppc_spapr.ram\0\0\0\0\x04\0\0\0";
+    Rig r;
+    g_autofree char *in = NULL, *out = NULL, *extra = NULL, *data = NULL;
+    g_autofree char *out_uri = NULL;
+    QTestState *dst;
+    gsize len;
+
+    rig_init(&r);
+    in = rig_path(&r, "in");
+    out = rig_path(&r, "out");
+    out_uri = g_strdup_printf("file:%s", out);
+    make_stream(&r, "pseries-7.2", "on", in, false);
+    extra = g_strdup_printf("-incoming file:%s", in);
+    dst = qrig_spawn(&r.base, &(QRigOpts){
+        .dev_path = r.dst_dev, .nic = ",use-rx-buffer-pools=on",
+        .extra = extra });
+    assert_completed(dst);
+    migrate(dst, out_uri);
+    qtest_quit(dst);
+    g_assert_true(g_file_get_contents(out, &data, &len, NULL));
+    g_assert_nonnull(memmem(data, MIN(len, 64), config, sizeof(config) - 1));
+    g_assert_nonnull(memmem(data, MIN(len, 128), block, sizeof(block) - 1));
+    rig_free(&r);
+}
+
 /* A stream given with -incoming on the command line and refused ends the
  * run with its one line and status 1, as QEMU does. */
 static void test_cmdline_refusal(void)
@@ -1794,6 +1827,7 @@ int main(int argc, char **argv)
     g_test_add_func("/migration/exec/defer", test_exec_defer);
     g_test_add_func("/migration/fd", test_fd);
     g_test_add_func("/migration/refusals", test_refusals);
+    g_test_add_func("/migration/derived-machine", test_derived_machine);
     g_test_add_func("/migration/cmdline-refusal", test_cmdline_refusal);
     g_test_add_func("/migration/legacy-irq/adopted",
                     test_legacy_irq_adopted);
