@@ -228,6 +228,147 @@ void stream_layout_visit_full(const StreamLayout *l,
     }
 }
 
+static bool member_uint(JsonObject *o, const char *name, uint64_t *val)
+{
+    JsonNode *n = json_object_get_member(o, name);
+
+    if (!n || json_node_get_value_type(n) != G_TYPE_INT64 ||
+        json_node_get_int(n) < 0) {
+        return false;
+    }
+    *val = json_node_get_int(n);
+    return true;
+}
+
+StreamLayout *stream_layout_copy(const StreamLayout *l)
+{
+    StreamLayout *c = stream_layout_new();
+
+    c->has_ram_id = l->has_ram_id;
+    c->ram_id = l->ram_id;
+    for (guint i = 0; i < l->full->len; i++) {
+        LayoutRecord *r = g_ptr_array_index(l->full, i);
+
+        if (r->body) {
+            gsize len;
+            const void *data = g_bytes_get_data(r->body, &len);
+            g_autoptr(GBytes) body = g_bytes_new(data, len);
+
+            stream_layout_add_carried(c, r->idstr, r->instance, r->version,
+                                      r->section_id, body, r->desc_json);
+        } else {
+            stream_layout_add_modelled(c, r->idstr, r->instance,
+                                       r->section_id);
+        }
+    }
+    for (guint i = 0; i < l->iterative->len; i++) {
+        LayoutRecord *r = g_ptr_array_index(l->iterative, i);
+
+        stream_layout_add_iterative(c, r->type, r->idstr, r->instance,
+                                    r->version, r->section_id, r->body);
+    }
+    return c;
+}
+
+static LayoutRecord *find_carried(const StreamLayout *l, const char *idstr,
+                                  uint32_t instance)
+{
+    for (guint i = 0; i < l->full->len; i++) {
+        LayoutRecord *r = g_ptr_array_index(l->full, i);
+
+        if (r->body && r->instance == instance && !strcmp(r->idstr, idstr)) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+uint8_t *stream_layout_body(StreamLayout *l, const char *idstr,
+                            uint32_t instance, size_t *len)
+{
+    LayoutRecord *r = find_carried(l, idstr, instance);
+
+    /* A copy's bodies are its own (stream_layout_copy()). */
+    return r ? (uint8_t *)g_bytes_get_data(r->body, len) : NULL;
+}
+
+/* In a description's "fields", the offset and size of @name's element
+ * @index: a compressed array has "array_len" elements of "size", an
+ * uncompressed one an entry per element with its "index". */
+static bool fields_find(JsonArray *fields, const char *name, unsigned index,
+                        size_t *offset, size_t *size, JsonObject **field)
+{
+    uint64_t at = 0;
+
+    for (guint i = 0; i < json_array_get_length(fields); i++) {
+        JsonNode *n = json_array_get_element(fields, i);
+        JsonObject *f = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n)
+                                                  : NULL;
+        uint64_t sz, count = 1, idx = 0;
+
+        if (!f || !member_uint(f, "size", &sz)) {
+            return false;
+        }
+        if (json_object_has_member(f, "array_len") &&
+            !member_uint(f, "array_len", &count)) {
+            return false;
+        }
+        if (json_object_has_member(f, "index") &&
+            !member_uint(f, "index", &idx)) {
+            return false;
+        }
+        if (!g_strcmp0(json_object_get_string_member_with_default(
+                           f, "name", NULL), name) &&
+            (count > 1 ? index < count : idx == index)) {
+            *offset = at + (count > 1 ? index * sz : 0);
+            *size = sz;
+            *field = f;
+            return true;
+        }
+        at += sz * count;
+    }
+    return false;
+}
+
+bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
+                              uint32_t instance, const char *field,
+                              unsigned index, const char *member,
+                              size_t *offset, size_t *size)
+{
+    LayoutRecord *r = find_carried(l, idstr, instance);
+    g_autoptr(JsonParser) p = json_parser_new_immutable();
+    JsonObject *o, *f, *inner;
+    JsonNode *fields, *strct;
+    size_t at, in_at;
+
+    if (!r || !json_parser_load_from_data(p, r->desc_json, -1, NULL) ||
+        !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p))) {
+        return false;
+    }
+    o = json_node_get_object(json_parser_get_root(p));
+    fields = json_object_get_member(o, "fields");
+    if (!fields || !JSON_NODE_HOLDS_ARRAY(fields) ||
+        !fields_find(json_node_get_array(fields), field, index, &at, size,
+                     &f)) {
+        return false;
+    }
+    *offset = at;
+    if (!member) {
+        return *offset + *size <= g_bytes_get_size(r->body);
+    }
+    strct = json_object_get_member(f, "struct");
+    inner = strct && JSON_NODE_HOLDS_OBJECT(strct)
+            ? json_node_get_object(strct) : NULL;
+    fields = inner ? json_object_get_member(inner, "fields") : NULL;
+    if (!fields || !JSON_NODE_HOLDS_ARRAY(fields) ||
+        !fields_find(json_node_get_array(fields), member, 0, &in_at, size,
+                     &f)) {
+        return false;
+    }
+    *offset = at + in_at;
+    return *offset + *size <= g_bytes_get_size(r->body);
+}
+
 /*
  * spapr/htab: a be32 header; -1 (no hash table) or a table size ends the
  * record at once, 0 is followed by chunks (be32 index, be16 valid, be16
@@ -333,17 +474,6 @@ unsigned vmdesc_sections(const VMDesc *d)
     return json_array_get_length(d->devices);
 }
 
-static bool member_uint(JsonObject *o, const char *name, uint64_t *val)
-{
-    JsonNode *n = json_object_get_member(o, name);
-
-    if (!n || json_node_get_value_type(n) != G_TYPE_INT64 ||
-        json_node_get_int(n) < 0) {
-        return false;
-    }
-    *val = json_node_get_int(n);
-    return true;
-}
 
 static bool vmsd_length(JsonObject *o, int depth, uint64_t *len,
                         GError **errp);

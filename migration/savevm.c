@@ -246,12 +246,46 @@ struct SaveVMImages {
     StreamLayout *layout;       /* what the machine carries, or NULL */
 };
 
+static bool (*carried_hook)(StreamLayout *copy, void *opaque);
+static void *carried_hook_opaque;
+
+void qemu_savevm_set_carried_hook(bool (*hook)(StreamLayout *copy,
+                                               void *opaque),
+                                  void *opaque)
+{
+    carried_hook = hook;
+    carried_hook_opaque = opaque;
+}
+
+/* The carried sections as they stand now: the hook may change a copy
+ * (state that moved while illan held the machine), which then is the
+ * machine's. */
+static StreamLayout *carried_now(void)
+{
+    StreamLayout *l = layout_get(), *copy;
+
+    if (!l || !carried_hook) {
+        return l;
+    }
+    copy = stream_layout_copy(l);
+    stream_layout_unref(l);
+    if (!carried_hook(copy, carried_hook_opaque)) {
+        return copy;
+    }
+    g_mutex_lock(&layout_lock);
+    l = g_steal_pointer(&committed_layout);
+    committed_layout = stream_layout_ref(copy);
+    g_mutex_unlock(&layout_lock);
+    stream_layout_unref(l);
+    return copy;
+}
+
 SaveVMImages *qemu_savevm_capture(void)
 {
     SaveVMImages *s = g_new0(SaveVMImages, 1);
 
     s->devices = g_array_new(FALSE, FALSE, sizeof(SavedDevice));
-    s->layout = layout_get();
+    s->layout = carried_now();
     for (guint i = 0; entries && i < entries->len; i++) {
         SaveStateEntry *se = g_ptr_array_index(entries, i);
         SavedDevice d = { g_strdup(se->idstr), se->instance_id,

@@ -77,6 +77,22 @@ typedef struct StreamLayoutVisitor {
 void stream_layout_visit_full(const StreamLayout *l,
                               const StreamLayoutVisitor *v, void *opaque);
 
+/* A copy whose carried bodies may be changed (stream_layout_body). */
+StreamLayout *stream_layout_copy(const StreamLayout *l);
+/* The body of carried FULL section @idstr/@instance, to change in place
+ * in a copy; NULL when it carries no such section. */
+uint8_t *stream_layout_body(StreamLayout *l, const char *idstr,
+                            uint32_t instance, size_t *len);
+/* Where a field of that section lies in its body, by the section's
+ * description: element @index of top-level field @field (0 for one that
+ * is not an array), and in it struct member @member (or the whole
+ * element when NULL).  False when the description has no such field or
+ * element. */
+bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
+                              uint32_t instance, const char *field,
+                              unsigned index, const char *member,
+                              size_t *offset, size_t *size);
+
 /* One spapr/htab record body, its bytes appended to @out. */
 bool htab_record_read(QEMUFile *f, GByteArray *out, GError **errp);
 

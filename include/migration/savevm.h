@@ -72,6 +72,15 @@ bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
 typedef struct SaveVMImages SaveVMImages;
 typedef struct SaveVMStream SaveVMStream;
 SaveVMImages *qemu_savevm_capture(void);
+/* Run by qemu_savevm_capture() (main thread, machine stopped) on a copy
+ * of the sections the machine carries, when it carries any: @hook
+ * changes what moved while illan held the machine (an interrupt it
+ * raised, in the carried interrupt controller) and returns true if it
+ * changed anything; the copy then is what the machine carries. */
+typedef struct StreamLayout StreamLayout;
+void qemu_savevm_set_carried_hook(bool (*hook)(StreamLayout *copy,
+                                               void *opaque),
+                                  void *opaque);
 void qemu_savevm_images_free(SaveVMImages *images);
 SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
                                 GuestRam *ram);

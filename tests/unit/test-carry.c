@@ -4,6 +4,7 @@
  * VM description after EOF) loads, and the stream written back holds
  * every carried record byte for byte, in its place, with its id.
  */
+#include "migration/carry.h"
 #include "migration/savevm.h"
 #include "migration/vmstate.h"
 
@@ -126,7 +127,13 @@ static const char vmdesc_json[] =
     "\"size\": 8}]}, "
     "{\"name\": \"ics\", \"instance_id\": 0, \"vmsd_name\": \"ics\", "
     "\"version\": 1, \"fields\": [{\"name\": \"irqs\", \"array_len\": 3, "
-    "\"type\": \"struct\", \"struct\": {}, \"size\": 8}], "
+    "\"type\": \"struct\", \"struct\": {\"vmsd_name\": \"ics/irq\", "
+    "\"version\": 1, \"fields\": [{\"name\": \"server\", \"type\": "
+    "\"uint32\", \"size\": 4}, {\"name\": \"priority\", \"type\": "
+    "\"uint8\", \"size\": 1}, {\"name\": \"saved_priority\", "
+    "\"type\": \"uint8\", \"size\": 1}, {\"name\": \"status\", "
+    "\"type\": \"uint8\", \"size\": 1}, {\"name\": \"flags\", "
+    "\"type\": \"uint8\", \"size\": 1}]}, \"size\": 8}], "
     "\"subsections\": [{\"vmsd_name\": \"ics/sub\", \"version\": 1, "
     "\"fields\": [{\"name\": \"x\", \"type\": \"uint8\", \"size\": 1}], "
     "\"subsections\": [{\"vmsd_name\": \"ics/sub/in\", \"version\": 1, "
@@ -318,6 +325,59 @@ static void test_carry_round_trip(void)
     guest_ram_free(ram);
 }
 
+/* What a hook finds by the description, and changes. */
+static bool mark_status(StreamLayout *copy, void *opaque)
+{
+    size_t off, size, len;
+    uint8_t *body = stream_layout_body(copy, "ics", 0, &len);
+
+    (void)opaque;
+    g_assert_nonnull(body);
+    g_assert_true(stream_layout_find_field(copy, "ics", 0, "irqs", 2,
+                                           "status", &off, &size));
+    g_assert_cmpuint(off, ==, 22);
+    g_assert_cmpuint(size, ==, 1);
+    g_assert_cmpuint(body[off], ==, 22);
+    g_assert_false(stream_layout_find_field(copy, "ics", 0, "irqs", 3,
+                                            "status", &off, &size));
+    g_assert_false(stream_layout_find_field(copy, "ics", 0, "irqs", 0,
+                                            "nope", &off, &size));
+    g_assert_true(stream_layout_find_field(copy, "timer", 0, "u", 0, NULL,
+                                           &off, &size));
+    g_assert_cmpuint(off, ==, 8);
+    body[22] = 0xee;
+    return true;
+}
+
+/* A hook's change goes out, and stays the machine's. */
+static void test_carry_hook(void)
+{
+    MyDev dev = { 0 };
+    GuestRam *ram = guest_ram_new(RAM_SIZE, NULL);
+    g_autoptr(GBytes) first = NULL, second = NULL;
+    QemuStream q;
+    QEMUFile *in;
+    uint8_t *ics;
+
+    vmstate_register("mydev", 0, &vmstate_mydev, &mydev_ops, &dev);
+    qemu_stream_build(&q, true);
+    in = input_of(q.bytes->data, q.bytes->len);
+    g_assert_true(qemu_loadvm_state(in, "pc", ram, NULL));
+    qemu_file_free(in);
+    qemu_savevm_set_carried_hook(mark_status, NULL);
+    first = save_now(ram);
+    qemu_savevm_set_carried_hook(NULL, NULL);
+    second = save_now(ram);
+    ics = q.bytes->data + q.carried[1];
+    g_assert_null(find(first, ics, q.carried_len[1]));
+    ics[17 + 22] = 0xee;          /* after the record's 17-byte header */
+    g_assert_nonnull(find(first, ics, q.carried_len[1]));
+    g_assert_nonnull(find(second, ics, q.carried_len[1]));
+    vmstate_unregister(&dev);
+    g_byte_array_unref(q.bytes);
+    guest_ram_free(ram);
+}
+
 static char *refusal(const void *data, size_t len)
 {
     GuestRam *ram = guest_ram_new(RAM_SIZE, NULL);
@@ -385,5 +445,6 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/carry/round-trip", test_carry_round_trip);
     g_test_add_func("/carry/refusals", test_carry_refusals);
+    g_test_add_func("/carry/hook", test_carry_hook);
     return g_test_run();
 }
