@@ -14,7 +14,7 @@ mount -t sysfs sys /sys
 insmod /ibmveth.ko
 ip link set eth0 up
 ip addr add {addr}/24 dev eth0
-ip neigh add {peer} lladdr {peer_mac} nud permanent dev eth0
+arp -s {peer} {peer_mac}
 echo "illan-guest: eth0 up $(cat /sys/class/net/eth0/address)"
 while true; do sleep 3600; done
 """
