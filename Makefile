@@ -10,6 +10,7 @@ MESON_TEST  = meson test --print-errorlogs --num-processes 2
 SOAK_SECONDS ?= 600
 SOAK_BUILD   ?= $(BUILD)
 SOAK         = tests/soak/soak.py --secs $(SOAK_SECONDS) $(SOAK_ARGS)
+QEMU_GUEST  ?= $(BUILD)/qemu-guest
 
 # How the sanitizer trees run, for check-asan/check-tsan and the soak:
 # the reasons are given at check-asan and check-tsan below.
@@ -21,7 +22,7 @@ TSAN_RUN = G_SLICE=always-malloc \
 	setarch $$(uname -m) -R
 
 .PHONY: all deps bench-deps run check check-asan check-tsan check-clang \
-	check-plain fuzz bench soak soak-asan soak-tsan clean
+	check-plain check-qemu fuzz bench soak soak-asan soak-tsan clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -110,6 +111,15 @@ check-plain: deps $(PLAIN_BUILD)/build.ninja
 fuzz: deps $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) $(addprefix tests/fuzz/,$(FUZZ_TARGETS))
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# A Linux guest booted on QEMU's pseries hands its spapr-vlan to illan and
+# takes it back, in four machine setups (root; QEMU and the ppc64el guest
+# come from Debian's packages; about 3 minutes; docs/devel/check-qemu.md).
+# QEMU_ARGS passes options, e.g. QEMU_ARGS="--cases pseries-2.5".
+check-qemu: deps
+	$(MAKE) all
+	scripts/install-qemu-guest.sh $(QEMU_GUEST)
+	tests/qemu/takeover.py --build $(BUILD) --guest $(QEMU_GUEST) $(QEMU_ARGS)
 
 # Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
 # and DPDK's testpmd, and XDP-to-guest latency, in private network
