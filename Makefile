@@ -114,7 +114,7 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 
 # A Linux guest booted on QEMU's pseries hands its spapr-vlan to illan and
 # takes it back, in four machine setups (root; QEMU and the ppc64el guest
-# come from Debian's packages; about 3 minutes; docs/devel/check-qemu.md).
+# come from Debian's packages; under 2 minutes; docs/devel/check-qemu.md).
 # QEMU_ARGS passes options, e.g. QEMU_ARGS="--cases pseries-2.5".
 check-qemu: deps
 	$(MAKE) all
