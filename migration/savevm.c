@@ -706,7 +706,10 @@ static bool hold_rest(LoadState *ls, GError **errp)
     data = g_bytes_get_data(rest, &size);
     ls->desc = vmdesc_find(rest, VMDESC_MAX_LEN, &ls->desc_start, &why);
     if (!ls->desc) {
-        if (size && data[size - 1] == QEMU_VM_EOF) {
+        /* A stream QEMU wrote without the description ends with the
+         * last section's footer and the EOF marker. */
+        if (size >= 6 && data[size - 1] == QEMU_VM_EOF &&
+            data[size - 6] == QEMU_VM_SECTION_FOOTER) {
             g_set_error(errp, ILLAN_ERROR, 0, "illan does not model it and "
                         "the stream has no VM description to carry it by "
                         "(QEMU's -machine suppress-vmdesc=on); start the "

@@ -424,6 +424,12 @@ static void test_carry_refusals(void)
                "and the stream ends at byte");
     assert_has(cut, "truncated");
 
+    /* Cut where the last byte is 0, as an EOF marker would be. */
+    g_free(cut);
+    g_assert_cmpuint(q.bytes->data[q.carried[0] + 19 + 9], ==, 0);
+    cut = refusal(q.bytes->data, q.carried[0] + 19 + 10);
+    assert_has(cut, "truncated");
+
     /* A description that says the ics body is a byte longer. */
     json = memmem(q.bytes->data, q.bytes->len, "\"array_len\": 3", 14);
     json[13] = '4';
