@@ -112,13 +112,15 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) $(addprefix tests/fuzz/,$(FUZZ_TARGETS))
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-# A Linux guest booted on QEMU's pseries hands its spapr-vlan to illan and
-# takes it back, in four machine setups (root; QEMU and the ppc64el guest
+# QEMU's streams illan must refuse, and one it carries back byte for byte
+# (refusals.py, a second); then a Linux guest booted on QEMU's pseries
+# hands its spapr-vlan to illan and takes it back, in four machine setups (root; QEMU and the ppc64el guest
 # come from Debian's packages; under 2 minutes; docs/devel/check-qemu.md).
 # QEMU_ARGS passes options, e.g. QEMU_ARGS="--cases pseries-2.5".
 check-qemu: deps
 	$(MAKE) all
 	scripts/install-qemu-guest.sh $(QEMU_GUEST)
+	tests/qemu/refusals.py --build $(BUILD)
 	tests/qemu/takeover.py --build $(BUILD) --guest $(QEMU_GUEST) $(QEMU_ARGS)
 
 # Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
