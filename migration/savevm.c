@@ -66,6 +66,16 @@ static StreamLayout *layout_get(void)
     return l;
 }
 
+void qemu_loadvm_forget_carried(void)
+{
+    StreamLayout *old;
+
+    g_mutex_lock(&layout_lock);
+    old = g_steal_pointer(&committed_layout);
+    g_mutex_unlock(&layout_lock);
+    stream_layout_unref(old);
+}
+
 bool qemu_loadvm_carried(uint64_t *bytes, unsigned *sections)
 {
     g_autoptr(StreamLayout) l = layout_get();

@@ -507,10 +507,13 @@ static void on_qtest_closed(void *opaque)
 }
 
 /* Called with every vCPU and I/O thread parked. */
+/* A reset reboots a guest taken over from QEMU; illan cannot reset the
+ * CPU and firmware state it carried for it, so that state goes. */
 static void reset_machine(void *opaque)
 {
     spapr_machine_reset(((Machine *)opaque)->spapr);
     guest_machine_reset();
+    qemu_loadvm_forget_carried();
 }
 
 static void quit_main_loop(void *opaque)

@@ -115,6 +115,9 @@ uint64_t qemu_loadvm_held_bytes(void);
  * sections it does not model (a QEMU guest's CPU, interrupt controllers,
  * ...): false when nothing.  Any thread. */
 bool qemu_loadvm_carried(uint64_t *bytes, unsigned *sections);
+/* The machine was reset: what it carried for a guest is gone.  Main
+ * thread. */
+void qemu_loadvm_forget_carried(void);
 /* Whether a stream's machine type names this machine under another
  * name (an alias such as pseries-1.0); set by main().  Without it the
  * names must be equal. */
