@@ -306,11 +306,13 @@ static bool fields_find(JsonArray *fields, const char *name, unsigned index,
                                                   : NULL;
         uint64_t sz, count = 1, idx = 0;
 
-        if (!f || !member_uint(f, "size", &sz)) {
+        /* Bounded, so that no sum below wraps: no body is 4 GiB. */
+        if (!f || !member_uint(f, "size", &sz) || sz > G_MAXUINT32 ||
+            at > G_MAXUINT32) {
             return false;
         }
         if (json_object_has_member(f, "array_len") &&
-            !member_uint(f, "array_len", &count)) {
+            (!member_uint(f, "array_len", &count) || count > G_MAXUINT32)) {
             return false;
         }
         if (json_object_has_member(f, "index") &&
@@ -330,6 +332,11 @@ static bool fields_find(JsonArray *fields, const char *name, unsigned index,
     return false;
 }
 
+static bool fits(size_t offset, size_t size, size_t len)
+{
+    return offset <= len && size <= len - offset;
+}
+
 bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
                               uint32_t instance, const char *field,
                               unsigned index, const char *member,
@@ -339,7 +346,7 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
     g_autoptr(JsonParser) p = json_parser_new_immutable();
     JsonObject *o, *f, *inner;
     JsonNode *fields, *strct;
-    size_t at, in_at;
+    size_t at, in_at, outer;
 
     if (!r || !json_parser_load_from_data(p, r->desc_json, -1, NULL) ||
         !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p))) {
@@ -354,8 +361,9 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
     }
     *offset = at;
     if (!member) {
-        return *offset + *size <= g_bytes_get_size(r->body);
+        return fits(*offset, *size, g_bytes_get_size(r->body));
     }
+    outer = *size;
     strct = json_object_get_member(f, "struct");
     inner = strct && JSON_NODE_HOLDS_OBJECT(strct)
             ? json_node_get_object(strct) : NULL;
@@ -365,8 +373,11 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
                      &f)) {
         return false;
     }
+    if (in_at > outer || *size > outer - in_at) {
+        return false;
+    }
     *offset = at + in_at;
-    return *offset + *size <= g_bytes_get_size(r->body);
+    return fits(*offset, *size, g_bytes_get_size(r->body));
 }
 
 /*
