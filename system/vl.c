@@ -629,7 +629,8 @@ static void announce_after_incoming(MigrationStatus status, void *opaque)
 /*
  * -incoming URI without -M or -m: the stream says which machine and how
  * much RAM, so its beginning is read before the machine is made (see
- * docs/system/migration.md, "Taking a guest over from QEMU").
+ * docs/system/migration.md, "Taking a guest over from QEMU").  Not with
+ * -qtest: its client speaks first, and waits for us to connect.
  */
 static bool derive_from_stream(const Config *cfg, char **machine, char **mem,
                                GError **errp)
@@ -637,7 +638,7 @@ static bool derive_from_stream(const Config *cfg, char **machine, char **mem,
     g_autofree char *type = NULL;
     uint64_t ram_size = 0;
 
-    if (!cfg->incoming || !strcmp(cfg->incoming, "defer") ||
+    if (!cfg->incoming || !strcmp(cfg->incoming, "defer") || cfg->qtest ||
         (cfg->machine && cfg->mem)) {
         return true;
     }

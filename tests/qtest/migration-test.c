@@ -10,6 +10,10 @@
 #include "migration-helpers.h"
 #include "libqos/eth-frames.h"
 
+#include <gio/gio.h>
+#include <gio/gunixsocketaddress.h>
+#include <sys/wait.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -480,33 +484,113 @@ static void test_legacy_irq_refusals(void)
     rig_free(&r);
 }
 
+/* A bare QMP client, for an illan started without -qtest. */
+typedef struct BareQmp {
+    GSocketConnection *conn;
+    GDataInputStream *in;
+    GOutputStream *out;
+} BareQmp;
+
+static char *bare_line(BareQmp *q)
+{
+    char *line;
+
+    /* Events may come between replies; a reply is what has "return". */
+    while ((line = g_data_input_stream_read_line(q->in, NULL, NULL, NULL))) {
+        if (!strstr(line, "\"event\"")) {
+            return line;
+        }
+        g_free(line);
+    }
+    g_error("illan closed QMP");
+}
+
+static char *bare_cmd(BareQmp *q, const char *json)
+{
+    g_assert_true(g_output_stream_write_all(q->out, json, strlen(json), NULL,
+                                            NULL, NULL));
+    return bare_line(q);
+}
+
+static void bare_connect(BareQmp *q, const char *path)
+{
+    g_autoptr(GSocketClient) client = g_socket_client_new();
+    g_autoptr(GSocketAddress) addr = g_unix_socket_address_new(path);
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+    while (!(q->conn = g_socket_client_connect(client,
+                                               G_SOCKET_CONNECTABLE(addr),
+                                               NULL, NULL))) {
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(10000);
+    }
+    q->in = g_data_input_stream_new(g_io_stream_get_input_stream(
+                                        G_IO_STREAM(q->conn)));
+    q->out = g_io_stream_get_output_stream(G_IO_STREAM(q->conn));
+    g_free(bare_line(q));
+    g_free(bare_cmd(q, "{\"execute\": \"qmp_capabilities\"}\n"));
+}
+
+static void bare_wait_completed(BareQmp *q)
+{
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autofree char *r = bare_cmd(q, "{\"execute\": \"query-migrate\"}\n");
+
+        g_assert_null(strstr(r, "\"failed\""));
+        if (strstr(r, "\"completed\"")) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(10000);
+    }
+}
+
 /*
- * -incoming URI without -M and -m: illan takes the machine type and the
- * RAM size from the stream's beginning, and a stream it writes then says
- * the same.
+ * -incoming URI without -M and -m (and without -qtest, whose client
+ * speaks first): illan takes the machine type and the RAM size from the
+ * stream's beginning, and a stream it writes then says the same.
  */
 static void test_derived_machine(void)
 {
     static const uint8_t config[] = "\x07\0\0\0\x0bpseries-7.2";
     static const uint8_t block[] = "\x0dppc_spapr.ram\0\0\0\0\x04\0\0\0";
     Rig r;
-    g_autofree char *in = NULL, *out = NULL, *extra = NULL, *data = NULL;
-    g_autofree char *out_uri = NULL;
-    QTestState *dst;
+    g_autofree char *in = NULL, *out = NULL, *qmp = NULL, *data = NULL;
+    g_autofree char *cmd = NULL, *reply = NULL, *in_arg = NULL;
+    const char *argv[] = { g_getenv("ILLAN_BINARY"), "-nodefaults",
+                           "-device", "spapr-vlan,use-rx-buffer-pools=on",
+                           "-incoming", NULL, "-qmp", NULL, NULL };
+    g_autofree char *qmp_arg = NULL;
+    BareQmp q;
+    GPid pid;
     gsize len;
+    int status;
 
     rig_init(&r);
     in = rig_path(&r, "in");
     out = rig_path(&r, "out");
-    out_uri = g_strdup_printf("file:%s", out);
+    qmp = rig_path(&r, "qmp.sock");
     make_stream(&r, "pseries-7.2", "on", in, false);
-    extra = g_strdup_printf("-incoming file:%s", in);
-    dst = qrig_spawn(&r.base, &(QRigOpts){
-        .dev_path = r.dst_dev, .nic = ",use-rx-buffer-pools=on",
-        .extra = extra });
-    assert_completed(dst);
-    migrate(dst, out_uri);
-    qtest_quit(dst);
+    in_arg = g_strdup_printf("file:%s", in);
+    qmp_arg = g_strdup_printf("unix:%s,server=on,wait=off", qmp);
+    argv[5] = in_arg;
+    argv[7] = qmp_arg;
+    g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
+                                G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+                                NULL));
+    bare_connect(&q, qmp);
+    bare_wait_completed(&q);
+    cmd = g_strdup_printf("{\"execute\": \"migrate\", \"arguments\": "
+                          "{\"uri\": \"file:%s\"}}\n", out);
+    g_free(bare_cmd(&q, cmd));
+    bare_wait_completed(&q);
+    reply = bare_cmd(&q, "{\"execute\": \"quit\"}\n");
+    g_object_unref(q.in);
+    g_object_unref(q.conn);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     g_assert_true(g_file_get_contents(out, &data, &len, NULL));
     g_assert_nonnull(memmem(data, MIN(len, 64), config, sizeof(config) - 1));
     g_assert_nonnull(memmem(data, MIN(len, 128), block, sizeof(block) - 1));
