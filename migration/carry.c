@@ -385,7 +385,8 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
  * record at once, 0 is followed by chunks (be32 index, be16 valid, be16
  * invalid, then the valid entries) up to an all-zero chunk.
  */
-bool htab_record_read(QEMUFile *f, GByteArray *out, GError **errp)
+bool htab_record_read(QEMUFile *f, GByteArray *out, size_t max,
+                      GError **errp)
 {
     uint8_t head[8];
 
@@ -407,6 +408,11 @@ bool htab_record_read(QEMUFile *f, GByteArray *out, GError **errp)
         if (ldn_be_p(head, 4) == 0 && valid == 0 &&
             ldn_be_p(head + 6, 2) == 0) {
             return true;
+        }
+        if (out->len + valid * HTAB_PTE_SIZE > max) {
+            g_set_error(errp, ILLAN_ERROR, 0, "more than %zu bytes of hash "
+                        "table entries to carry", max);
+            return false;
         }
         entries = g_malloc(valid * HTAB_PTE_SIZE);
         qemu_get_buffer(f, entries, valid * HTAB_PTE_SIZE);

@@ -671,6 +671,7 @@ static bool check_footer(QEMUFile *f, uint32_t section_id, GError **errp)
 typedef struct LoadState {
     QEMUFile *f;                /* the channel, then the held bytes */
     QEMUFile *held;             /* owned, once holding */
+    size_t held_size;
     GuestRam *ram;
     bool ram_started;
     uint32_t ram_section_id;
@@ -734,6 +735,7 @@ static bool hold_rest(LoadState *ls, GError **errp)
         return false;
     }
     ls->held = qemu_file_new_from_bytes(rest);
+    ls->held_size = size;
     ls->f = ls->held;
     return true;
 }
@@ -771,7 +773,7 @@ static bool carry_full(LoadState *ls, const char *idstr, uint32_t instance,
     if (!described_length(ls, idstr, instance, &len, &json, errp)) {
         return false;
     }
-    if (len > HOLD_MAX_LEN) {
+    if (len > ls->held_size - qemu_file_transferred(ls->f)) {
         g_set_error(errp, ILLAN_ERROR, 0, "its description says %"
                     G_GUINT64_FORMAT " bytes, more than the stream holds",
                     len);
@@ -833,8 +835,12 @@ static bool carry_iterative(LoadState *ls, uint8_t type, const char *idstr,
                             GError **errp)
 {
     g_autoptr(GByteArray) body = g_byte_array_new();
+    uint64_t carried = stream_layout_carried_bytes(ls->layout);
 
-    if (!htab_record_read(ls->f, body, errp)) {
+    /* A source could send hash table chunks without end. */
+    if (!htab_record_read(ls->f, body, HOLD_MAX_LEN - MIN(carried,
+                                                         HOLD_MAX_LEN),
+                          errp)) {
         return false;
     }
     stream_layout_add_iterative(ls->layout, type, idstr, instance, version,

@@ -93,8 +93,10 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
                               unsigned index, const char *member,
                               size_t *offset, size_t *size);
 
-/* One spapr/htab record body, its bytes appended to @out. */
-bool htab_record_read(QEMUFile *f, GByteArray *out, GError **errp);
+/* One spapr/htab record body, its bytes appended to @out, which may
+ * grow to @max bytes. */
+bool htab_record_read(QEMUFile *f, GByteArray *out, size_t max,
+                      GError **errp);
 
 /* A stream's VM description, found at the end of the held bytes. */
 typedef struct VMDesc VMDesc;
