@@ -647,6 +647,12 @@ static bool derive_from_stream(const Config *cfg, char **machine, char **mem,
         return false;
     }
     if (!cfg->machine && type) {
+        if (!machine_class_find(type)) {
+            g_set_error(errp, ILLAN_ERROR, 0, "-incoming %s: the stream is "
+                        "from machine type '%s', which illan does not have "
+                        "(-M help lists them)", cfg->incoming, type);
+            return false;
+        }
         *machine = g_steal_pointer(&type);
     }
     if (!cfg->mem && ram_size) {

@@ -5,8 +5,9 @@ Run from anywhere; the seeds are committed, so this runs only when a
 target's input format or the QMP schema changes.  fuzz-qmp gets one
 request per command of monitor/qmp-schema.c (arguments filled from their
 types), the others a few inputs that reach their main paths.
-fuzz-migration's seeds are the fixtures in tests/migration and the live
-stream committed next to them in its corpus.
+fuzz-migration's seeds are the fixtures in tests/migration, the live
+stream committed next to them in its corpus, and a stream shaped as
+QEMU's pseries writes one, with sections illan carries (carried()).
 """
 import os
 import re
@@ -159,7 +160,55 @@ def llan():
               bytes([13, 0]) + frames + bytes([13, 3]))
 
 
-qmp()
-qtest()
-options()
-llan()
+def record(kind, sid, body, name=None, instance=0, version=1):
+    head = struct.pack('>BI', kind, sid)
+    if name is not None:
+        head += bytes([len(name)]) + name.encode() + \
+            struct.pack('>II', instance, version)
+    return head + body + struct.pack('>BI', 0x7e, sid)
+
+
+def carried():
+    """QEMU's shape: RAM and the hash table iterative, two device sections
+    illan does not model (one with nested subsections), EOF, and the VM
+    description that cuts them."""
+    ram = 16 << 20
+    block = b'\x0dppc_spapr.ram' + struct.pack('>Q', ram)
+    eos = struct.pack('>Q', 0x10)
+    chunk = struct.pack('>IIHH', 0, 7, 1, 1) + bytes(range(16)) + bytes(8)
+    ics = bytes(range(16)) + b'\x05\x07ics/sub' + struct.pack('>I', 1) + \
+        b'\x42\x05\x0aics/sub/in' + struct.pack('>I', 1) + b'\x7e\x7e'
+    desc = {'page_size': 4096, 'devices': [
+        {'name': 'timer', 'instance_id': 0, 'vmsd_name': 'timer',
+         'version': 2, 'fields': [{'name': 'a', 'type': 'int64', 'size': 8},
+                                  {'name': 'u', 'type': 'unused_buffer',
+                                   'size': 8}]},
+        {'name': 'ics', 'instance_id': 0, 'vmsd_name': 'ics', 'version': 1,
+         'fields': [{'name': 'irqs', 'array_len': 2, 'type': 'struct',
+                     'size': 8}],
+         'subsections': [{'vmsd_name': 'ics/sub', 'version': 1,
+                          'fields': [{'name': 'x', 'type': 'uint8',
+                                      'size': 1}],
+                          'subsections': [{'vmsd_name': 'ics/sub/in',
+                                           'version': 1,
+                                           'fields': [{'name': 'y',
+                                                       'type': 'uint16',
+                                                       'size': 2}]}]}]}]}
+    js = json.dumps(desc).encode()
+    data = (b'QEVM' + struct.pack('>I', 3) + b'\x07' +
+            struct.pack('>I', 11) + b'pseries-7.2' +
+            record(1, 2, struct.pack('>Q', ram | 4) + block + eos, 'ram', 0, 4) +
+            record(1, 564, struct.pack('>I', 0xffffffff), 'spapr/htab') +
+            record(3, 2, eos) + record(3, 564, chunk) +
+            record(4, 3, bytes(range(1, 17)), 'timer', 0, 2) +
+            record(4, 4, ics, 'ics') +
+            b'\x00\x06' + struct.pack('>I', len(js)) + js)
+    write('fuzz-migration', 'carried-pseries.mig', data)
+
+
+if __name__ == '__main__':
+    qmp()
+    qtest()
+    options()
+    llan()
+    carried()
