@@ -16,6 +16,10 @@
 /* A hash table entry (two 64-bit words), as QEMU's htab chunks send. */
 #define HTAB_PTE_SIZE       16
 
+static bool fields_length(JsonArray *fields, uint64_t *len, GError **errp);
+static bool vmsd_length(JsonObject *o, int depth, uint64_t *len,
+                        GError **errp);
+
 typedef struct LayoutRecord {
     uint8_t type;
     char *idstr;                /* START and FULL */
@@ -378,6 +382,75 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
     }
     *offset = at + in_at;
     return fits(*offset, *size, g_bytes_get_size(r->body));
+}
+
+const uint8_t *stream_layout_peek_body(const StreamLayout *l,
+                                       const char *idstr, uint32_t instance,
+                                       size_t *len)
+{
+    LayoutRecord *r = find_carried(l, idstr, instance);
+
+    return r ? g_bytes_get_data(r->body, len) : NULL;
+}
+
+/* The description of @r as a JSON object, parsed into @p. */
+static JsonObject *record_desc(const LayoutRecord *r, JsonParser *p)
+{
+    if (!r || !json_parser_load_from_data(p, r->desc_json, -1, NULL) ||
+        !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p))) {
+        return NULL;
+    }
+    return json_node_get_object(json_parser_get_root(p));
+}
+
+bool stream_layout_find_subsection_field(const StreamLayout *l,
+                                         const char *idstr,
+                                         uint32_t instance,
+                                         const char *subsection,
+                                         const char *field, size_t *offset,
+                                         size_t *size)
+{
+    LayoutRecord *r = find_carried(l, idstr, instance);
+    g_autoptr(JsonParser) p = json_parser_new_immutable();
+    JsonObject *o = record_desc(r, p), *f;
+    JsonNode *subs, *fields = o ? json_object_get_member(o, "fields") : NULL;
+    uint64_t at = 0;
+    size_t in_at;
+
+    if (!o || (fields && (!JSON_NODE_HOLDS_ARRAY(fields) ||
+                          !fields_length(json_node_get_array(fields), &at,
+                                         NULL)))) {
+        return false;
+    }
+    subs = json_object_get_member(o, "subsections");
+    for (guint i = 0; subs && JSON_NODE_HOLDS_ARRAY(subs) &&
+                      i < json_array_get_length(json_node_get_array(subs));
+         i++) {
+        JsonNode *n = json_array_get_element(json_node_get_array(subs), i);
+        JsonObject *sub = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n)
+                                                    : NULL;
+        const char *name = sub ? json_object_get_string_member_with_default(
+                                     sub, "vmsd_name", NULL) : NULL;
+
+        if (!name) {
+            return false;
+        }
+        at += 1 + 1 + strlen(name) + 4;
+        fields = json_object_get_member(sub, "fields");
+        if (!strcmp(name, subsection)) {
+            if (!fields || !JSON_NODE_HOLDS_ARRAY(fields) ||
+                !fields_find(json_node_get_array(fields), field, 0, &in_at,
+                             size, &f) || at > G_MAXUINT32) {
+                return false;
+            }
+            *offset = at + in_at;
+            return fits(*offset, *size, g_bytes_get_size(r->body));
+        }
+        if (!vmsd_length(sub, 1, &at, NULL)) {
+            return false;
+        }
+    }
+    return false;
 }
 
 /*

@@ -1089,6 +1089,25 @@ static bool check_images_together(GError **errp)
     return true;
 }
 
+static bool (*carried_check)(const StreamLayout *l, void *opaque,
+                             GError **errp);
+static void *carried_check_opaque;
+
+void qemu_loadvm_set_carried_check(bool (*check)(const StreamLayout *l,
+                                                 void *opaque,
+                                                 GError **errp),
+                                   void *opaque)
+{
+    carried_check = check;
+    carried_check_opaque = opaque;
+}
+
+static bool check_carried(const StreamLayout *l, GError **errp)
+{
+    return !stream_layout_carries(l) || !carried_check ||
+           carried_check(l, carried_check_opaque, errp);
+}
+
 bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
                       GError **errp)
 {
@@ -1099,7 +1118,7 @@ bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
     ok = check_header(f, errp) &&
          load_configuration(f, machine_type, errp) &&
          load_sections(&ls, errp) && check_absent_sections(errp) &&
-         check_images_together(errp);
+         check_images_together(errp) && check_carried(ls.layout, errp);
     qemu_file_free(ls.held);
     vmdesc_free(ls.desc);
     g_mutex_lock(&layout_lock);

@@ -702,6 +702,7 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
     qmp_events_subscribe();
     migration_set_machine(spapr_ram(m->spapr), spapr_machine_type(m->spapr));
     qemu_loadvm_set_machine_matcher(machine_class_same);
+    qemu_loadvm_set_carried_check(spapr_check_carried, m->spapr);
     migration_add_notifier(announce_after_incoming, NULL);
     if (!start_monitors(m->monitors, errp)) {
         return false;

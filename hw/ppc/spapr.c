@@ -5,6 +5,7 @@
 #include "hw/ppc/spapr.h"
 #include "hw/ppc/spapr_iommu.h"
 #include "hw/ppc/spapr_vio.h"
+#include "migration/carry.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 
@@ -398,3 +399,72 @@ static void spapr_machine_register(void)
     machine_class_register(&none_machine);
 }
 illan_init(spapr_machine_register)
+
+/*
+ * A guest taken over from QEMU knows its LAN's MAC from the device tree
+ * QEMU gave it, which QEMU's spapr section carries.  A device here with
+ * another MAC would filter out every frame to the guest: refused, naming
+ * both.
+ */
+static const uint8_t *fdt_mac(const void *fdt, int node)
+{
+    int len;
+    const uint8_t *v = fdt_getprop(fdt, node, "local-mac-address", &len);
+
+    /* 6 bytes, or 8 with two leading zeros (spapr_vlan_devnode()). */
+    return !v ? NULL : len == 6 ? v : len == 8 ? v + 2 : NULL;
+}
+
+static bool compare_lan_macs(const void *guest, const void *ours,
+                             GError **errp)
+{
+    int vdev = fdt_path_offset(ours, "/vdevice"), node;
+
+    fdt_for_each_subnode(node, ours, vdev) {
+        const char *name = fdt_get_name(ours, node, NULL);
+        g_autofree char *path = g_strdup_printf("/vdevice/%s", name);
+        int theirs = fdt_path_offset(guest, path);
+        const uint8_t *want = fdt_mac(ours, node);
+        const uint8_t *have = theirs >= 0 ? fdt_mac(guest, theirs) : NULL;
+
+        if (want && have && memcmp(want, have, 6)) {
+            g_set_error(errp, ILLAN_ERROR, 0, "the guest's %s has MAC "
+                        "%02x:%02x:%02x:%02x:%02x:%02x (its device tree), "
+                        "this machine's %02x:%02x:%02x:%02x:%02x:%02x: give "
+                        "its -device mac=%02x:%02x:%02x:%02x:%02x:%02x",
+                        name, have[0], have[1], have[2], have[3], have[4],
+                        have[5], want[0], want[1], want[2], want[3], want[4],
+                        want[5], have[0], have[1], have[2], have[3], have[4],
+                        have[5]);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool spapr_check_carried(const StreamLayout *l, void *opaque, GError **errp)
+{
+    SpaprMachineState *spapr = opaque;
+    size_t len, off, size;
+    const uint8_t *body = stream_layout_peek_body(l, "spapr", 0, &len);
+    g_autofree void *ours = g_malloc(FDT_MAX_SIZE);
+    g_autofree void *guest = NULL;
+
+    if (!body || !stream_layout_find_subsection_field(l, "spapr", 0,
+                                                      "spapr_dtb",
+                                                      "fdt_blob", &off,
+                                                      &size)) {
+        return true;            /* no device tree to compare with */
+    }
+    /* libfdt wants the tree 8-byte aligned; in the section it is not. */
+    guest = g_memdup2(body + off, size);
+    if (fdt_check_full(guest, size) != 0) {
+        return true;
+    }
+    if (fdt_create_empty_tree(ours, FDT_MAX_SIZE) != 0 ||
+        !spapr_vio_bus_fdt(spapr->vio, ours, errp)) {
+        g_prefix_error(errp, "this machine's device tree: ");
+        return false;
+    }
+    return compare_lan_macs(guest, ours, errp);
+}

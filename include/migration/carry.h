@@ -93,6 +93,20 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
                               unsigned index, const char *member,
                               size_t *offset, size_t *size);
 
+/* The body of carried FULL section @idstr/@instance, to read; NULL when
+ * it carries no such section. */
+const uint8_t *stream_layout_peek_body(const StreamLayout *l,
+                                       const char *idstr, uint32_t instance,
+                                       size_t *len);
+/* Where field @field of that section's top-level subsection @subsection
+ * lies in its body, by the section's description. */
+bool stream_layout_find_subsection_field(const StreamLayout *l,
+                                         const char *idstr,
+                                         uint32_t instance,
+                                         const char *subsection,
+                                         const char *field, size_t *offset,
+                                         size_t *size);
+
 /* One spapr/htab record body, its bytes appended to @out, which may
  * grow to @max bytes. */
 bool htab_record_read(QEMUFile *f, GByteArray *out, size_t max,

@@ -20,6 +20,7 @@
 #include "qemu/guest-ram.h"
 
 typedef struct VMStateDescription VMStateDescription;
+typedef struct StreamLayout StreamLayout;
 
 
 /* How a registered object's live state maps to the image its vmsd
@@ -77,7 +78,6 @@ SaveVMImages *qemu_savevm_capture(void);
  * changes what moved while illan held the machine (an interrupt it
  * raised, in the carried interrupt controller) and returns true if it
  * changed anything; the copy then is what the machine carries. */
-typedef struct StreamLayout StreamLayout;
 void qemu_savevm_set_carried_hook(bool (*hook)(StreamLayout *copy,
                                                void *opaque),
                                   void *opaque);
@@ -115,6 +115,13 @@ uint64_t qemu_loadvm_held_bytes(void);
  * sections it does not model (a QEMU guest's CPU, interrupt controllers,
  * ...): false when nothing.  Any thread. */
 bool qemu_loadvm_carried(uint64_t *bytes, unsigned *sections);
+/* Run on a stream that carries sections, once it is read and before it
+ * commits (the loading thread): false refuses it, @errp saying why.  For
+ * what the carried sections say that must agree with this machine. */
+void qemu_loadvm_set_carried_check(bool (*check)(const StreamLayout *l,
+                                                 void *opaque,
+                                                 GError **errp),
+                                   void *opaque);
 /* The machine was reset: what it carried for a guest is gone.  Main
  * thread. */
 void qemu_loadvm_forget_carried(void);

@@ -9,7 +9,8 @@ every section (CPU, interrupt controllers, NVRAM, TCE tables...).
     section but RAM is equal (tests/qemu/stream-sections.py);
   - suppress-vmdesc=on: no description to cut the carried sections by;
   - the same stream cut short, in its RAM and in its device sections;
-  - a -m that differs from the stream's RAM.
+  - a -m that differs from the stream's RAM;
+  - a LAN whose MAC is not the one in the guest's device tree.
 """
 
 import argparse
@@ -58,11 +59,11 @@ def qemu_stream(tmp, name, machine_opts):
     return path
 
 
-def illan_refusal(build, stream, extra=()):
+def illan_refusal(build, stream, extra=(), lan=LAN):
     """illan -incoming file:STREAM must exit 1 with one line."""
     r = subprocess.run([os.path.join(build, 'illan'), *extra,
                         '-incoming', f'file:{stream}', '-device',
-                        LAN + ',reg=0x71000002'],
+                        lan + ',reg=0x71000002'],
                        capture_output=True, text=True, timeout=TIMEOUT_S)
     lines = r.stderr.splitlines()
     if r.returncode != 1 or len(lines) != 1:
@@ -137,6 +138,11 @@ def main():
             ('-m 256M', lambda: illan_refusal(args.build, good,
                                               ('-m', '256M')),
              'start the destination with -m 512M'),
+            ('another MAC', lambda: illan_refusal(
+                args.build, good, lan=LAN.replace('02:00:00:00:99:02',
+                                                  '52:54:00:12:34:56')),
+             "the guest's l-lan@71000002 has MAC 02:00:00:00:99:02 (its "
+             "device tree), this machine's 52:54:00:12:34:56"),
         ]
         for name, check, want in checks:
             try:

@@ -345,6 +345,14 @@ static bool mark_status(StreamLayout *copy, void *opaque)
     g_assert_true(stream_layout_find_field(copy, "timer", 0, "u", 0, NULL,
                                            &off, &size));
     g_assert_cmpuint(off, ==, 8);
+    g_assert_true(stream_layout_find_subsection_field(copy, "ics", 0,
+                                                      "ics/sub", "x", &off,
+                                                      &size));
+    g_assert_cmpuint(off, ==, 24 + 1 + 1 + 7 + 4);
+    g_assert_cmpuint(body[off], ==, 0x42);
+    g_assert_false(stream_layout_find_subsection_field(copy, "ics", 0,
+                                                       "ics/sub", "y", &off,
+                                                       &size));
     body[22] = 0xee;
     return true;
 }

@@ -67,6 +67,11 @@ void spapr_machine_reset(SpaprMachineState *spapr);
  * is built, and back to NULL before it is freed. */
 void spapr_machine_set_current(SpaprMachineState *spapr);
 SpaprMachineState *spapr_machine_current(void);
+/* For qemu_loadvm_set_carried_check(): what a guest taken over from QEMU
+ * knows of this machine (its LAN's MAC, from the device tree QEMU gave
+ * it) must be what this machine has. */
+typedef struct StreamLayout StreamLayout;
+bool spapr_check_carried(const StreamLayout *l, void *opaque, GError **errp);
 
 GuestRam *spapr_ram(SpaprMachineState *spapr);
 /* The machine type's name (never an alias), as migration streams carry. */
