@@ -528,6 +528,32 @@ static bool vmdesc_locate(const uint8_t *data, size_t size, size_t max_len,
     return false;
 }
 
+/* json-glib parses by recursion without a limit: a deeply nested text
+ * would overflow the stack.  QEMU's description nests a few levels per
+ * subsection. */
+static bool json_depth_ok(const char *text, size_t len)
+{
+    bool in_string = false, escaped = false;
+    int depth = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+
+        if (in_string) {
+            in_string = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if (c == '"') {
+            in_string = true;
+        } else if ((c == '{' || c == '[') &&
+                   ++depth > VMDESC_MAX_DEPTH * 4) {
+            return false;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return true;
+}
+
 VMDesc *vmdesc_find(GBytes *held, size_t max_len, size_t *start,
                     GError **errp)
 {
@@ -537,7 +563,13 @@ VMDesc *vmdesc_find(GBytes *held, size_t max_len, size_t *start,
     JsonNode *root, *devices;
 
     if (!vmdesc_locate(data, size, max_len, start)) {
-        g_set_error(errp, ILLAN_ERROR, 0, "no VM description at the end");
+        g_set_error(errp, ILLAN_ERROR, VMDESC_ABSENT, "no VM description "
+                    "(of at most %zu bytes) at the end", max_len);
+        return NULL;
+    }
+    if (!json_depth_ok((const char *)data + *start + 5, size - *start - 5)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "the VM description nests more "
+                    "than %d deep", VMDESC_MAX_DEPTH * 4);
         return NULL;
     }
     d->parser = json_parser_new_immutable();
@@ -582,9 +614,10 @@ static bool fields_length(JsonArray *fields, uint64_t *len, GError **errp)
         if (!field || !member_uint(field, "size", &size) ||
             (json_object_has_member(field, "array_len") &&
              !member_uint(field, "array_len", &count)) ||
-            size > G_MAXUINT32 || count > G_MAXUINT32) {
-            g_set_error(errp, ILLAN_ERROR, 0, "field %u has no valid size",
-                        i);
+            size > G_MAXUINT32 || count > G_MAXUINT32 ||
+            size * count > G_MAXUINT32 || *len > G_MAXUINT32) {
+            g_set_error(errp, ILLAN_ERROR, 0, "field %u has no valid size "
+                        "(or one of 4 GiB or more)", i);
             return false;
         }
         *len += size * count;
@@ -607,6 +640,10 @@ static bool subsections_length(JsonArray *subs, int depth, uint64_t *len,
             return false;
         }
         /* marker, name length, name, version */
+        if (*len > G_MAXUINT32) {
+            g_set_error(errp, ILLAN_ERROR, 0, "4 GiB or more");
+            return false;
+        }
         *len += 1 + 1 + strlen(name) + 4;
         if (!vmsd_length(sub, depth + 1, len, errp)) {
             g_prefix_error(errp, "subsection '%s': ", name);

@@ -339,42 +339,108 @@ bool migration_incoming_start(const char *uri, bool autostart, GError **errp)
     return listen_incoming(uri, errp);
 }
 
+/* The wait for a stream before the machine exists: the channel's
+ * connection, then its first bytes, read on a thread of their own so
+ * that SIGINT and SIGTERM still end the wait. */
+typedef struct EarlyWait {
+    GMainLoop *loop;
+    bool interrupted;
+    bool peeked;                /* atomic: the peek thread is done */
+    char *machine_type;
+    uint64_t ram_size;
+} EarlyWait;
+
 static void early_ready(MigrationChannel *ch, void *opaque)
 {
+    EarlyWait *w = opaque;
+
     mig.early_ch = ch;
-    g_main_loop_quit(opaque);
+    g_main_loop_quit(w->loop);
 }
 
 static gboolean early_interrupted(gpointer opaque)
 {
-    g_main_loop_quit(opaque);
+    EarlyWait *w = opaque;
+
+    w->interrupted = true;
+    if (mig.early_f) {
+        qemu_file_cancel(mig.early_f, "interrupted");
+    }
+    g_main_loop_quit(w->loop);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean early_peeked(gpointer opaque)
+{
+    g_main_loop_quit(((EarlyWait *)opaque)->loop);
     return G_SOURCE_REMOVE;
 }
 
+static gpointer early_peek_thread(gpointer opaque)
+{
+    EarlyWait *w = opaque;
+
+    qemu_loadvm_peek(mig.early_f, &w->machine_type, &w->ram_size);
+    __atomic_store_n(&w->peeked, true, __ATOMIC_RELEASE);
+    g_idle_add(early_peeked, w);
+    return NULL;
+}
+
+static void early_run_until(EarlyWait *w, bool (*done)(EarlyWait *w))
+{
+    while (!w->interrupted && !done(w)) {
+        g_main_loop_run(w->loop);
+    }
+}
+
+static bool early_connected(EarlyWait *w)
+{
+    (void)w;
+    return mig.early_ch != NULL;
+}
+
+static bool early_peek_done(EarlyWait *w)
+{
+    return __atomic_load_n(&w->peeked, __ATOMIC_ACQUIRE);
+}
+
 bool migration_incoming_peek(const char *uri, char **machine_type,
-                             uint64_t *ram_size, GError **errp)
+                             uint64_t *ram_size, bool *interrupted,
+                             GError **errp)
 {
     g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+    EarlyWait w = { .loop = loop };
     MigrationChannel *listener;
+    GThread *peek;
     guint term, intr;
 
-    listener = migration_channel_open_incoming(uri, early_ready, loop, errp);
+    listener = migration_channel_open_incoming(uri, early_ready, &w, errp);
     if (!listener) {
         return false;
     }
-    term = g_unix_signal_add(SIGTERM, early_interrupted, loop);
-    intr = g_unix_signal_add(SIGINT, early_interrupted, loop);
-    g_main_loop_run(loop);
+    term = g_unix_signal_add(SIGTERM, early_interrupted, &w);
+    intr = g_unix_signal_add(SIGINT, early_interrupted, &w);
+    early_run_until(&w, early_connected);
+    if (mig.early_ch) {
+        mig.early_f = qemu_file_new_input(
+            migration_channel_fd(mig.early_ch));
+        peek = g_thread_new("mig/peek", early_peek_thread, &w);
+        early_run_until(&w, early_peek_done);
+        if (w.interrupted) {
+            qemu_file_cancel(mig.early_f, "interrupted");
+        }
+        g_thread_join(peek);
+    } else {
+        migration_channel_close(listener, NULL, NULL, NULL);
+    }
     g_source_remove(term);
     g_source_remove(intr);
-    if (!mig.early_ch) {
-        migration_channel_close(listener, NULL, NULL, NULL);
-        g_set_error(errp, ILLAN_ERROR, 0, "interrupted while waiting for "
-                    "the stream");
-        return false;
+    /* The peek's idle callback, if it has not run, must not outlive @w. */
+    while (g_source_remove_by_user_data(&w)) {
     }
-    mig.early_f = qemu_file_new_input(migration_channel_fd(mig.early_ch));
-    qemu_loadvm_peek(mig.early_f, machine_type, ram_size);
+    *interrupted = w.interrupted;
+    *machine_type = g_steal_pointer(&w.machine_type);
+    *ram_size = w.ram_size;
     return true;
 }
 

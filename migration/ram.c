@@ -177,9 +177,10 @@ static bool load_block_list(QEMUFile *f, GuestRam *ram, uint64_t total,
         g_set_error(errp, ILLAN_ERROR, 0, "RAM block '%s' is 0x%"
                     G_GINT64_MODIFIER "x bytes in the stream and 0x%"
                     G_GINT64_MODIFIER "x here (-m): start the destination "
-                    "with -m %" G_GUINT64_FORMAT "M, or without -m to take "
+                    "with -m %" G_GUINT64_FORMAT "%s, or without -m to take "
                     "the stream's", name, len, guest_ram_size(ram),
-                    len >> 20);
+                    len % (1 << 20) ? len : len >> 20,
+                    len % (1 << 20) ? "B" : "M");
         return false;
     }
     return true;

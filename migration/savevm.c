@@ -18,6 +18,9 @@
 /* Nothing this build writes is close; the limit keeps hostile input from
  * making us skip gigabytes. */
 #define VMDESC_MAX_LEN  (64u << 20)
+/* The description illan parses to carry sections: QEMU's for a pseries
+ * guest is about 10 KB; parsing costs far more memory than the text. */
+#define VMDESC_PARSE_MAX_LEN    (1u << 20)
 /* What a QEMU stream holds from its first section illan does not model
  * to its end: its device sections and description, a few MiB for a
  * pseries guest (the nvram, TCE tables and CPU). */
@@ -515,6 +518,13 @@ bool qemu_savevm_finish(SaveVMStream *s, const SaveVMImages *images,
 {
     bool ok;
 
+    if (!s->layout != !images->layout) {
+        g_set_error(errp, ILLAN_ERROR, 0, "the machine was reset while it "
+                    "migrated, and what it carried for a guest taken over "
+                    "from QEMU went with it: migrate again");
+        qemu_savevm_abandon(s);
+        return false;
+    }
     if (s->layout) {
         stream_layout_put_iterative(s->layout, s->f, false);
     }
@@ -579,9 +589,9 @@ void qemu_loadvm_commit(bool commit)
         old = g_steal_pointer(&committed_layout);
         committed_layout = g_steal_pointer(&pending_layout);
     }
+    g_clear_pointer(&pending_layout, stream_layout_unref);
     g_mutex_unlock(&layout_lock);
     stream_layout_unref(old);
-    g_clear_pointer(&pending_layout, stream_layout_unref);
     for (guint i = 0; entries && i < entries->len; i++) {
         SaveStateEntry *se = g_ptr_array_index(entries, i);
 
@@ -715,7 +725,14 @@ static bool hold_rest(LoadState *ls, GError **errp)
         return false;
     }
     data = g_bytes_get_data(rest, &size);
-    ls->desc = vmdesc_find(rest, VMDESC_MAX_LEN, &ls->desc_start, &why);
+    ls->desc = vmdesc_find(rest, VMDESC_PARSE_MAX_LEN, &ls->desc_start,
+                           &why);
+    if (!ls->desc && !g_error_matches(why, ILLAN_ERROR, VMDESC_ABSENT)) {
+        g_propagate_prefixed_error(errp, g_steal_pointer(&why),
+                                   "illan does not model it, and the "
+                                   "stream's description is bad: ");
+        return false;
+    }
     if (!ls->desc) {
         /* A stream QEMU wrote without the description ends with the
          * last section's footer and the EOF marker. */
@@ -768,6 +785,7 @@ static bool carry_full(LoadState *ls, const char *idstr, uint32_t instance,
 {
     g_autofree char *json = NULL;
     g_autofree uint8_t *body = NULL;
+    g_autoptr(GBytes) bytes = NULL;
     uint64_t len;
 
     if (!described_length(ls, idstr, instance, &len, &json, errp)) {
@@ -784,9 +802,9 @@ static bool carry_full(LoadState *ls, const char *idstr, uint32_t instance,
     if (!qemu_file_check(ls->f, errp)) {
         return false;
     }
+    bytes = g_bytes_new_take(g_steal_pointer(&body), len);
     stream_layout_add_carried(ls->layout, idstr, instance, version, id,
-                              g_bytes_new_take(g_steal_pointer(&body), len),
-                              json);
+                              bytes, json);
     return true;
 }
 
@@ -835,6 +853,7 @@ static bool carry_iterative(LoadState *ls, uint8_t type, const char *idstr,
                             GError **errp)
 {
     g_autoptr(GByteArray) body = g_byte_array_new();
+    g_autoptr(GBytes) bytes = NULL;
     uint64_t carried = stream_layout_carried_bytes(ls->layout);
 
     /* A source could send hash table chunks without end. */
@@ -843,9 +862,9 @@ static bool carry_iterative(LoadState *ls, uint8_t type, const char *idstr,
                           errp)) {
         return false;
     }
+    bytes = g_byte_array_free_to_bytes(g_steal_pointer(&body));
     stream_layout_add_iterative(ls->layout, type, idstr, instance, version,
-                                id, g_byte_array_free_to_bytes(
-                                        g_steal_pointer(&body)));
+                                id, bytes);
     return true;
 }
 

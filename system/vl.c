@@ -632,19 +632,62 @@ static void announce_after_incoming(MigrationStatus status, void *opaque)
  * docs/system/migration.md, "Taking a guest over from QEMU").  Not with
  * -qtest: its client speaks first, and waits for us to connect.
  */
+static bool arg_wants_help(const char *arg)
+{
+    g_auto(GStrv) parts = g_strsplit(arg ? arg : "", ",", -1);
+
+    for (char **p = parts; *p; p++) {
+        const char *v = strchr(*p, '=') ? strchr(*p, '=') + 1 : *p;
+
+        if (!strcmp(v, "help") || !strcmp(v, "?")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool args_want_help(const GPtrArray *args)
+{
+    for (guint i = 0; args && i < args->len; i++) {
+        if (arg_wants_help(g_ptr_array_index(args, i))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether to wait for the stream before making the machine: not when
+ * something must happen first (a client that speaks first, a parent
+ * waiting for us to be up, QMP before the devices) or instead (help,
+ * -dump-vmstate). */
+static bool may_derive(const Config *cfg)
+{
+    return cfg->incoming && strcmp(cfg->incoming, "defer") &&
+           (!cfg->machine || !cfg->mem) && !cfg->qtest && !cfg->daemonize &&
+           !cfg->preconfig && !cfg->dump_vmstate &&
+           !arg_wants_help(cfg->machine) && !arg_wants_help(cfg->mem) &&
+           !args_want_help(cfg->devices) && !args_want_help(cfg->netdevs) &&
+           !args_want_help(cfg->globals) && !args_want_help(cfg->guests);
+}
+
+/* *@interrupted: SIGINT or SIGTERM came while waiting; the run ends as
+ * it would have once started. */
 static bool derive_from_stream(const Config *cfg, char **machine, char **mem,
-                               GError **errp)
+                               bool *interrupted, GError **errp)
 {
     g_autofree char *type = NULL;
     uint64_t ram_size = 0;
 
-    if (!cfg->incoming || !strcmp(cfg->incoming, "defer") || cfg->qtest ||
-        (cfg->machine && cfg->mem)) {
+    if (!may_derive(cfg)) {
         return true;
     }
-    if (!migration_incoming_peek(cfg->incoming, &type, &ram_size, errp)) {
+    if (!migration_incoming_peek(cfg->incoming, &type, &ram_size,
+                                 interrupted, errp)) {
         g_prefix_error(errp, "-incoming %s: ", cfg->incoming);
         return false;
+    }
+    if (*interrupted) {
+        return true;
     }
     if (!cfg->machine && type) {
         if (!machine_class_find(type)) {
@@ -659,6 +702,18 @@ static bool derive_from_stream(const Config *cfg, char **machine, char **mem,
         *mem = g_strdup_printf("%" G_GUINT64_FORMAT "B", ram_size);
     }
     return true;
+}
+
+/* An error in what the stream said is not in an option the user gave. */
+static void prefix_derived(GError **errp, const char *machine,
+                           const char *mem)
+{
+    if (machine && mem) {
+        g_prefix_error(errp, "with the stream's -M %s -m %s: ", machine, mem);
+    } else if (machine || mem) {
+        g_prefix_error(errp, "with the stream's %s %s: ", machine ? "-M" : "-m",
+                       machine ? machine : mem);
+    }
 }
 
 static bool run(const Config *cfg, Machine *m, GError **errp)
@@ -676,24 +731,27 @@ static bool run(const Config *cfg, Machine *m, GError **errp)
 
     m->cfg = cfg;
     m->mcfg = &mcfg;
-    /* Before anything can take long or a client can see us, so that a
-     * signal (the parent's death among them) always ends us cleanly. */
-    if (!derive_from_stream(cfg, &derived_machine, &derived_mem, errp)) {
+    /* Before anything can take long or a client can see us (the wait
+     * for a stream below among them), so that a signal, the parent's
+     * death too, always ends us cleanly. */
+    if (cfg->exit_with_parent && !process_exit_with_parent(errp)) {
+        g_prefix_error(errp, "-run-with exit-with-parent=on: ");
         return false;
+    }
+    if (!derive_from_stream(cfg, &derived_machine, &derived_mem,
+                            &exit_now, errp) || exit_now) {
+        return !*errp;
     }
     mcfg.machine = derived_machine ? derived_machine : cfg->machine;
     mcfg.mem = derived_mem ? derived_mem : cfg->mem;
     g_unix_signal_add(SIGTERM, on_quit_signal, m);
     g_unix_signal_add(SIGINT, on_quit_signal, m);
     if (!machine_init(&mcfg, &m->spapr, &exit_now, errp)) {
+        prefix_derived(errp, derived_machine, derived_mem);
         return false;
     }
     if (exit_now) {
         return true;
-    }
-    if (cfg->exit_with_parent && !process_exit_with_parent(errp)) {
-        g_prefix_error(errp, "-run-with exit-with-parent=on: ");
-        return false;
     }
     m->loop = g_main_loop_new(NULL, FALSE);
     runstate_set_handlers(&(RunstateHandlers){ reset_machine, quit_main_loop,

@@ -115,8 +115,10 @@ bool htab_record_read(QEMUFile *f, GByteArray *out, size_t max,
 /* A stream's VM description, found at the end of the held bytes. */
 typedef struct VMDesc VMDesc;
 
-/* The description record that ends @held, or NULL with errp.  *@start
- * is where the record (its 0x06 marker) begins. */
+/* The description record that ends @held, or NULL with errp (code
+ * VMDESC_ABSENT when there is none).  *@start is where the record (its
+ * 0x06 marker) begins. */
+#define VMDESC_ABSENT   1
 VMDesc *vmdesc_find(GBytes *held, size_t max_len, size_t *start,
                     GError **errp);
 void vmdesc_free(VMDesc *d);

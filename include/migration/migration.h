@@ -53,12 +53,13 @@ bool migration_incoming_start(const char *uri, bool autostart,
                               GError **errp);
 /* QMP migrate-incoming, after -incoming defer or a refused stream. */
 /* For -incoming URI given without -M or -m: waits for the stream on the
- * main thread (SIGINT and SIGTERM end the wait) and reads what its
- * beginning says: the machine type and the RAM size, each left as it
- * was (NULL, 0) when the stream does not say.  The next
- * migration_incoming_start() loads this stream. */
+ * main thread and reads what its beginning says: the machine type and
+ * the RAM size, each left as it was (NULL, 0) when the stream does not
+ * say.  SIGINT and SIGTERM end the wait with *@interrupted set.  The
+ * next migration_incoming_start() loads this stream. */
 bool migration_incoming_peek(const char *uri, char **machine_type,
-                             uint64_t *ram_size, GError **errp);
+                             uint64_t *ram_size, bool *interrupted,
+                             GError **errp);
 bool migration_incoming_deferred(const char *uri, GError **errp);
 /* QMP migrate: opens @uri and starts writing the stream while the
  * machine runs; returns at once.  A failure or cancel after that shows

@@ -445,6 +445,31 @@ static void test_carry_refusals(void)
     assert_has(wrong, "section 'ics' instance 0: missing section footer");
     json[13] = '3';
 
+    /* A description nested deeper than a parser's stack allows. */
+    {
+        g_autoptr(GByteArray) deep = g_byte_array_new();
+        g_autofree char *nested = NULL;
+        g_autoptr(GString) json = g_string_new("{\"devices\": ");
+
+        for (int i = 0; i < 100000; i++) {
+            g_string_append_c(json, '[');
+        }
+        for (int i = 0; i < 100000; i++) {
+            g_string_append_c(json, ']');
+        }
+        g_string_append_c(json, '}');
+        g_byte_array_append(deep, q.bytes->data, q.eof + 1);
+        g_byte_array_append(deep, (const uint8_t[]){ 0x06, json->len >> 24,
+                                                     json->len >> 16,
+                                                     json->len >> 8,
+                                                     json->len }, 5);
+        g_byte_array_append(deep, (const uint8_t *)json->str, json->len);
+        nested = refusal(deep->data, deep->len);
+        assert_has(nested, "section 'timer' instance 0: illan does not "
+                   "model it, and the stream's description is bad: the VM "
+                   "description nests more than");
+    }
+
     /* A section the description does not cover. */
     json = memmem(q.bytes->data, q.bytes->len, "\"name\": \"timer\"", 15);
     json[9] = 'T';
