@@ -726,6 +726,28 @@ static void add_times(JsonObject *info)
     }
 }
 
+/* The interrupts illan raised and recorded in the carried interrupt
+ * controller, by outcome. */
+static void add_carried_irqs(JsonObject *info)
+{
+    g_autoptr(GHashTable) counts = qemu_savevm_carried_irq_counts();
+    JsonObject *o;
+    GList *names;
+
+    if (!counts) {
+        return;
+    }
+    o = json_object_new();
+    names = g_list_sort(g_hash_table_get_keys(counts),
+                        (GCompareFunc)g_strcmp0);
+    for (GList *n = names; n; n = n->next) {
+        json_object_set_int_member(o, n->data, GPOINTER_TO_UINT(
+                                       g_hash_table_lookup(counts, n->data)));
+    }
+    g_list_free(names);
+    json_object_set_object_member(info, "x-carried-irqs", o);
+}
+
 /* illan's own: what a load held in memory, and what the machine carries
  * for sections it does not model (docs/system/migration.md). */
 static void add_carried(JsonObject *info)
@@ -740,6 +762,7 @@ static void add_carried(JsonObject *info)
         json_object_set_int_member(info, "x-carried-sections", sections);
         json_object_set_int_member(info, "x-carried-bytes", bytes);
     }
+    add_carried_irqs(info);
 }
 
 JsonObject *migration_query(void)

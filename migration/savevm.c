@@ -261,6 +261,49 @@ struct SaveVMImages {
 
 static bool (*carried_hook)(StreamLayout *copy, void *opaque);
 static void *carried_hook_opaque;
+static void (*commit_hook)(void *opaque);
+static void *commit_hook_opaque;
+/* Outcome name -> count, under layout_lock: written by the hook (main
+ * thread), read by query-migrate. */
+static GHashTable *carried_irq_counts;
+
+void qemu_savevm_count_carried_irq(const char *outcome)
+{
+    gpointer n;
+
+    g_mutex_lock(&layout_lock);
+    if (!carried_irq_counts) {
+        carried_irq_counts = g_hash_table_new(g_str_hash, g_str_equal);
+    }
+    n = g_hash_table_lookup(carried_irq_counts, outcome);
+    g_hash_table_insert(carried_irq_counts, (gpointer)outcome,
+                        GUINT_TO_POINTER(GPOINTER_TO_UINT(n) + 1));
+    g_mutex_unlock(&layout_lock);
+}
+
+GHashTable *qemu_savevm_carried_irq_counts(void)
+{
+    GHashTable *copy = NULL;
+    GHashTableIter it;
+    gpointer k, v;
+
+    g_mutex_lock(&layout_lock);
+    if (carried_irq_counts) {
+        copy = g_hash_table_new(g_str_hash, g_str_equal);
+        g_hash_table_iter_init(&it, carried_irq_counts);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+            g_hash_table_insert(copy, k, v);
+        }
+    }
+    g_mutex_unlock(&layout_lock);
+    return copy;
+}
+
+void qemu_loadvm_set_commit_hook(void (*hook)(void *opaque), void *opaque)
+{
+    commit_hook = hook;
+    commit_hook_opaque = opaque;
+}
 
 void qemu_savevm_set_carried_hook(bool (*hook)(StreamLayout *copy,
                                                void *opaque),
@@ -592,6 +635,9 @@ void qemu_loadvm_commit(bool commit)
     g_clear_pointer(&pending_layout, stream_layout_unref);
     g_mutex_unlock(&layout_lock);
     stream_layout_unref(old);
+    if (commit && commit_hook) {
+        commit_hook(commit_hook_opaque);
+    }
     for (guint i = 0; entries && i < entries->len; i++) {
         SaveStateEntry *se = g_ptr_array_index(entries, i);
 

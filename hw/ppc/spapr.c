@@ -3,6 +3,7 @@
  * spapr_hypercall() is the guest (a qtest client, later built-in models).
  */
 #include "hw/ppc/spapr.h"
+#include "hw/ppc/spapr-carried-irq.h"
 #include "hw/ppc/spapr_iommu.h"
 #include "hw/ppc/spapr_vio.h"
 #include "migration/carry.h"
@@ -39,6 +40,9 @@ struct SpaprMachineState {
     IrqHandler irq_intercept;
     void *irq_intercept_opaque;
     IrqLine irq_claims[SPAPR_IRQ_NR];   /* a built-in guest's handlers */
+    /* Raised since the last accepted stream: for a QEMU guest's carried
+     * interrupt controller (spapr-carried-irq.c).  Atomic. */
+    uint8_t irq_raised[SPAPR_IRQ_NR];
 };
 
 void spapr_register_hypercall(uint64_t opcode, SpaprHcallFn fn, unsigned nout)
@@ -134,11 +138,32 @@ static void spapr_irq_handler(void *opaque, int n, int level)
 {
     SpaprMachineState *spapr = opaque;
     IrqLine *claim = &spapr->irq_claims[n - SPAPR_IRQ_BASE];
+    uint8_t *raised = &spapr->irq_raised[n - SPAPR_IRQ_BASE];
 
+    /* Read first: an interrupt per batch should not bounce the line. */
+    if (level && !__atomic_load_n(raised, __ATOMIC_RELAXED)) {
+        __atomic_store_n(raised, 1, __ATOMIC_RELEASE);
+    }
     if (spapr->irq_intercept) {
         spapr->irq_intercept(spapr->irq_intercept_opaque, n, level);
     } else if (claim->handler) {
         claim->handler(claim->opaque, n, level);
+    }
+}
+
+bool spapr_irq_take_raised(SpaprMachineState *spapr, uint32_t irq)
+{
+    if (irq < SPAPR_IRQ_BASE || irq >= SPAPR_IRQ_BASE + SPAPR_IRQ_NR) {
+        return false;
+    }
+    return __atomic_exchange_n(&spapr->irq_raised[irq - SPAPR_IRQ_BASE], 0,
+                               __ATOMIC_ACQ_REL);
+}
+
+void spapr_irq_forget_raised(SpaprMachineState *spapr)
+{
+    for (int i = 0; i < SPAPR_IRQ_NR; i++) {
+        __atomic_store_n(&spapr->irq_raised[i], 0, __ATOMIC_RELAXED);
     }
 }
 
@@ -209,6 +234,7 @@ SpaprMachineState *spapr_machine_new(const MachineClass *mc,
         spapr->irq_inputs[i] = (IrqLine){ spapr_irq_handler, spapr,
                                           SPAPR_IRQ_BASE + i };
     }
+    spapr_carried_irq_attach(spapr);
     return spapr;
 }
 
@@ -217,6 +243,7 @@ void spapr_machine_free(SpaprMachineState *spapr)
     if (!spapr) {
         return;
     }
+    spapr_carried_irq_detach();
     spapr_vio_bus_free(spapr->vio);
     spapr_tce_registry_free(spapr->tce);
     guest_ram_free(spapr->ram);

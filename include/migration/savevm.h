@@ -81,6 +81,11 @@ SaveVMImages *qemu_savevm_capture(void);
 void qemu_savevm_set_carried_hook(bool (*hook)(StreamLayout *copy,
                                                void *opaque),
                                   void *opaque);
+/* A hook's account of one interrupt it handled, by outcome (a static
+ * string): query-migrate shows the counts as x-carried-irqs. */
+void qemu_savevm_count_carried_irq(const char *outcome);
+/* The counts so far (outcome -> count, a new table), or NULL if none. */
+GHashTable *qemu_savevm_carried_irq_counts(void);
 void qemu_savevm_images_free(SaveVMImages *images);
 SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
                                 GuestRam *ram);
@@ -103,6 +108,10 @@ bool qemu_loadvm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
 bool qemu_loadvm_read(QEMUFile *f, const char *machine_type, GuestRam *ram,
                       GError **errp);
 void qemu_loadvm_commit(bool commit);
+/* Run by qemu_loadvm_commit() once a stream is accepted (main thread,
+ * everything parked): what illan did before it no longer matters to the
+ * carried sections. */
+void qemu_loadvm_set_commit_hook(void (*hook)(void *opaque), void *opaque);
 /* What the beginning of the stream in @f says, without reading it: its
  * machine type (a new string) and the size of its RAM block, each left
  * as it was when the stream does not say. */

@@ -10,12 +10,14 @@ pair; the pair's other end, in a namespace of its own, is the guest's
 permanent neighbour 10.99.0.1.  From there we send ICMP echo requests;
 the guest is not running while illan holds it, so illan only puts them
 into its buffers.  Then a fresh QEMU takes the guest back, and the
-guest must answer every echo out of that QEMU's netdev.  QEMU 7.2 under
-TCG does not carry a CPU's pending external interrupt across a
+guest must answer every echo out of that QEMU's netdev.  illan records
+the LAN's interrupt in the carried interrupt controller, but QEMU 7.2
+under TCG does not carry a CPU's pending external interrupt across a
 migration, so the guest may not look at its queue until its next
 interrupt: if the replies do not come, a keystroke on its console (the
 spapr-vty's interrupt) is the nudge, and the transcript says whether it
-was needed.  Last, QEMU hands the guest to illan a second time, and the
+was needed.  A frame into QEMU's own netdev is only a diagnosis when
+even the nudge does not bring them.  Last, QEMU hands the guest to illan a second time, and the
 buffers the guest has posted must be those it had posted at the first
 takeover: it took back as many as the echoes used.
 """
@@ -495,6 +497,7 @@ def run_case(args, name, case, ns, tmp):
         replies.seqs.clear()
         migrate(i1, qb, uri2, 'illan -> QEMU')
         t_back = time.monotonic()
+        recorded = i1.qmp.cmd('query-migrate').get('x-carried-irqs', {})
         # Its XDP program leaves dut0 with it, for the next illan.
         i1.stop()
         echoes = set(range(1, args.pings + 1))
@@ -530,7 +533,9 @@ def run_case(args, name, case, ns, tmp):
         ('' if echoed else ' (the guest did not echo the key)')
     if probed is not None:
         nudge += f'; after a frame from QEMU\'s netdev: {probed}'
-    print(f'{name}: delivered={delivered} replies={total}/{args.pings} '
+    recorded = ','.join(f'{k}={v}' for k, v in sorted(recorded.items()))
+    print(f'{name}: delivered={delivered} recorded={recorded or "none"} '
+          f'replies={total}/{args.pings} '
           f'nudge: {nudge}; reply {reply_s:.1f} s; posted '
           f'{posted(first)[0]} then {posted(second)[0]}; boot {boot_s:.0f} s, '
           f'case {time.monotonic() - t0:.0f} s'

@@ -88,6 +88,10 @@ IrqLine *spapr_irq_input(SpaprMachineState *spapr, uint32_t irq);
  * nothing can raise it. */
 bool spapr_irq_claim(SpaprMachineState *spapr, uint32_t irq,
                      IrqHandler handler, void *opaque);
+/* Whether source @irq was raised since the last accepted stream or
+ * the last take; the take clears it.  Any thread. */
+bool spapr_irq_take_raised(SpaprMachineState *spapr, uint32_t irq);
+void spapr_irq_forget_raised(SpaprMachineState *spapr);
 /* Reroute every interrupt source to @handler (qtest's irq_intercept_in). */
 void spapr_irq_intercept(SpaprMachineState *spapr, IrqHandler handler,
                          void *opaque);
