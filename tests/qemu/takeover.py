@@ -17,9 +17,10 @@ migration, so the guest may not look at its queue until its next
 interrupt: if the replies do not come, a keystroke on its console (the
 spapr-vty's interrupt) is the nudge, and the transcript says whether it
 was needed.  A frame into QEMU's own netdev is only a diagnosis when
-even the nudge does not bring them.  Last, QEMU hands the guest to illan a second time, and the
-buffers the guest has posted must be those it had posted at the first
-takeover: it took back as many as the echoes used.
+even the nudge does not bring them.  Last, QEMU hands the guest to illan
+a second time, started without -M and -m (it takes them from the
+stream), and the buffers the guest has posted must be those it had
+posted at the first takeover: it took back as many as the echoes used.
 """
 
 import argparse
@@ -239,14 +240,19 @@ class Illan:
     """illan in the device's namespace, waiting for a migration on its LAN
     over af-xdp; native XDP, or generic if the veth refuses it."""
 
-    def __init__(self, args, case, tmp, name, ns, incoming, mode):
+    def __init__(self, args, case, tmp, name, ns, incoming, mode,
+                 derive=False):
+        """derive: no -M or -m, as the stream says them; its QMP is up
+        only once the stream's beginning came."""
         self.qmp_path = os.path.join(tmp, f'{name}.qmp')
+        self.mode = mode
         lan = f'spapr-vlan,reg={LAN_REG:#x},netdev=n0,mac={GUEST_MAC}'
         if case['pools']:
             lan += f',use-rx-buffer-pools={case["pools"]}'
+        machine = [] if derive else ['-M', case['machine'], '-m', '1G']
         self.proc = Proc(name, [
             'ip', 'netns', 'exec', ns.dut, os.path.join(args.build, 'illan'),
-            '-M', case['machine'], '-m', '1G', '-device', lan,
+            *machine, '-device', lan,
             '-netdev', f'af-xdp,id=n0,ifname=dut0,mode={mode},queues=1',
             '-qmp', f'unix:{self.qmp_path},server=on,wait=off',
             '-incoming', incoming],
@@ -383,6 +389,8 @@ def migrate(src, dst, uri, what):
         return info.get('status') == 'completed'
 
     wait_for(f'{what}: source completed', MIGRATE_TIMEOUT_S, src_done, src)
+    if dst.qmp is None:
+        dst.connect()
     status = wait_for(f'{what}: destination loaded', MIGRATE_TIMEOUT_S,
                       lambda: (lambda s: s if s != 'inmigrate' else None)(
                           dst.qmp.cmd('query-status')['status']), dst)
@@ -508,10 +516,17 @@ def run_case(args, name, case, ns, tmp):
         probed = probe_queue(udp, qb, replies, args.pings) \
             if total < args.pings else None
 
+        # The second takeover as a user may start it: without -M and -m,
+        # which illan takes from the stream, in the XDP mode that worked.
         uri3 = f'unix:{tmp}/{name}-3.mig'
-        i2 = start_illan(args, case, tmp, f'{name}-illan2', ns, uri3)
+        ns.set_gro(i1.mode)
+        i2 = Illan(args, case, tmp, f'{name}-illan2', ns, uri3, i1.mode,
+                   derive=True)
         procs.append(i2)
-        migrate(qb, i2, uri3, 'QEMU -> illan again')
+        # No QMP yet to say it listens: its socket does.
+        wait_for(f'{name}-illan2 listening', START_TIMEOUT_S,
+                 lambda: os.path.exists(uri3[len('unix:'):]), i2)
+        migrate(qb, i2, uri3, 'QEMU -> illan again (-M, -m derived)')
         second = lan_stats(i2)
     finally:
         for proc in reversed(procs):
