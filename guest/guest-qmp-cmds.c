@@ -209,9 +209,9 @@ static JsonNode *guest_set_mac(JsonObject *args, QmpError *err)
     if (!g) {
         return NULL;
     }
-    if (!mac_parse(str, &mac) || (mac.a[0] & 1)) {
+    if (!mac_parse(str, &mac)) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'mac' expects a "
-                      "unicast MAC address, not '%s'", str);
+                      "MAC address, not '%s'", str);
         return NULL;
     }
     if (!guest_may_act(g, "x-guest-set-mac", err)) {

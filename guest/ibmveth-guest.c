@@ -1013,9 +1013,19 @@ static bool has_driver(IbmvethGuest *g, GError **errp)
 bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
                            GError **errp)
 {
+    static const uint8_t zero[6];
     uint64_t mac = mac_to_u64(addr);
     int64_t rc;
 
+    /* ibmveth_set_mac_addr: is_valid_ether_addr, before any hcall. */
+    if ((addr[0] & 1) || !memcmp(addr, zero, 6)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MAC "
+                    "%02x:%02x:%02x:%02x:%02x:%02x is not a valid unicast "
+                    "address; Linux's ibmveth refuses it before "
+                    "H_CHANGE_LOGICAL_LAN_MAC (EADDRNOTAVAIL)", g->id,
+                    addr[0], addr[1], addr[2], addr[3], addr[4], addr[5]);
+        return false;
+    }
     if (!has_driver(g, errp)) {
         return false;
     }
@@ -1075,6 +1085,15 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     int last = pool_for_mtu(&g->conf.drv, mtu);
     IbmvethConf want;
 
+    /* The net core checks min_mtu and max_mtu before the driver sees
+     * the MTU (dev_validate_mtu), then change_mtu looks for a pool. */
+    if (mtu > IBMVETH_MAX_MTU) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MTU %u is out of "
+                    "range %d to %d (Linux's ibmveth: ETH_MAX_MTU 65535 "
+                    "less the %d bytes a buffer adds to the MTU)", g->id,
+                    mtu, IBMVETH_MIN_MTU, IBMVETH_MAX_MTU, IBMVETH_BUFF_OH);
+        return false;
+    }
     if (mtu < IBMVETH_MIN_MTU || last < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MTU %u is out of "
                     "range %d to %u (a buffer holds the MTU + %d bytes, and "

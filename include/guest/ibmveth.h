@@ -305,6 +305,8 @@ typedef struct IbmvethState {
  * and the 8-byte handle. */
 #define IBMVETH_BUFF_OH     22
 #define IBMVETH_MIN_MTU     68
+/* Linux's max_mtu for ibmveth: ETH_MAX_MTU (65535) less the overhead. */
+#define IBMVETH_MAX_MTU     (65535 - IBMVETH_BUFF_OH)
 #define IBMVETH_DEFAULT_MTU 1500
 
 /* The interface's address: the conf's, or the last one changed. */

@@ -231,9 +231,9 @@ static void test_mac_and_mtu(void)
                     "{'id': 'g0', 'mtu': 70000}}");
     g_assert_cmpstr(json_object_get_string_member(
                         json_object_get_object_member(big, "error"), "desc"),
-                    ==, "guest 'g0': MTU 70000 is out of range 68 to 65514 "
-                    "(a buffer holds the MTU + 22 bytes, and the largest "
-                    "pool's are 65536)");
+                    ==, "guest 'g0': MTU 70000 is out of range 68 to 65513 "
+                    "(Linux's ibmveth: ETH_MAX_MTU 65535 less the 22 bytes "
+                    "a buffer adds to the MTU)");
     guest_cmd_ok(&r, "{'execute': 'system_reset'}");
     qrig_wait_stat(r.qts, "guest.resets", 1);
     assert_echoed(&r, guest_mac, 60, 4);
@@ -260,6 +260,47 @@ static void set_mtu(QRig *r, unsigned mtu)
     guest_cmd_ok(r, cmd);
 }
 
+static char *error_desc(QRig *r, const char *cmd)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->qts, "%s", cmd);
+
+    g_assert_true(json_object_has_member(rsp, "error"));
+    return g_strdup(json_object_get_string_member(
+                        json_object_get_object_member(rsp, "error"), "desc"));
+}
+
+/*
+ * What Linux's ibmveth refuses before any hcall: an MTU over its
+ * max_mtu (ETH_MAX_MTU less the 22 bytes a buffer adds, 65513, though
+ * the 64 KiB pool would hold 65514), and a MAC that is not a valid
+ * unicast address (ibmveth_set_mac_addr: is_valid_ether_addr).  The
+ * interface goes on as it was.
+ */
+static void test_linux_limits(void)
+{
+    g_autofree char *mtu = NULL, *zero = NULL, *multi = NULL;
+    QRig r;
+
+    rig_start(&r, "on", "fwd=macswap");
+    mtu = error_desc(&r, "{'execute': 'x-guest-set-mtu', 'arguments': "
+                     "{'id': 'g0', 'mtu': 65514}}");
+    g_assert_cmpstr(mtu, ==, "guest 'g0': MTU 65514 is out of range 68 to "
+                    "65513 (Linux's ibmveth: ETH_MAX_MTU 65535 less the 22 "
+                    "bytes a buffer adds to the MTU)");
+    zero = error_desc(&r, "{'execute': 'x-guest-set-mac', 'arguments': "
+                      "{'id': 'g0', 'mac': '00:00:00:00:00:00'}}");
+    g_assert_cmpstr(zero, ==, "guest 'g0': MAC 00:00:00:00:00:00 is not a "
+                    "valid unicast address; Linux's ibmveth refuses it "
+                    "before H_CHANGE_LOGICAL_LAN_MAC (EADDRNOTAVAIL)");
+    multi = error_desc(&r, "{'execute': 'x-guest-set-mac', 'arguments': "
+                       "{'id': 'g0', 'mac': '01:00:5e:00:00:01'}}");
+    g_assert_nonnull(strstr(multi, "is not a valid unicast address"));
+    assert_echoed(&r, guest_mac, 60, 1);
+    set_mtu(&r, 65513);
+    assert_echoed(&r, guest_mac, 1514, 2);
+    qrig_stop(&r);
+}
+
 /*
  * "ip link set mtu" and "ip link set address" again and again: each MTU
  * change closes, which frees the queues and pools, and opens, which
@@ -270,7 +311,7 @@ static void set_mtu(QRig *r, unsigned mtu)
  */
 static void test_mtu_cycles(void)
 {
-    static const unsigned mtus[] = { 1500, 9000, 65514 };
+    static const unsigned mtus[] = { 1500, 9000, 65513 };
     static const char *const macs[] = { "52:54:00:12:34:56",
                                         "52:54:00:ab:cd:02" };
     static const uint8_t new_mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0x02 };
@@ -327,11 +368,11 @@ static void test_mtu_no_memory(void)
     set_mtu(&r, 9000);
     in_use = driver_memory(&r, "in-use-bytes");
     rsp = qtest_qmp(r.qts, "{'execute': 'x-guest-set-mtu', 'arguments': "
-                    "{'id': 'g0', 'mtu': 65514}}");
+                    "{'id': 'g0', 'mtu': 65513}}");
     desc = json_object_get_string_member(
         json_object_get_object_member(rsp, "error"), "desc");
     g_test_message("%s", desc);
-    g_assert_true(g_str_has_prefix(desc, "guest 'g0': MTU 65514: no guest "
+    g_assert_true(g_str_has_prefix(desc, "guest 'g0': MTU 65513: no guest "
                                    "memory for"));
     g_assert_cmpint(driver_memory(&r, "in-use-bytes"), ==, in_use);
     g_assert_cmpint(qrig_stat(r.qts, "guest.drops.closed"), ==, 0);
@@ -806,6 +847,7 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/spin", test_spin);
     g_test_add_func("/guest/macswap", test_macswap);
     g_test_add_func("/guest/mac-and-mtu", test_mac_and_mtu);
+    g_test_add_func("/guest/linux-limits", test_linux_limits);
     g_test_add_func("/guest/mtu-cycles", test_mtu_cycles);
     g_test_add_func("/guest/mtu-no-memory", test_mtu_no_memory);
     g_test_add_func("/guest/long-tcp", test_long_tcp);
