@@ -1019,11 +1019,15 @@ bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
 
     /* ibmveth_set_mac_addr: is_valid_ether_addr, before any hcall. */
     if ((addr[0] & 1) || !memcmp(addr, zero, 6)) {
-        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MAC "
-                    "%02x:%02x:%02x:%02x:%02x:%02x is not a valid unicast "
-                    "address; Linux's ibmveth refuses it before "
-                    "H_CHANGE_LOGICAL_LAN_MAC (EADDRNOTAVAIL)", g->id,
-                    addr[0], addr[1], addr[2], addr[3], addr[4], addr[5]);
+        MACAddr bad;
+        g_autofree char *str = NULL;
+
+        memcpy(bad.a, addr, 6);
+        str = mac_format(&bad);
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MAC %s is not a "
+                    "valid unicast address; Linux's ibmveth refuses it "
+                    "before H_CHANGE_LOGICAL_LAN_MAC (EADDRNOTAVAIL)", g->id,
+                    str);
         return false;
     }
     if (!has_driver(g, errp)) {

@@ -244,6 +244,27 @@ static bool member_uint(JsonObject *o, const char *name, uint64_t *val)
     return true;
 }
 
+/* Field @i of a description's "fields": its object, and the size of one
+ * element and their count ("array_len" for a compressed array), each
+ * bounded so that no sum of them wraps: no body is 4 GiB. */
+static JsonObject *field_extent(JsonArray *fields, guint i, uint64_t *size,
+                                uint64_t *count)
+{
+    JsonNode *n = json_array_get_element(fields, i);
+    JsonObject *f = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n)
+                                              : NULL;
+
+    *count = 1;
+    if (!f || !member_uint(f, "size", size) ||
+        (json_object_has_member(f, "array_len") &&
+         !member_uint(f, "array_len", count)) ||
+        *size > G_MAXUINT32 || *count > G_MAXUINT32 ||
+        *size * *count > G_MAXUINT32) {
+        return NULL;
+    }
+    return f;
+}
+
 StreamLayout *stream_layout_copy(const StreamLayout *l)
 {
     StreamLayout *c = stream_layout_new();
@@ -305,22 +326,12 @@ static bool fields_find(JsonArray *fields, const char *name, unsigned index,
     uint64_t at = 0;
 
     for (guint i = 0; i < json_array_get_length(fields); i++) {
-        JsonNode *n = json_array_get_element(fields, i);
-        JsonObject *f = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n)
-                                                  : NULL;
-        uint64_t sz, count = 1, idx = 0;
+        uint64_t sz, count, idx = 0;
+        JsonObject *f = field_extent(fields, i, &sz, &count);
 
-        /* Bounded, so that no sum below wraps: no body is 4 GiB. */
-        if (!f || !member_uint(f, "size", &sz) || sz > G_MAXUINT32 ||
-            at > G_MAXUINT32) {
-            return false;
-        }
-        if (json_object_has_member(f, "array_len") &&
-            (!member_uint(f, "array_len", &count) || count > G_MAXUINT32)) {
-            return false;
-        }
-        if (json_object_has_member(f, "index") &&
-            !member_uint(f, "index", &idx)) {
+        if (!f || at > G_MAXUINT32 ||
+            (json_object_has_member(f, "index") &&
+             !member_uint(f, "index", &idx))) {
             return false;
         }
         if (!g_strcmp0(json_object_get_string_member_with_default(
@@ -341,6 +352,16 @@ static bool fits(size_t offset, size_t size, size_t len)
     return offset <= len && size <= len - offset;
 }
 
+/* The description of @r as a JSON object, parsed into @p. */
+static JsonObject *record_desc(const LayoutRecord *r, JsonParser *p)
+{
+    if (!r || !json_parser_load_from_data(p, r->desc_json, -1, NULL) ||
+        !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p))) {
+        return NULL;
+    }
+    return json_node_get_object(json_parser_get_root(p));
+}
+
 bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
                               uint32_t instance, const char *field,
                               unsigned index, const char *member,
@@ -348,15 +369,13 @@ bool stream_layout_find_field(const StreamLayout *l, const char *idstr,
 {
     LayoutRecord *r = find_carried(l, idstr, instance);
     g_autoptr(JsonParser) p = json_parser_new_immutable();
-    JsonObject *o, *f, *inner;
+    JsonObject *o = record_desc(r, p), *f, *inner;
     JsonNode *fields, *strct;
     size_t at, in_at, outer;
 
-    if (!r || !json_parser_load_from_data(p, r->desc_json, -1, NULL) ||
-        !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p))) {
+    if (!o) {
         return false;
     }
-    o = json_node_get_object(json_parser_get_root(p));
     fields = json_object_get_member(o, "fields");
     if (!fields || !JSON_NODE_HOLDS_ARRAY(fields) ||
         !fields_find(json_node_get_array(fields), field, index, &at, size,
@@ -393,15 +412,6 @@ const uint8_t *stream_layout_peek_body(const StreamLayout *l,
     return r ? g_bytes_get_data(r->body, len) : NULL;
 }
 
-/* The description of @r as a JSON object, parsed into @p. */
-static JsonObject *record_desc(const LayoutRecord *r, JsonParser *p)
-{
-    if (!r || !json_parser_load_from_data(p, r->desc_json, -1, NULL) ||
-        !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(p))) {
-        return NULL;
-    }
-    return json_node_get_object(json_parser_get_root(p));
-}
 
 bool stream_layout_find_subsection_field(const StreamLayout *l,
                                          const char *idstr,
@@ -606,16 +616,9 @@ static bool vmsd_length(JsonObject *o, int depth, uint64_t *len,
 static bool fields_length(JsonArray *fields, uint64_t *len, GError **errp)
 {
     for (guint i = 0; i < json_array_get_length(fields); i++) {
-        JsonNode *n = json_array_get_element(fields, i);
-        JsonObject *field = JSON_NODE_HOLDS_OBJECT(n)
-                            ? json_node_get_object(n) : NULL;
-        uint64_t size, count = 1;
+        uint64_t size, count;
 
-        if (!field || !member_uint(field, "size", &size) ||
-            (json_object_has_member(field, "array_len") &&
-             !member_uint(field, "array_len", &count)) ||
-            size > G_MAXUINT32 || count > G_MAXUINT32 ||
-            size * count > G_MAXUINT32 || *len > G_MAXUINT32) {
+        if (!field_extent(fields, i, &size, &count) || *len > G_MAXUINT32) {
             g_set_error(errp, ILLAN_ERROR, 0, "field %u has no valid size "
                         "(or one of 4 GiB or more)", i);
             return false;

@@ -69,14 +69,21 @@ static StreamLayout *layout_get(void)
     return l;
 }
 
-void qemu_loadvm_forget_carried(void)
+/* What the machine carries from now on (a reference is taken). */
+static void layout_set(StreamLayout *l)
 {
     StreamLayout *old;
 
     g_mutex_lock(&layout_lock);
     old = g_steal_pointer(&committed_layout);
+    committed_layout = l ? stream_layout_ref(l) : NULL;
     g_mutex_unlock(&layout_lock);
     stream_layout_unref(old);
+}
+
+void qemu_loadvm_forget_carried(void)
+{
+    layout_set(NULL);
 }
 
 bool qemu_loadvm_carried(uint64_t *bytes, unsigned *sections)
@@ -325,14 +332,9 @@ static StreamLayout *carried_now(void)
     }
     copy = stream_layout_copy(l);
     stream_layout_unref(l);
-    if (!carried_hook(copy, carried_hook_opaque)) {
-        return copy;
+    if (carried_hook(copy, carried_hook_opaque)) {
+        layout_set(copy);
     }
-    g_mutex_lock(&layout_lock);
-    l = g_steal_pointer(&committed_layout);
-    committed_layout = stream_layout_ref(copy);
-    g_mutex_unlock(&layout_lock);
-    stream_layout_unref(l);
     return copy;
 }
 
@@ -625,16 +627,15 @@ static SaveStateEntry *find_entry(const char *idstr, uint32_t instance_id)
 
 void qemu_loadvm_commit(bool commit)
 {
-    StreamLayout *old = NULL;
+    StreamLayout *loaded;
 
     g_mutex_lock(&layout_lock);
-    if (commit) {
-        old = g_steal_pointer(&committed_layout);
-        committed_layout = g_steal_pointer(&pending_layout);
-    }
-    g_clear_pointer(&pending_layout, stream_layout_unref);
+    loaded = g_steal_pointer(&pending_layout);
     g_mutex_unlock(&layout_lock);
-    stream_layout_unref(old);
+    if (commit) {
+        layout_set(loaded);
+    }
+    stream_layout_unref(loaded);
     if (commit && commit_hook) {
         commit_hook(commit_hook_opaque);
     }

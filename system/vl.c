@@ -634,16 +634,10 @@ static void announce_after_incoming(MigrationStatus status, void *opaque)
  */
 static bool arg_wants_help(const char *arg)
 {
-    g_auto(GStrv) parts = g_strsplit(arg ? arg : "", ",", -1);
+    g_autoptr(QemuOpts) opts = arg ? cmdline_parse_opt("", arg, "type", NULL,
+                                                       NULL) : NULL;
 
-    for (char **p = parts; *p; p++) {
-        const char *v = strchr(*p, '=') ? strchr(*p, '=') + 1 : *p;
-
-        if (!strcmp(v, "help") || !strcmp(v, "?")) {
-            return true;
-        }
-    }
-    return false;
+    return opts && qemu_opts_wants_help(opts);
 }
 
 static bool args_want_help(const GPtrArray *args)

@@ -455,14 +455,16 @@ static bool compare_lan_macs(const void *guest, const void *ours,
         const uint8_t *have = theirs >= 0 ? fdt_mac(guest, theirs) : NULL;
 
         if (want && have && memcmp(want, have, 6)) {
-            g_set_error(errp, ILLAN_ERROR, 0, "the guest's %s has MAC "
-                        "%02x:%02x:%02x:%02x:%02x:%02x (its device tree), "
-                        "this machine's %02x:%02x:%02x:%02x:%02x:%02x: give "
-                        "its -device mac=%02x:%02x:%02x:%02x:%02x:%02x",
-                        name, have[0], have[1], have[2], have[3], have[4],
-                        have[5], want[0], want[1], want[2], want[3], want[4],
-                        want[5], have[0], have[1], have[2], have[3], have[4],
-                        have[5]);
+            MACAddr guest_mac, our_mac;
+            g_autofree char *theirs = NULL, *mine = NULL;
+
+            memcpy(guest_mac.a, have, 6);
+            memcpy(our_mac.a, want, 6);
+            theirs = mac_format(&guest_mac);
+            mine = mac_format(&our_mac);
+            g_set_error(errp, ILLAN_ERROR, 0, "the guest's %s has MAC %s "
+                        "(its device tree), this machine's %s: give its "
+                        "-device mac=%s", name, theirs, mine, theirs);
             return false;
         }
     }
