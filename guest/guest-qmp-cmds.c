@@ -59,6 +59,16 @@ static JsonObject *guest_drops(const IbmvethGuestStats *st)
     return o;
 }
 
+static JsonObject *guest_hcalls(const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    for (GuestHcall h = 0; h < GUEST_HCALL__MAX; h++) {
+        json_object_set_int_member(o, guest_hcall_name(h), st->hcalls[h]);
+    }
+    return o;
+}
+
 /* What was negotiated with the device, and what it carried. */
 static JsonObject *guest_offloads(const IbmvethGuestConf *c,
                                   const IbmvethGuestStats *st)
@@ -118,6 +128,7 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_object_member(o, "memory", guest_memory(&st));
     json_object_set_object_member(o, "reasm", guest_reasm(&st));
     json_object_set_object_member(o, "drops", guest_drops(&st));
+    json_object_set_object_member(o, "hcalls", guest_hcalls(&st));
     json_object_set_int_member(o, "cpu-ns", st.cpu_ns);
     json_object_set_member(o, "rx-latency", guest_rx_latency(&st));
     json_array_add_object_element(opaque, o);

@@ -111,6 +111,50 @@ const char *guest_drop_name(GuestDrop drop)
     return drop < GUEST_DROP__MAX ? drop_names[drop] : "?";
 }
 
+static const struct {
+    uint64_t opcode;
+    const char *name;
+} hcall_names[GUEST_HCALL__MAX] = {
+    [GUEST_HCALL_PUT_TCE] = { H_PUT_TCE, "H_PUT_TCE" },
+    [GUEST_HCALL_PUT_TCE_INDIRECT] = { H_PUT_TCE_INDIRECT,
+                                       "H_PUT_TCE_INDIRECT" },
+    [GUEST_HCALL_STUFF_TCE] = { H_STUFF_TCE, "H_STUFF_TCE" },
+    [GUEST_HCALL_VIO_SIGNAL] = { H_VIO_SIGNAL, "H_VIO_SIGNAL" },
+    [GUEST_HCALL_REGISTER_LOGICAL_LAN] = { H_REGISTER_LOGICAL_LAN,
+                                           "H_REGISTER_LOGICAL_LAN" },
+    [GUEST_HCALL_FREE_LOGICAL_LAN] = { H_FREE_LOGICAL_LAN,
+                                       "H_FREE_LOGICAL_LAN" },
+    [GUEST_HCALL_ADD_LOGICAL_LAN_BUFFER] = { H_ADD_LOGICAL_LAN_BUFFER,
+                                             "H_ADD_LOGICAL_LAN_BUFFER" },
+    [GUEST_HCALL_ADD_LOGICAL_LAN_BUFFERS] = { H_ADD_LOGICAL_LAN_BUFFERS,
+                                              "H_ADD_LOGICAL_LAN_BUFFERS" },
+    [GUEST_HCALL_SEND_LOGICAL_LAN] = { H_SEND_LOGICAL_LAN,
+                                       "H_SEND_LOGICAL_LAN" },
+    [GUEST_HCALL_MULTICAST_CTRL] = { H_MULTICAST_CTRL, "H_MULTICAST_CTRL" },
+    [GUEST_HCALL_CHANGE_LOGICAL_LAN_MAC] = { H_CHANGE_LOGICAL_LAN_MAC,
+                                             "H_CHANGE_LOGICAL_LAN_MAC" },
+    [GUEST_HCALL_ILLAN_ATTRIBUTES] = { H_ILLAN_ATTRIBUTES,
+                                       "H_ILLAN_ATTRIBUTES" },
+    [GUEST_HCALL_OTHER] = { 0, "other" },
+};
+
+const char *guest_hcall_name(GuestHcall h)
+{
+    return h < GUEST_HCALL__MAX ? hcall_names[h].name : "?";
+}
+
+static GuestHcall hcall_of_opcode(uint64_t opcode)
+{
+    GuestHcall h;
+
+    for (h = 0; h < GUEST_HCALL_OTHER; h++) {
+        if (hcall_names[h].opcode == opcode) {
+            break;
+        }
+    }
+    return h;
+}
+
 /* Counters have one writer, the vCPU thread; readers load them whole. */
 #define STAT_ADD(g, field, n)                                             \
     __atomic_store_n(&(g)->st.field, (g)->st.field + (n), __ATOMIC_RELAXED)
@@ -126,6 +170,7 @@ static int64_t bus_hcall(void *opaque, uint64_t opcode, unsigned nargs,
     int64_t rc;
 
     memcpy(regs, args, MIN(nargs, HCALL_NARGS) * sizeof(regs[0]));
+    STAT_ADD(g, hcalls[hcall_of_opcode(opcode)], 1);
     rc = spapr_hypercall(g->spapr, opcode, regs, &valid);
     memcpy(args, regs, MIN(nout, valid) * sizeof(regs[0]));
     return rc;

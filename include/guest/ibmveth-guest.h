@@ -72,6 +72,28 @@ typedef enum GuestDrop {
 
 const char *guest_drop_name(GuestDrop drop);
 
+/* The hcalls a driver issues, counted by opcode: the figures a real
+ * guest's hcall trace is compared with. */
+typedef enum GuestHcall {
+    GUEST_HCALL_PUT_TCE,
+    GUEST_HCALL_PUT_TCE_INDIRECT,
+    GUEST_HCALL_STUFF_TCE,
+    GUEST_HCALL_VIO_SIGNAL,
+    GUEST_HCALL_REGISTER_LOGICAL_LAN,
+    GUEST_HCALL_FREE_LOGICAL_LAN,
+    GUEST_HCALL_ADD_LOGICAL_LAN_BUFFER,
+    GUEST_HCALL_ADD_LOGICAL_LAN_BUFFERS,
+    GUEST_HCALL_SEND_LOGICAL_LAN,
+    GUEST_HCALL_MULTICAST_CTRL,
+    GUEST_HCALL_CHANGE_LOGICAL_LAN_MAC,
+    GUEST_HCALL_ILLAN_ATTRIBUTES,
+    GUEST_HCALL_OTHER,
+    GUEST_HCALL__MAX,
+} GuestHcall;
+
+/* PAPR's name of the hcall ("H_PUT_TCE"), "other" for the rest. */
+const char *guest_hcall_name(GuestHcall h);
+
 typedef struct IbmvethGuestStats {
     uint64_t rx_frames, rx_bytes;
     uint64_t tx_frames, tx_bytes;       /* H_SEND succeeded or H_DROPPED */
@@ -99,6 +121,7 @@ typedef struct IbmvethGuestStats {
     uint64_t add_failures;
     uint64_t rx_no_buffer;      /* the device's count at buffer-list+4088 */
     uint64_t drops[GUEST_DROP__MAX];
+    uint64_t hcalls[GUEST_HCALL__MAX];
     uint64_t cpu_ns;            /* the vCPU thread's CPU time */
     /* One sample a device batch that came with the XDP program's
      * stamp: from the program to the vCPU's reading its last frame's

@@ -128,6 +128,9 @@ static void test_rxonly(void)
     g_assert_cmpint(qjson_int(g, "buffer-bytes"), ==, 10 * 512 + 20 * 2048);
     g_assert_cmpint(qjson_int(g, "rx-bytes"), ==, 10 * (60 + 600 + 1514));
     g_assert_cmpint(qjson_int(g, "rx-no-buffer"), ==, 0);
+    g_assert_cmpint(qjson_int(g, "hcalls.H_REGISTER_LOGICAL_LAN"), ==, 1);
+    g_assert_cmpint(qjson_int(g, "hcalls.H_FREE_LOGICAL_LAN"), ==, 0);
+    g_assert_cmpint(qjson_int(g, "hcalls.H_SEND_LOGICAL_LAN"), ==, 0);
     g_assert_cmpstr(json_object_get_string_member(g, "poll"), ==, "irq");
     /* Asleep on the interrupt while nothing arrives: it looks at its
      * queue every 10 ms (LOOK_MS, for a lost interrupt) and polls no
