@@ -11,7 +11,7 @@
 #include <linux/virtio_net.h>
 #include <string.h>
 
-#include "hw/net/llan_offload.h"
+#include "guest/inet-l4.h"
 
 #define TCP_FLAG_PSH        0x08
 #define TCP_FLAG_ACK        0x10
@@ -19,14 +19,14 @@
 #define IPV4_DF             0x40    /* in the flags byte */
 #define IP_MAX_LEN          65535
 /* Ethernet, IPv6 (or IPv4 with options) and the largest TCP header. */
-#define HDR_MAX             (LLAN_ETH_HLEN + 60 + 60)
+#define HDR_MAX             (INET_ETH_HLEN + 60 + 60)
 
 struct Gro {
     GroOutputFn *output;
     void *opaque;
     bool held;
     const uint8_t *first;       /* the first segment, as received */
-    LlanL4 f;                /* its layers */
+    InetL4 f;                   /* its layers */
     uint32_t hdr_len;           /* Ethernet + IP + TCP */
     uint32_t payload;           /* the payload held */
     uint16_t mss;               /* the first segment's payload */
@@ -77,22 +77,22 @@ void gro_get_stats(const Gro *gro, GroStats *st)
     *st = gro->st;
 }
 
-static uint32_t tcp_hlen(const uint8_t *frame, const LlanL4 *f)
+static uint32_t tcp_hlen(const uint8_t *frame, const InetL4 *f)
 {
     return (frame[f->l4 + 12] >> 4) * 4;
 }
 
 /* The headers a segment must share with the first, byte for byte. */
 static bool same_flow(const Gro *gro, const uint8_t *frame,
-                      const LlanL4 *f)
+                      const InetL4 *f)
 {
     const uint8_t *a = gro->first, *b = frame;
-    const uint8_t *ipa = a + LLAN_ETH_HLEN, *ipb = b + LLAN_ETH_HLEN;
+    const uint8_t *ipa = a + INET_ETH_HLEN, *ipb = b + INET_ETH_HLEN;
     const uint8_t *tha = a + gro->f.l4, *thb = b + f->l4;
     uint32_t thlen = tcp_hlen(a, &gro->f);
 
     if (f->ip_version != gro->f.ip_version || f->l4 != gro->f.l4 ||
-        tcp_hlen(b, f) != thlen || memcmp(a, b, LLAN_ETH_HLEN)) {
+        tcp_hlen(b, f) != thlen || memcmp(a, b, INET_ETH_HLEN)) {
         return false;
     }
     if (f->ip_version == 4) {
@@ -114,16 +114,16 @@ static bool same_flow(const Gro *gro, const uint8_t *frame,
 }
 
 /* The TCP header's length, or UDP's. */
-static uint32_t l4_hlen(const uint8_t *frame, const LlanL4 *f)
+static uint32_t l4_hlen(const uint8_t *frame, const InetL4 *f)
 {
-    return f->proto == LLAN_IPPROTO_TCP ? tcp_hlen(frame, f) : 8;
+    return f->proto == INET_IPPROTO_TCP ? tcp_hlen(frame, f) : 8;
 }
 
-static void hold_first(Gro *gro, const uint8_t *frame, const LlanL4 *f,
+static void hold_first(Gro *gro, const uint8_t *frame, const InetL4 *f,
                        uint16_t gso_size)
 {
     uint32_t hlen = l4_hlen(frame, f);
-    bool tcp = f->proto == LLAN_IPPROTO_TCP;
+    bool tcp = f->proto == INET_IPPROTO_TCP;
 
     gro->held = true;
     gro->first = frame;
@@ -134,7 +134,7 @@ static void hold_first(Gro *gro, const uint8_t *frame, const LlanL4 *f,
     gro->large = gso_size != 0;
     gro->next_seq = tcp ? ld_be32(frame + f->l4 + 4) + gro->payload : 0;
     gro->next_id = f->ip_version == 4 ?
-                   ld_be16(frame + LLAN_ETH_HLEN + 4) + 1 : 0;
+                   ld_be16(frame + INET_ETH_HLEN + 4) + 1 : 0;
     gro->push = tcp ? frame[f->l4 + TCP_FLAGS_OFF] & TCP_FLAG_PSH : 0;
     gro->ended = gro->push != 0;
     memcpy(gro->hdr, frame, gro->hdr_len);
@@ -146,14 +146,14 @@ static void hold_first(Gro *gro, const uint8_t *frame, const LlanL4 *f,
 
 /* Appends @frame's payload; false when it must start a packet of its
  * own. */
-static bool merge(Gro *gro, const uint8_t *frame, const LlanL4 *f)
+static bool merge(Gro *gro, const uint8_t *frame, const InetL4 *f)
 {
     uint32_t thlen = tcp_hlen(frame, f);
     uint32_t payload = f->l4_len - thlen;
 
     if (gro->ended || gro->large || gro->nseg == GRO_MAX_SEGS ||
         payload > gro->mss ||
-        gro->hdr_len - LLAN_ETH_HLEN + gro->payload + payload > IP_MAX_LEN ||
+        gro->hdr_len - INET_ETH_HLEN + gro->payload + payload > IP_MAX_LEN ||
         ld_be32(frame + f->l4 + 4) != gro->next_seq ||
         !same_flow(gro, frame, f)) {
         return false;
@@ -172,23 +172,26 @@ static bool merge(Gro *gro, const uint8_t *frame, const LlanL4 *f)
 
 void gro_flush(Gro *gro)
 {
-    LlanL4 f = gro->f;
+    InetL4 f = gro->f;
     if (!gro->held) {
         return;
     }
     gro->held = false;
     f.l4_len = gro->hdr_len - f.l4 + gro->payload;
     if (f.ip_version == 4) {
-        st_be16(gro->hdr + LLAN_ETH_HLEN + 2, f.l4 - LLAN_ETH_HLEN + f.l4_len);
-        llan_ipv4_fill_csum(gro->hdr + LLAN_ETH_HLEN);
+        st_be16(gro->hdr + INET_ETH_HLEN + 2, f.l4 - INET_ETH_HLEN + f.l4_len);
+        st_be16(gro->hdr + INET_ETH_HLEN + 10, 0);
+        st_be16(gro->hdr + INET_ETH_HLEN + 10,
+                ip_header_checksum(gro->hdr + INET_ETH_HLEN,
+                                   f.l4 - INET_ETH_HLEN));
     } else {
-        st_be16(gro->hdr + LLAN_ETH_HLEN + 4, f.l4_len);
+        st_be16(gro->hdr + INET_ETH_HLEN + 4, f.l4_len);
     }
-    if (f.proto == LLAN_IPPROTO_TCP) {
+    if (f.proto == INET_IPPROTO_TCP) {
         gro->hdr[f.l4 + TCP_FLAGS_OFF] |= gro->push;
     }
     /* Trusted: the stack takes it as checksummed by an offload. */
-    st_be16(gro->hdr + f.csum_at, llan_pseudo_sum(gro->hdr, &f));
+    st_be16(gro->hdr + f.csum_at, inet_l4_partial_field(gro->hdr, &f));
     gro->vnet = (struct virtio_net_hdr) {
         .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
         .gso_type = gro->payload > gro->mss ?
@@ -208,12 +211,12 @@ void gro_flush(Gro *gro)
 
 /* A segment GRO may merge: TCP with ACK (and maybe PSH) only, data, and
  * no IPv4 options (Linux's inet_gro_receive() takes only 0x45). */
-static bool mergeable(const uint8_t *frame, const LlanL4 *f)
+static bool mergeable(const uint8_t *frame, const InetL4 *f)
 {
     uint8_t flags = frame[f->l4 + TCP_FLAGS_OFF];
 
-    return f->proto == LLAN_IPPROTO_TCP &&
-           (f->ip_version == 6 || f->l4 == LLAN_ETH_HLEN + 20) &&
+    return f->proto == INET_IPPROTO_TCP &&
+           (f->ip_version == 6 || f->l4 == INET_ETH_HLEN + 20) &&
            (flags & ~TCP_FLAG_PSH) == TCP_FLAG_ACK &&
            f->l4_len > tcp_hlen(frame, f);
 }
@@ -221,11 +224,9 @@ static bool mergeable(const uint8_t *frame, const LlanL4 *f)
 bool gro_receive(Gro *gro, const uint8_t *frame, uint32_t len, GroCsum csum,
                  uint16_t gso_size)
 {
-    LlanOffloadError why;
-    uint16_t completed;
-    LlanL4 f;
+    InetL4 f;
 
-    if (!llan_find_l4(frame, len, &f, &why)) {
+    if (!inet_l4_find(frame, len, &f)) {
         gro_flush(gro);
         return false;
     }
@@ -242,7 +243,7 @@ bool gro_receive(Gro *gro, const uint8_t *frame, uint32_t len, GroCsum csum,
     }
     if (csum == GRO_CSUM_NONE) {
         gro->st.csum_checked++;
-        if (llan_rx_csum(frame, &f, &completed) != LLAN_RX_CSUM_GOOD) {
+        if (!inet_l4_csum_ok(frame, &f)) {
             gro->st.csum_bad++;
             gro_flush(gro);
             return false;

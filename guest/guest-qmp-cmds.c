@@ -78,6 +78,9 @@ static JsonObject *guest_offloads(const IbmvethGuestConf *c,
     json_object_set_boolean_member(o, "rx-csum", c->drv.rx_csum);
     json_object_set_boolean_member(o, "large-send", c->drv.large_send);
     json_object_set_int_member(o, "rx-csum-good", st->rx_csum_good);
+    json_object_set_boolean_member(o, "csum-audit", c->csum_audit);
+    json_object_set_int_member(o, "rx-csum-audited", st->rx_csum_audited);
+    json_object_set_int_member(o, "rx-csum-lied", st->rx_csum_lied);
     json_object_set_int_member(o, "rx-large", st->rx_large);
     json_object_set_int_member(o, "tx-csum-offloaded", st->tx_csum_offloaded);
     json_object_set_int_member(o, "tx-large-sends", st->tx_large_sends);

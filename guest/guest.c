@@ -29,6 +29,8 @@ static const char ibmveth_help[] =
     "bulk-add=on|off     H_ADD_LOGICAL_LAN_BUFFERS when offered (default on)\n"
     "offloads=on|off     checksum offload and TSO when the device offers\n"
     "                    them, as Linux's default features (default on)\n"
+    "csum-audit=on|off   check every checksum the device flags good, which\n"
+    "                    Linux trusts, counting wrong ones (default off)\n"
     "page-size=N         guest kernel page size for memory charges\n"
     "                    (default 65536, ppc64le's)\n"
     "ipfrag-high-thresh=SIZE  reassembly memory limit (default 4M, Linux's)\n"
@@ -36,7 +38,8 @@ static const char ibmveth_help[] =
 
 static const char *const ibmveth_keys[] = {
     "type", "dev", "id", "fwd", "ifname", "poll", "budget", "size", "dst",
-    "pools", "bulk-add", "offloads", "page-size", "ipfrag-high-thresh", "ipfrag-time",
+    "pools", "bulk-add", "offloads", "csum-audit", "page-size",
+    "ipfrag-high-thresh", "ipfrag-time",
     NULL,
 };
 
@@ -189,6 +192,8 @@ static bool parse_key(IbmvethGuestConf *c, const char *key, const char *v,
         return parse_pools(v, &c->drv, errp);
     } else if (!strcmp(key, "offloads")) {
         return qemu_parse_bool(key, v, &c->offloads, errp);
+    } else if (!strcmp(key, "csum-audit")) {
+        return qemu_parse_bool(key, v, &c->csum_audit, errp);
     } else if (!strcmp(key, "bulk-add")) {
         return qemu_parse_bool(key, v, &c->drv.bulk_add, errp);
     } else if (!strcmp(key, "page-size")) {

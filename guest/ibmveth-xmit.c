@@ -17,11 +17,13 @@ static uint16_t ld_be16(const uint8_t *p)
 }
 
 /* skb_checksum_help(): the sum from csum_start on, the field holding the
- * pseudo-header's, folded into the field. */
+ * pseudo-header's, folded into the field, 0 sent as 0xffff. */
 static void checksum_help(uint8_t *frame, size_t len, uint32_t start,
                           uint32_t field)
 {
-    st_be16(frame + field, ~llan_csum(frame + start, len - start));
+    uint16_t c = inet_csum(inet_sum(frame + start, len - start, 0));
+
+    st_be16(frame + field, c ? c : 0xffff);
 }
 
 IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
@@ -31,8 +33,7 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
 {
     uint32_t start = vnet->csum_start, field = start + vnet->csum_offset;
     uint8_t gso = vnet->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
-    LlanOffloadError why;
-    LlanL4 f;
+    InetL4 f;
     bool tcp;
 
     *out = (IbmvethXmit) { 0 };
@@ -43,8 +44,8 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
     if (start >= len || field + 2 > len) {
         return IBMVETH_XMIT_BAD_HEADER;
     }
-    tcp = llan_find_l4(frame, len, &f, &why) &&
-          f.proto == LLAN_IPPROTO_TCP && f.csum_at == field;
+    tcp = inet_l4_find(frame, len, &f) && f.proto == INET_IPPROTO_TCP &&
+          f.csum_at == field;
     /* Only TCP checksums go to the firmware ("veth can't checksum offload
      * UDP"). */
     if (!tcp || !rx_csum) {
@@ -73,15 +74,14 @@ IbmvethXmitResult ibmveth_xmit_prepare(const struct virtio_net_hdr *vnet,
 bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
                         uint16_t gso_size, struct virtio_net_hdr *vnet)
 {
-    LlanOffloadError why;
-    LlanL4 f;
+    InetL4 f;
 
     if (!(rx_control & IBMVETH_RXQ_CSUM_GOOD) ||
-        !llan_find_l4(frame, len, &f, &why) ||
-        f.proto != LLAN_IPPROTO_TCP || ld_be16(frame + f.csum_at)) {
+        !inet_l4_find(frame, len, &f) ||
+        f.proto != INET_IPPROTO_TCP || ld_be16(frame + f.csum_at)) {
         return false;
     }
-    st_be16(frame + f.csum_at, llan_pseudo_sum(frame, &f));
+    st_be16(frame + f.csum_at, inet_l4_partial_field(frame, &f));
     *vnet = (struct virtio_net_hdr) {
         .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
         .csum_start = f.l4,
@@ -96,14 +96,13 @@ bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
 }
 
 unsigned ibmveth_xmit_segment(uint8_t *frame, size_t len, uint16_t mss,
-                              LlanSendFn *send, void *opaque)
+                              TcpGsoSendFn *send, void *opaque)
 {
-    LlanOffloadError why;
-    LlanL4 f;
+    InetL4 f;
 
-    if (!mss || !llan_find_l4(frame, len, &f, &why) ||
-        f.proto != LLAN_IPPROTO_TCP) {
+    if (!mss || !inet_l4_find(frame, len, &f) ||
+        f.proto != INET_IPPROTO_TCP) {
         return 0;
     }
-    return llan_tso(frame, &f, mss, send, opaque);
+    return tcp_gso_segment(frame, &f, mss, send, opaque);
 }

@@ -146,6 +146,7 @@ static const SchemaObject objects[] = {
     { "LatencyStats", "samples:int *p50-ns:int *p90-ns:int *p99-ns:int "
       "*p99.9-ns:int *max-ns:int", NULL, NULL },
     { "GuestOffloads", "rx-csum:bool large-send:bool rx-csum-good:int "
+      "csum-audit:bool rx-csum-audited:int rx-csum-lied:int "
       "rx-large:int tx-csum-offloaded:int tx-large-sends:int "
       "gro-packets:int gro-merged:int gro-csum-checked:int", NULL, NULL },
     { "GuestMemoryStats", "charged-bytes:int peak-bytes:int", NULL, NULL },

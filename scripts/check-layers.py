@@ -11,8 +11,13 @@ include/hw belong to hw/core).  No two modules may include each other,
 directly or around a longer cycle, except inside hw/ppc, where the machine,
 its VIO bus and its TCE tables are one unit.
 
-Prints every upward include and every cycle, then a summary; exits 1 when
-there is any.  Usage: check-layers.py [SOURCE_ROOT]
+The built-in guest (guest/, include/guest/) checks the device, so it
+includes none of the device's offload headers (hw/net/llan_offload.h,
+llan_tso.h, llan_lro.h) and calls no llan_ function: it has checksum and
+segmentation code of its own.
+
+Prints every upward include, every cycle and every guest use of the
+device's offload code, then a summary; exits 1 when there is any.  Usage: check-layers.py [SOURCE_ROOT]
 """
 import os
 import re
@@ -25,6 +30,10 @@ SOURCE_DIRS = ['system', 'monitor', 'guest', 'hw', 'net', 'migration',
 # Cycles among these modules are allowed.
 CYCLE_ALLOWED_UNDER = 'hw/ppc/'
 INCLUDE_RE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
+DEVICE_OFFLOAD_HEADERS = {'include/hw/net/llan_offload.h',
+                          'include/hw/net/llan_tso.h',
+                          'include/hw/net/llan_lro.h'}
+DEVICE_OFFLOAD_CALL_RE = re.compile(r'\bllan_\w+\s*\(')
 
 
 def module_of(path):
@@ -60,6 +69,18 @@ def includes(root, path):
             m = INCLUDE_RE.match(line)
             if m and os.path.exists(os.path.join(root, 'include', m.group(1))):
                 yield 'include/' + m.group(1)
+
+
+def is_guest(path):
+    return path.startswith(('guest/', 'include/guest/'))
+
+
+def guest_offload_uses(root, path):
+    """What in the guest file @path uses the device's offload code."""
+    found = [h for h in includes(root, path) if h in DEVICE_OFFLOAD_HEADERS]
+    with open(os.path.join(root, path), encoding='utf-8') as f:
+        found += sorted(set(DEVICE_OFFLOAD_CALL_RE.findall(f.read())))
+    return found
 
 
 def strongly_connected(graph):
@@ -119,6 +140,9 @@ def main():
         nfiles += 1
         mod = module_of(path)
         graph.setdefault(mod, set())
+        for use in guest_offload_uses(root, path) if is_guest(path) else []:
+            print(f'guest uses the device\'s offload code: {path}: {use}')
+            problems += 1
         for header in includes(root, path):
             inc = module_of(header)
             if layer_of(inc) > layer_of(mod):

@@ -70,6 +70,12 @@ uint16_t llan_csum(const void *p, size_t len)
         s0 += halves(b);
     }
     if (len) {
+#ifdef ILLAN_MUTANT_CSUM
+        /* Test-only, in illan-mutant-csum alone: a planted bug, an odd
+         * last byte left out of the sum, which the built-in guest's own
+         * checksum must catch (tests/qtest/guest-csum-test.c). */
+        len &= ~(size_t)1;
+#endif
         w = 0;
         memcpy(&w, b, len);
         s1 += (w & 0xFFFFFFFF) + (w >> 32);

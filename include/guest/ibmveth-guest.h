@@ -48,6 +48,7 @@ typedef struct IbmvethGuestConf {
     uint64_t ipfrag_high_thresh;
     uint64_t ipfrag_time_ns;
     bool offloads;          /* checksum offload and TSO, when offered */
+    bool csum_audit;        /* check what CSUM_GOOD vouches for */
     IbmvethConf drv;        /* unit and MAC are the device's */
 } IbmvethGuestConf;
 
@@ -99,6 +100,9 @@ typedef struct IbmvethGuestStats {
     uint64_t tx_frames, tx_bytes;       /* H_SEND succeeded or H_DROPPED */
     uint64_t tap_rx_frames;
     uint64_t rx_csum_good;              /* frames the device flagged */
+    uint64_t rx_csum_audited;           /* csum-audit=on: of those, the
+                                           checksums the guest checked */
+    uint64_t rx_csum_lied;              /* ... and found wrong */
     uint64_t rx_large;                  /* frames Linux takes for large
                                            packets (rx_large_packets) */
     uint64_t tx_csum_offloaded;         /* sent with NO_CSUM */

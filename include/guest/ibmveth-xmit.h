@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hw/net/llan_tso.h"
+#include "guest/tcp-gso.h"
 
 typedef struct IbmvethXmit {
     uint64_t bd_flags;      /* IBMVETH_BD_NO_CSUM, ... */
@@ -56,6 +56,6 @@ bool ibmveth_rx_partial(uint8_t *frame, size_t len, uint8_t rx_control,
  * how many; 0 (nothing sent) for a frame that is no TCP segment.
  */
 unsigned ibmveth_xmit_segment(uint8_t *frame, size_t len, uint16_t mss,
-                              LlanSendFn *send, void *opaque);
+                              TcpGsoSendFn *send, void *opaque);
 
 #endif
