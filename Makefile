@@ -115,13 +115,16 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 # QEMU's streams illan must refuse, and one it carries back byte for byte
 # (refusals.py, a second); then a Linux guest booted on QEMU's pseries
 # hands its spapr-vlan to illan and takes it back, in four machine setups (root; QEMU and the ppc64el guest
-# come from Debian's packages; under 2 minutes; docs/devel/check-qemu.md).
+# come from Debian's packages; under 2 minutes; docs/devel/check-qemu.md);
+# then the hcalls that guest's ibmveth issues per scenario, from QEMU's
+# trace (hcall-census.py, about 35 s; docs/devel/linux-hcalls.md).
 # QEMU_ARGS passes options, e.g. QEMU_ARGS="--cases pseries-2.5".
 check-qemu: deps
 	$(MAKE) all
 	scripts/install-qemu-guest.sh $(QEMU_GUEST)
 	tests/qemu/refusals.py --build $(BUILD)
 	tests/qemu/takeover.py --build $(BUILD) --guest $(QEMU_GUEST) $(QEMU_ARGS)
+	tests/qemu/hcall-census.py --guest $(QEMU_GUEST) --json $(BUILD)/hcall-census.json
 
 # Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
 # and DPDK's testpmd, and XDP-to-guest latency, in private network

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the ppc64 guest's initramfs: busybox as /init's shell, ibmveth.ko,
-and a script that brings eth0 up and idles.  The host has no cpio, so the
+and a script that brings eth0 up and then runs the console's "run:" lines.  The host has no cpio, so the
 newc format is written here (it is a header of hex fields per file)."""
 import argparse
 import os
@@ -16,6 +16,13 @@ ip link set eth0 up
 ip addr add {addr}/24 dev eth0
 arp -s {peer} {peer_mac}
 echo "illan-guest: eth0 up $(cat /sys/class/net/eth0/address)"
+# A console line "run: COMMAND" runs COMMAND (tests/qemu/hcall-census.py
+# changes the MTU so); any other input is only echoed by the tty.
+while read -r line; do
+    case "$line" in
+    "run: "*) eval "${{line#run: }}"; echo "illan-guest: ran: ${{line#run: }}: exit $?";;
+    esac
+done
 while true; do sleep 3600; done
 """
 
