@@ -689,10 +689,10 @@ static bool write_merged(SpaprVlanState *s, uint64_t data,
  * 16, the first segment's payload length as the MSS (big-endian u64) at
  * offset 8, where Linux reads it, and LRG_PKT | NO_CSUM | CSUM_GOOD, so
  * that Linux makes it a GSO packet of that MSS, marked CHECKSUM_PARTIAL
- * over the zeroed TCP field (correct whether it is delivered locally or
- * forwarded and segmented again).  False, with nothing done, when the
- * frames cannot be merged here; the caller then delivers them one by one,
- * and its drop reasons apply.
+ * over the zeroed TCP field (correct when forwarded and segmented again
+ * only from Linux 6.6, 6.5.7 and 6.1.57: lro=off serves the others).
+ * False, with nothing done, when the frames cannot be merged here; the
+ * caller then delivers them one by one, and its drop reasons apply.
  */
 static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
                            const NetFrame *frames, const LlanLroSeg *segs,
