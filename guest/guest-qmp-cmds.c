@@ -69,6 +69,33 @@ static JsonObject *guest_hcalls(const IbmvethGuestStats *st)
     return o;
 }
 
+/* The TCE hcalls of the vCPU's receive and transmit paths (opens and
+ * closes apart), in all and per frame. */
+static JsonObject *guest_tce_hcalls(const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    json_object_set_int_member(o, "rx", st->tce_hcalls[GUEST_PATH_RX]);
+    json_object_set_int_member(o, "tx", st->tce_hcalls[GUEST_PATH_TX]);
+    return o;
+}
+
+static double per_frame(uint64_t n, uint64_t frames)
+{
+    return frames ? (double)n / frames : 0;
+}
+
+static JsonObject *guest_tce_hcalls_per_frame(const IbmvethGuestStats *st)
+{
+    JsonObject *o = json_object_new();
+
+    json_object_set_double_member(o, "rx", per_frame(
+        st->tce_hcalls[GUEST_PATH_RX], st->rx_frames));
+    json_object_set_double_member(o, "tx", per_frame(
+        st->tce_hcalls[GUEST_PATH_TX], st->tx_frames));
+    return o;
+}
+
 /* What was negotiated with the device, and what it carried. */
 static JsonObject *guest_offloads(const IbmvethGuestConf *c,
                                   const IbmvethGuestStats *st)
@@ -110,6 +137,8 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_string_member(o, "dev", ibmveth_guest_dev(g));
     json_object_set_string_member(o, "fwd", guest_fwd_name(c->fwd));
     json_object_set_string_member(o, "poll", c->spin ? "spin" : "irq");
+    json_object_set_string_member(o, "dma", c->drv.dma == IBMVETH_DMA_POOL ?
+                                            "pool" : "per-buffer");
     json_object_set_int_member(o, "rx-frames", st.rx_frames);
     json_object_set_int_member(o, "rx-bytes", st.rx_bytes);
     json_object_set_int_member(o, "tx-frames", st.tx_frames);
@@ -132,6 +161,9 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_object_member(o, "reasm", guest_reasm(&st));
     json_object_set_object_member(o, "drops", guest_drops(&st));
     json_object_set_object_member(o, "hcalls", guest_hcalls(&st));
+    json_object_set_object_member(o, "tce-hcalls", guest_tce_hcalls(&st));
+    json_object_set_object_member(o, "tce-hcalls-per-frame",
+                                  guest_tce_hcalls_per_frame(&st));
     json_object_set_int_member(o, "cpu-ns", st.cpu_ns);
     json_object_set_member(o, "rx-latency", guest_rx_latency(&st));
     json_array_add_object_element(opaque, o);

@@ -27,18 +27,22 @@ static const char ibmveth_help[] =
     "pools=SxC[:SxC...]  active rx pools, size x count (default Linux's\n"
     "                    512x256:2048x512:65536x256)\n"
     "bulk-add=on|off     H_ADD_LOGICAL_LAN_BUFFERS when offered (default on)\n"
+    "dma=per-buffer|pool map each rx buffer when posted and unmap it when\n"
+    "                    its frame is taken, as Linux does (default), or\n"
+    "                    map the pools whole at open: no TCE hcall per frame\n"
     "offloads=on|off     checksum offload and TSO when the device offers\n"
     "                    them, as Linux's default features (default on)\n"
     "csum-audit=on|off   check every checksum the device flags good, which\n"
     "                    Linux trusts, counting wrong ones (default off)\n"
-    "page-size=N         guest kernel page size for memory charges\n"
+    "page-size=N         guest kernel page size for memory charges and the\n"
+    "                    rx queue's mapping\n"
     "                    (default 65536, ppc64le's)\n"
     "ipfrag-high-thresh=SIZE  reassembly memory limit (default 4M, Linux's)\n"
     "ipfrag-time=SECONDS reassembly timeout (default 30, Linux's)\n";
 
 static const char *const ibmveth_keys[] = {
     "type", "dev", "id", "fwd", "ifname", "poll", "budget", "size", "dst",
-    "pools", "bulk-add", "offloads", "csum-audit", "page-size",
+    "pools", "bulk-add", "dma", "offloads", "csum-audit", "page-size",
     "ipfrag-high-thresh", "ipfrag-time",
     NULL,
 };
@@ -94,6 +98,20 @@ static bool parse_uint_range(const char *name, const char *v, uint64_t min,
     if (*out < min || *out > max) {
         g_set_error(errp, ILLAN_ERROR, 0, "%s=%s: must be %" G_GUINT64_FORMAT
                     "..%" G_GUINT64_FORMAT, name, v, min, max);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_dma(const char *v, IbmvethDma *dma, GError **errp)
+{
+    if (!strcmp(v, "per-buffer")) {
+        *dma = IBMVETH_DMA_PER_BUFFER;
+    } else if (!strcmp(v, "pool")) {
+        *dma = IBMVETH_DMA_POOL;
+    } else {
+        g_set_error(errp, ILLAN_ERROR, 0, "dma=%s: use per-buffer or pool",
+                    v);
         return false;
     }
     return true;
@@ -196,6 +214,8 @@ static bool parse_key(IbmvethGuestConf *c, const char *key, const char *v,
         return qemu_parse_bool(key, v, &c->csum_audit, errp);
     } else if (!strcmp(key, "bulk-add")) {
         return qemu_parse_bool(key, v, &c->drv.bulk_add, errp);
+    } else if (!strcmp(key, "dma")) {
+        return parse_dma(v, &c->drv.dma, errp);
     } else if (!strcmp(key, "page-size")) {
         if (!parse_uint_range(key, v, 4096, 65536, &n, errp)) {
             return false;
@@ -227,6 +247,7 @@ static bool parse_conf(const QemuOpts *opts, IbmvethGuestConf *c,
             return false;
         }
     }
+    c->drv.page_size = c->page_size;
     c->ifname = qemu_opt_get(opts, "ifname");
     if ((c->fwd == GUEST_FWD_TAP) != (c->ifname != NULL)) {
         g_set_error(errp, ILLAN_ERROR, 0, c->ifname ?

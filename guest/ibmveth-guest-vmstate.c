@@ -65,10 +65,56 @@ static const VMStateDescription vmstate_ibmveth_pool = {
     },
 };
 
+static bool dma_needed(void *opaque)
+{
+    (void)opaque;
+    return true;
+}
+
+/* How the driver maps its buffers and how much its rx queue holds, since
+ * buffers are mapped one by one by default. */
+static const VMStateDescription vmstate_ibmveth_dma = {
+    .name = "ibmveth-guest/driver/dma",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = dma_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(dma, IbmvethState),
+        VMSTATE_UINT32(rxq_size, IbmvethState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A stream without the dma subsection came from a driver that mapped its
+ * pools whole and its rx queue to its length. */
+static bool driver_pre_load(void *opaque, GError **errp)
+{
+    IbmvethState *s = opaque;
+
+    (void)errp;
+    s->dma = IBMVETH_DMA_POOL;
+    s->rxq_size = 0;
+    return true;
+}
+
+static bool driver_post_load(void *opaque, int version_id, GError **errp)
+{
+    IbmvethState *s = opaque;
+
+    (void)version_id;
+    (void)errp;
+    if (!s->rxq_size) {
+        s->rxq_size = s->rxq_len;
+    }
+    return true;
+}
+
 static const VMStateDescription vmstate_ibmveth_driver = {
     .name = "ibmveth-guest/driver",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = driver_pre_load,
+    .post_load = driver_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT64(tce_list, IbmvethState),
         VMSTATE_UINT64(buffer_list, IbmvethState),
@@ -83,6 +129,10 @@ static const VMStateDescription vmstate_ibmveth_driver = {
         VMSTATE_STRUCT_ARRAY(pool, IbmvethState, IBMVETH_NUM_POOLS, 1,
                              vmstate_ibmveth_pool, IbmvethPoolState),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription *const[]) {
+        &vmstate_ibmveth_dma,
+        NULL
     },
 };
 

@@ -75,6 +75,11 @@ struct IbmvethGuest {
     uint8_t *frame;         /* scratch for frames from the TAP */
     uint64_t now_ns;        /* the clock at the start of this iteration:
                                one read per NAPI poll, not per frame */
+    /* Which of the vCPU's paths its TCE hcalls are counted for. */
+    GuestPath path;
+    /* This poll's frames under rx_copybreak, copied out before their
+     * buffers were posted again. */
+    uint8_t rx_copy[IBMVETH_GUEST_BUDGET_MAX][IBMVETH_RX_COPYBREAK];
     IbmvethGuestStats st;   /* written by the vCPU thread only */
     bool reboot;            /* a machine reset closed the driver: open it
                                again (main thread) */
@@ -168,10 +173,16 @@ static int64_t bus_hcall(void *opaque, uint64_t opcode, unsigned nargs,
     IbmvethGuest *g = opaque;
     uint64_t regs[HCALL_NARGS] = { 0 };
     unsigned valid = 0;
+    GuestHcall h = hcall_of_opcode(opcode);
     int64_t rc;
 
     memcpy(regs, args, MIN(nargs, HCALL_NARGS) * sizeof(regs[0]));
-    STAT_ADD(g, hcalls[hcall_of_opcode(opcode)], 1);
+    STAT_ADD(g, hcalls[h], 1);
+    if (g->path != GUEST_PATH_NONE && (h == GUEST_HCALL_PUT_TCE ||
+                                       h == GUEST_HCALL_PUT_TCE_INDIRECT ||
+                                       h == GUEST_HCALL_STUFF_TCE)) {
+        STAT_ADD(g, tce_hcalls[g->path], 1);
+    }
     rc = spapr_hypercall(g->spapr, opcode, regs, &valid);
     memcpy(args, regs, MIN(nout, valid) * sizeof(regs[0]));
     return rc;
@@ -516,11 +527,9 @@ static void macswap_forward(IbmvethGuest *g, uint8_t *frame,
     xmit_unfinished(g, &vnet, frame, e->len);
 }
 
-static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e)
+static void receive_frame(IbmvethGuest *g, const IbmvethRxEntry *e,
+                          uint8_t *frame)
 {
-    uint8_t *frame = guest_ram_ptr(g->ram, ibmveth_rx_data_addr(g->drv, e),
-                                   e->len);
-
     STAT_ADD(g, rx_frames, 1);
     STAT_ADD(g, rx_bytes, e->len);
     STAT_ADD(g, frames_in_pool[e->pool], 1);
@@ -561,29 +570,58 @@ static void sample_rx_latency(IbmvethGuest *g, const IbmvethRxEntry *e)
 }
 
 /*
+ * Takes the READY entry @e, the @n-th of this poll, as ibmveth_poll()
+ * does: a frame under rx_copybreak is copied out and its buffer posted
+ * again at once, as is the buffer of an entry without the valid bit;
+ * any other buffer is consumed (unmapped) and posted again by the
+ * replenish.  Returns the frame, NULL when there is none to receive.
+ */
+static uint8_t *take_entry(IbmvethGuest *g, const IbmvethRxEntry *e,
+                           unsigned n)
+{
+    uint8_t *frame = guest_ram_ptr(g->ram, ibmveth_rx_data_addr(g->drv, e),
+                                   e->len);
+
+    if (e->valid && e->len >= IBMVETH_RX_COPYBREAK) {
+        __builtin_prefetch(frame);
+        ibmveth_rx_consume(g->drv, e);
+        return frame;
+    }
+    if (e->valid && frame) {
+        memcpy(g->rx_copy[n], frame, e->len);
+        frame = g->rx_copy[n];
+    }
+    ibmveth_rx_recycle(g->drv, e);
+    return frame;
+}
+
+/*
  * One NAPI poll: up to budget entries, then the replenish.  The entries
  * are taken first and their frames prefetched together, since the device
  * wrote them a while ago and each first touch would otherwise stall on
- * its own; a buffer goes back to its pool's free list at once but is
- * posted again only by the replenish, after the frames are done with.
+ * its own; a consumed buffer goes back to its pool's free list at once
+ * but is posted again only by the replenish, after the frames are done
+ * with.
  */
 static unsigned napi_poll(IbmvethGuest *g)
 {
     IbmvethRxEntry e[IBMVETH_GUEST_BUDGET_MAX];
     IbmvethRxStatus status[IBMVETH_GUEST_BUDGET_MAX];
+    uint8_t *frame[IBMVETH_GUEST_BUDGET_MAX];
     unsigned n = 0;
 
+    g->path = GUEST_PATH_RX;
     while (n < g->conf.budget) {
         status[n] = ibmveth_rx_peek(g->drv, &e[n]);
         if (status[n] == IBMVETH_RX_EMPTY) {
             break;
         }
         sample_rx_latency(g, &e[n]);
-        if (status[n] == IBMVETH_RX_READY && e[n].valid) {
-            __builtin_prefetch(guest_ram_ptr(
-                g->ram, ibmveth_rx_data_addr(g->drv, &e[n]), e[n].len));
+        if (status[n] == IBMVETH_RX_READY) {
+            frame[n] = take_entry(g, &e[n], n);
+        } else {
+            ibmveth_rx_consume(g->drv, &e[n]);
         }
-        ibmveth_rx_consume(g->drv, &e[n]);
         n++;
     }
     for (unsigned i = 0; i < n; i++) {
@@ -592,7 +630,7 @@ static unsigned napi_poll(IbmvethGuest *g)
         } else if (!e[i].valid) {
             STAT_ADD(g, drops[GUEST_DROP_RX_INVALID], 1);
         } else {
-            receive_frame(g, &e[i]);
+            receive_frame(g, &e[i], frame[i]);
         }
     }
     /* GRO's packets point into the buffers the replenish posts again. */
@@ -601,6 +639,7 @@ static unsigned napi_poll(IbmvethGuest *g)
         publish_gro_stats(g);
     }
     ibmveth_replenish(g->drv);
+    g->path = GUEST_PATH_NONE;
     STAT_ADD(g, napi_polls, 1);
     return n;
 }
@@ -643,14 +682,16 @@ static unsigned txonly_burst(IbmvethGuest *g)
 /* Work that does not wait for the interrupt: transmit sources. */
 static unsigned tx_work(IbmvethGuest *g)
 {
-    switch (g->conf.fwd) {
-    case GUEST_FWD_TXONLY:
-        return txonly_burst(g);
-    case GUEST_FWD_TAP:
-        return tap_poll(g);
-    default:
-        return 0;
+    unsigned n = 0;
+
+    g->path = GUEST_PATH_TX;
+    if (g->conf.fwd == GUEST_FWD_TXONLY) {
+        n = txonly_burst(g);
+    } else if (g->conf.fwd == GUEST_FWD_TAP) {
+        n = tap_poll(g);
     }
+    g->path = GUEST_PATH_NONE;
+    return n;
 }
 
 /* ---- The vCPU loop ---- */
@@ -993,6 +1034,7 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
     g->spapr = spapr;
     g->ram = spapr_ram(spapr);
     g->tap_fd = -1;
+    g->path = GUEST_PATH_NONE;
     g->mtu = IBMVETH_DEFAULT_MTU;
     g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (g->wake_fd < 0) {

@@ -21,7 +21,8 @@
 #define TCE_READ                    1ULL
 #define TCE_WRITE                   2ULL
 #define TCE_RW                      (TCE_READ | TCE_WRITE)
-/* One 4 KiB list page holds 512 TCEs, H_PUT_TCE_INDIRECT's maximum. */
+/* One 4 KiB list page holds 512 TCEs, H_PUT_TCE_INDIRECT's maximum;
+ * Linux stuffs as many per H_STUFF_TCE. */
 #define TCE_LIST_ENTRIES            (PAGE_SIZE / sizeof(uint64_t))
 
 /* skb data starts on a cache line (128 bytes on POWER). */
@@ -59,11 +60,13 @@ typedef struct IbmvethPool {
 
 struct IbmvethDriver {
     IbmvethBus bus;
+    IbmvethDma dma;
     uint32_t unit;
     uint64_t mac;               /* the interface's address (dev_addr) */
     uint64_t tce_list;          /* scratch page for H_PUT_TCE_INDIRECT */
     uint64_t buffer_list, filter_list, rxq, tx_buf;
     uint32_t rxq_len;
+    uint32_t rxq_size;          /* rxq_len in whole kernel pages */
     uint32_t rxq_index;
     bool rxq_toggle;
     unsigned bds_per_add;
@@ -78,6 +81,7 @@ void ibmveth_conf_linux_defaults(IbmvethConf *conf, uint32_t unit)
         .unit = unit,
         .mac = 0x525400123456ULL,
         .npools = IBMVETH_NUM_POOLS,
+        .page_size = 65536,
     };
     memcpy(conf->pool_size, linux_pool_size, sizeof(linux_pool_size));
     memcpy(conf->pool_count, linux_pool_count, sizeof(linux_pool_count));
@@ -131,9 +135,18 @@ static int64_t hcall(IbmvethDriver *v, uint64_t opcode, unsigned nargs,
 
 /* ---- DMA mapping ---- */
 
+static bool tce_failed(const char *hcall_name, uint64_t page, int64_t rc,
+                       GError **errp)
+{
+    g_set_error(errp, IBMVETH_ERROR, 0, "%s at 0x%" G_GINT64_MODIFIER "x: rc %"
+                G_GINT64_FORMAT, hcall_name, page, rc);
+    return false;
+}
+
 /*
- * Identity-maps the pages of [gpa, gpa + len): 512 TCEs per
- * H_PUT_TCE_INDIRECT keeps a 16 MiB pool to a few dozen hcalls.
+ * Identity-maps the pages of [gpa, gpa + len) as Linux's pseries IOMMU
+ * does with "hcall-multi-tce": one page with H_PUT_TCE, more with one
+ * H_PUT_TCE_INDIRECT per 512 pages.
  */
 static bool map_identity(IbmvethDriver *v, uint64_t gpa, uint64_t len,
                          uint64_t perm, GError **errp)
@@ -141,7 +154,12 @@ static bool map_identity(IbmvethDriver *v, uint64_t gpa, uint64_t len,
     uint64_t first = gpa & ~(PAGE_SIZE - 1);
     uint64_t end = align_up(gpa + len, PAGE_SIZE);
     uint64_t list[TCE_LIST_ENTRIES];
+    int64_t rc;
 
+    if (end - first == PAGE_SIZE) {
+        rc = HCALL_IN(v, H_PUT_TCE, v->unit, first, first | perm);
+        return rc == H_SUCCESS || tce_failed("H_PUT_TCE", first, rc, errp);
+    }
     for (uint64_t page = first; page < end;
          page += TCE_LIST_ENTRIES * PAGE_SIZE) {
         uint64_t n = MIN(TCE_LIST_ENTRIES, (end - page) / PAGE_SIZE);
@@ -153,13 +171,25 @@ static bool map_identity(IbmvethDriver *v, uint64_t gpa, uint64_t len,
         v->bus.write(v->bus.opaque, v->tce_list, list, n * sizeof(list[0]));
         rc = HCALL_IN(v, H_PUT_TCE_INDIRECT, v->unit, page, v->tce_list, n);
         if (rc != H_SUCCESS) {
-            g_set_error(errp, IBMVETH_ERROR, 0, "H_PUT_TCE_INDIRECT at 0x%"
-                        G_GINT64_MODIFIER "x: rc %" G_GINT64_FORMAT, page,
-                        rc);
-            return false;
+            return tce_failed("H_PUT_TCE_INDIRECT", page, rc, errp);
         }
     }
     return true;
+}
+
+/* Unmaps the pages of [gpa, gpa + len): one H_STUFF_TCE per 512 pages,
+ * even for one.  Linux only logs a failure. */
+static void unmap(IbmvethDriver *v, uint64_t gpa, uint64_t len)
+{
+    uint64_t first = gpa & ~(PAGE_SIZE - 1);
+    uint64_t end = align_up(gpa + len, PAGE_SIZE);
+
+    for (uint64_t page = first; page < end;
+         page += TCE_LIST_ENTRIES * PAGE_SIZE) {
+        uint64_t n = MIN(TCE_LIST_ENTRIES, (end - page) / PAGE_SIZE);
+
+        HCALL_IN(v, H_STUFF_TCE, v->unit, page, 0, n);
+    }
 }
 
 /* Guest memory below the DMA window, or 0 saying why. */
@@ -215,15 +245,39 @@ static uint64_t pool_bytes(const IbmvethPool *p)
     return p->stride * p->count;
 }
 
-/* Mapped and given host records only after a successful register, as
- * Linux allocates its pools; the guest memory was set aside before. */
+/* Buffers mapped one by one each start a TCE page: two in one page would
+ * share its TCE, and unmapping one would unmap the other. */
+static uint64_t pool_stride(IbmvethDma dma, uint32_t size)
+{
+    return align_up(size, dma == IBMVETH_DMA_PER_BUFFER ? PAGE_SIZE
+                                                        : POOL_BUF_ALIGN);
+}
+
+/* Given host records only after a successful register, as Linux
+ * allocates its pools (and, with dma POOL, mapped whole); the guest
+ * memory was set aside before. */
 static bool pool_map(IbmvethDriver *v, IbmvethPool *p, GError **errp)
 {
-    if (!map_identity(v, p->base, pool_bytes(p), TCE_RW, errp)) {
+    if (v->dma == IBMVETH_DMA_POOL &&
+        !map_identity(v, p->base, pool_bytes(p), TCE_RW, errp)) {
         return false;
     }
     pool_init_free_map(p);
     return true;
+}
+
+/* ibmveth_free_buffer_pool: every buffer still posted is unmapped. */
+static void pool_unmap(IbmvethDriver *v, const IbmvethPool *p)
+{
+    if (v->dma == IBMVETH_DMA_POOL) {
+        unmap(v, p->base, pool_bytes(p));
+        return;
+    }
+    for (uint32_t slot = 0; slot < p->count; slot++) {
+        if (p->posted[slot]) {
+            unmap(v, p->base + slot * p->stride, p->size);
+        }
+    }
 }
 
 static void pool_free(IbmvethPool *p)
@@ -281,6 +335,31 @@ static uint64_t prepare_buffer(IbmvethDriver *v, const IbmvethPool *p,
     return ibmveth_bd(p->size, addr);
 }
 
+/* dma PER_BUFFER: the next @n free buffers of @p mapped for the device
+ * to write, or none. */
+static bool map_buffers(IbmvethDriver *v, const IbmvethPool *p, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t addr = pool_buf_addr(p, pool_peek_free(p, i));
+
+        if (!map_identity(v, addr, p->size, TCE_RW, NULL)) {
+            while (i-- > 0) {
+                unmap(v, pool_buf_addr(p, pool_peek_free(p, i)), p->size);
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+static void unmap_buffers(IbmvethDriver *v, const IbmvethPool *p,
+                          unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        unmap(v, pool_buf_addr(p, pool_peek_free(p, i)), p->size);
+    }
+}
+
 static int64_t add_buffers(IbmvethDriver *v, const uint64_t *bds,
                            unsigned n)
 {
@@ -305,8 +384,15 @@ static unsigned replenish_pool(IbmvethDriver *v, IbmvethPool *p)
         for (unsigned i = 0; i < n; i++) {
             bds[i] = prepare_buffer(v, p, pool_peek_free(p, i));
         }
+        if (v->dma == IBMVETH_DMA_PER_BUFFER && !map_buffers(v, p, n)) {
+            v->add_failures += n;
+            break;
+        }
         rc = add_buffers(v, bds, n);
         if (rc != H_SUCCESS) {
+            if (v->dma == IBMVETH_DMA_PER_BUFFER) {
+                unmap_buffers(v, p, n);
+            }
             v->add_failures += n;
             /* Firmware without the bulk hcall (e.g. after migration). */
             if (v->bds_per_add > 1 && rc == H_FUNCTION) {
@@ -443,7 +529,7 @@ static void give_back_memory(IbmvethDriver *v)
         uint64_t addr, size;
     } pieces[] = {
         { v->tce_list, PAGE_SIZE }, { v->buffer_list, PAGE_SIZE },
-        { v->filter_list, PAGE_SIZE }, { v->rxq, v->rxq_len },
+        { v->filter_list, PAGE_SIZE }, { v->rxq, v->rxq_size },
         { v->tx_buf, IBMVETH_TX_BUF_SIZE },
     };
 
@@ -481,7 +567,7 @@ static bool alloc_memory(IbmvethDriver *v, GError **errp)
     if (!(v->tce_list = alloc_dma(v, PAGE_SIZE, errp)) ||
         !(v->buffer_list = alloc_dma(v, PAGE_SIZE, errp)) ||
         !(v->filter_list = alloc_dma(v, PAGE_SIZE, errp)) ||
-        !(v->rxq = alloc_dma(v, v->rxq_len, errp)) ||
+        !(v->rxq = alloc_dma(v, v->rxq_size, errp)) ||
         !(v->tx_buf = alloc_dma(v, IBMVETH_TX_BUF_SIZE, errp))) {
         return false;
     }
@@ -491,7 +577,7 @@ static bool alloc_memory(IbmvethDriver *v, GError **errp)
         if (!p->active) {
             continue;
         }
-        p->stride = align_up(p->size, POOL_BUF_ALIGN);
+        p->stride = pool_stride(v->dma, p->size);
         if (!(p->base = alloc_dma(v, pool_bytes(p), errp))) {
             return false;
         }
@@ -499,14 +585,31 @@ static bool alloc_memory(IbmvethDriver *v, GError **errp)
     return true;
 }
 
-/* The structures Linux sets up before it registers: zeroed and mapped
- * as its pages and coherent memory are. */
+/* The structures Linux sets up before it registers, in its order:
+ * zeroed and mapped as its coherent memory (whole kernel pages) and
+ * pages are, and its tx long-term buffer (ibmveth_allocate_tx_ltb; one,
+ * for the model's one tx queue). */
 static bool map_queues(IbmvethDriver *v, GError **errp)
 {
-    return zero_and_map(v, v->buffer_list, PAGE_SIZE, TCE_RW, errp) &&
+    return zero_and_map(v, v->rxq, v->rxq_size, TCE_RW, errp) &&
+           zero_and_map(v, v->buffer_list, PAGE_SIZE, TCE_RW, errp) &&
            zero_and_map(v, v->filter_list, PAGE_SIZE, TCE_RW, errp) &&
-           zero_and_map(v, v->rxq, v->rxq_len, TCE_RW, errp) &&
            zero_and_map(v, v->tx_buf, IBMVETH_TX_BUF_SIZE, TCE_READ, errp);
+}
+
+/* ibmveth_close's unmaps, in its order; the pools only once they have
+ * host records. */
+static void unmap_all(IbmvethDriver *v)
+{
+    unmap(v, v->buffer_list, PAGE_SIZE);
+    unmap(v, v->filter_list, PAGE_SIZE);
+    unmap(v, v->rxq, v->rxq_size);
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        if (v->pool[i].active && v->pool[i].posted) {
+            pool_unmap(v, &v->pool[i]);
+        }
+    }
+    unmap(v, v->tx_buf, IBMVETH_TX_BUF_SIZE);
 }
 
 static bool map_pools(IbmvethDriver *v, GError **errp)
@@ -526,6 +629,7 @@ static IbmvethDriver *driver_new(const IbmvethBus *bus,
     IbmvethDriver *v = g_new0(IbmvethDriver, 1);
 
     v->bus = *bus;
+    v->dma = conf->dma;
     v->unit = conf->unit;
     v->mac = conf->mac;
     v->bds_per_add = 1;
@@ -534,6 +638,8 @@ static IbmvethDriver *driver_new(const IbmvethBus *bus,
         pool_init(&v->pool[i], i, conf);
     }
     v->rxq_len = rxq_entries(v) * IBMVETH_RXQ_ENTRY_SIZE;
+    v->rxq_size = align_up(v->rxq_len, conf->page_size ? conf->page_size
+                                                       : PAGE_SIZE);
     v->rxq_toggle = true;
     return v;
 }
@@ -577,10 +683,12 @@ IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
     if (reg_rc != H_SUCCESS) {
         g_set_error(errp, IBMVETH_ERROR, 0, "H_REGISTER_LOGICAL_LAN(0x%x): "
                     "rc %" G_GINT64_FORMAT, v->unit, reg_rc);
+        unmap_all(v);
         goto fail;
     }
     if (!map_pools(v, errp)) {
         free_lan_while_busy(v);
+        unmap_all(v);
         goto fail;
     }
     if (rc) {
@@ -608,6 +716,7 @@ int64_t ibmveth_close(IbmvethDriver *v)
     /* Linux ignores this rc: a bad unit shows in H_FREE's. */
     HCALL_IN(v, H_VIO_SIGNAL, v->unit, VIO_IRQ_DISABLE);
     rc = free_lan_while_busy(v);
+    unmap_all(v);
     free_driver(v);
     return rc;
 }
@@ -745,18 +854,43 @@ IbmvethRxLarge ibmveth_rx_large(uint8_t *frame, uint32_t len, uint32_t mtu,
     return r;
 }
 
-void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e)
+static void rxq_advance(IbmvethDriver *v)
 {
-    IbmvethPool *p = pool_of_handle(v, e);
-
-    if (p) {
-        pool_return(p, e->slot);
-    }
     v->rxq_index++;
     if (v->rxq_index == v->rxq_len / IBMVETH_RXQ_ENTRY_SIZE) {
         v->rxq_index = 0;
         v->rxq_toggle = !v->rxq_toggle;
     }
+}
+
+void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e)
+{
+    IbmvethPool *p = pool_of_handle(v, e);
+
+    if (p) {
+        if (v->dma == IBMVETH_DMA_PER_BUFFER) {
+            unmap(v, pool_buf_addr(p, e->slot), p->size);
+        }
+        pool_return(p, e->slot);
+    }
+    rxq_advance(v);
+}
+
+int64_t ibmveth_rx_recycle(IbmvethDriver *v, const IbmvethRxEntry *e)
+{
+    IbmvethPool *p = pool_of_handle(v, e);
+    int64_t rc = H_PARAMETER;
+
+    if (p) {
+        rc = HCALL_IN(v, H_ADD_LOGICAL_LAN_BUFFER, v->unit,
+                      ibmveth_bd(p->size, pool_buf_addr(p, e->slot)));
+    }
+    if (rc != H_SUCCESS) {
+        ibmveth_rx_consume(v, e);
+        return rc;
+    }
+    rxq_advance(v);
+    return rc;
 }
 
 /* ---- Transmit ---- */
@@ -923,7 +1057,8 @@ void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s)
         .buffer_list = v->buffer_list, .filter_list = v->filter_list,
         .rxq = v->rxq, .tx_buf = v->tx_buf, .rxq_len = v->rxq_len,
         .rxq_index = v->rxq_index, .rxq_toggle = v->rxq_toggle,
-        .bds_per_add = v->bds_per_add, .mac = v->mac,
+        .bds_per_add = v->bds_per_add, .mac = v->mac, .dma = v->dma,
+        .rxq_size = v->rxq_size,
     };
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         const IbmvethPool *p = &v->pool[i];
@@ -982,8 +1117,8 @@ static bool free_ring_ok(const IbmvethPoolState *p)
 }
 
 static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
-                             uint64_t mem_start, uint64_t mem_end,
-                             GError **errp)
+                             IbmvethDma dma, uint64_t mem_start,
+                             uint64_t mem_end, GError **errp)
 {
     if (p->count > IBMVETH_POOL_COUNT_MAX) {
         g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: count %u is over %d",
@@ -995,7 +1130,7 @@ static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
     }
     if (p->count < 1 || p->size < IBMVETH_POOL_SIZE_MIN ||
         p->size > IBMVETH_POOL_SIZE_MAX ||
-        p->stride != align_up(p->size, POOL_BUF_ALIGN) ||
+        p->stride != pool_stride(dma, p->size) ||
         !range_ok(p->base, p->stride * p->count, mem_start, mem_end)) {
         g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: size %u, count %u, "
                     "%" G_GUINT64_FORMAT " bytes apart at 0x%"
@@ -1022,7 +1157,7 @@ unsigned ibmveth_state_pieces(const IbmvethState *s,
     p[n++] = (IbmvethMemPiece){ s->tce_list, PAGE_SIZE };
     p[n++] = (IbmvethMemPiece){ s->buffer_list, PAGE_SIZE };
     p[n++] = (IbmvethMemPiece){ s->filter_list, PAGE_SIZE };
-    p[n++] = (IbmvethMemPiece){ s->rxq, s->rxq_len };
+    p[n++] = (IbmvethMemPiece){ s->rxq, s->rxq_size };
     p[n++] = (IbmvethMemPiece){ s->tx_buf, IBMVETH_TX_BUF_SIZE };
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         if (s->pool[i].active) {
@@ -1064,8 +1199,15 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
 {
     uint64_t entries = 1;
 
+    if (s->dma > IBMVETH_DMA_POOL) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "dma %u is neither per buffer "
+                    "(%d) nor pool (%d)", s->dma, IBMVETH_DMA_PER_BUFFER,
+                    IBMVETH_DMA_POOL);
+        return false;
+    }
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        if (!pool_state_check(&s->pool[i], i, mem_start, mem_end, errp)) {
+        if (!pool_state_check(&s->pool[i], i, s->dma, mem_start, mem_end,
+                              errp)) {
             return false;
         }
         entries += s->pool[i].count;
@@ -1075,6 +1217,14 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
         g_set_error(errp, IBMVETH_ERROR, 0, "rx queue of %u bytes at entry "
                     "%u: the pools make it %" G_GUINT64_FORMAT " entries",
                     s->rxq_len, s->rxq_index, entries);
+        return false;
+    }
+    /* Whole kernel pages of 4 to 64 KiB. */
+    if (s->rxq_size < s->rxq_len || s->rxq_size % PAGE_SIZE ||
+        s->rxq_size > align_up(s->rxq_len, 65536)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "an rx queue of %u bytes in %u "
+                    "bytes is not in whole pages of 4 to 64 KiB", s->rxq_len,
+                    s->rxq_size);
         return false;
     }
     if (s->bds_per_add != 1 && s->bds_per_add != IBMVETH_MAX_BDS_PER_ADD) {
@@ -1090,7 +1240,7 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
     if (!range_ok(s->tce_list, PAGE_SIZE, mem_start, mem_end) ||
         !range_ok(s->buffer_list, PAGE_SIZE, mem_start, mem_end) ||
         !range_ok(s->filter_list, PAGE_SIZE, mem_start, mem_end) ||
-        !range_ok(s->rxq, s->rxq_len, mem_start, mem_end) ||
+        !range_ok(s->rxq, s->rxq_size, mem_start, mem_end) ||
         !range_ok(s->tx_buf, IBMVETH_TX_BUF_SIZE, mem_start, mem_end)) {
         g_set_error(errp, IBMVETH_ERROR, 0, "a queue or page lies outside "
                     "the guest memory the driver allocates from (0x%"
@@ -1106,6 +1256,7 @@ IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
     IbmvethDriver *v = g_new0(IbmvethDriver, 1);
 
     v->bus = *bus;
+    v->dma = s->dma;
     v->unit = s->unit;
     v->tce_list = s->tce_list;
     v->buffer_list = s->buffer_list;
@@ -1113,6 +1264,7 @@ IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
     v->rxq = s->rxq;
     v->tx_buf = s->tx_buf;
     v->rxq_len = s->rxq_len;
+    v->rxq_size = s->rxq_size;
     v->rxq_index = s->rxq_index;
     v->rxq_toggle = s->rxq_toggle;
     v->bds_per_add = s->bds_per_add;
@@ -1180,6 +1332,8 @@ char *ibmveth_save(IbmvethDriver *v)
     g_key_file_set_uint64(kf, g, "rxq", v->rxq);
     g_key_file_set_uint64(kf, g, "tx_buf", v->tx_buf);
     g_key_file_set_uint64(kf, g, "rxq_len", v->rxq_len);
+    g_key_file_set_uint64(kf, g, "rxq_size", v->rxq_size);
+    g_key_file_set_uint64(kf, g, "dma", v->dma);
     g_key_file_set_uint64(kf, g, "rxq_index", v->rxq_index);
     g_key_file_set_boolean(kf, g, "rxq_toggle", v->rxq_toggle);
     g_key_file_set_uint64(kf, g, "bds_per_add", v->bds_per_add);
@@ -1301,6 +1455,20 @@ IbmvethDriver *ibmveth_restore(const IbmvethBus *bus, const char *text,
     v->bds_per_add = k[8];
     v->rxq_toggle = g_key_file_get_boolean(kf, "ibmveth", "rxq_toggle",
                                            NULL);
+    /* Saved before buffers were mapped one by one: pools mapped whole,
+     * the queue exactly its length. */
+    v->dma = g_key_file_has_key(kf, "ibmveth", "dma", NULL) ?
+             g_key_file_get_uint64(kf, "ibmveth", "dma", NULL) :
+             IBMVETH_DMA_POOL;
+    v->rxq_size = g_key_file_has_key(kf, "ibmveth", "rxq_size", NULL) ?
+                  g_key_file_get_uint64(kf, "ibmveth", "rxq_size", NULL) :
+                  v->rxq_len;
+    if (v->dma > IBMVETH_DMA_POOL) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "[ibmveth] dma: %u is neither "
+                    "per buffer (%d) nor pool (%d)", v->dma,
+                    IBMVETH_DMA_PER_BUFFER, IBMVETH_DMA_POOL);
+        goto fail;
+    }
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         if (!restore_pool(kf, &v->pool[i], i, errp)) {
             goto fail;

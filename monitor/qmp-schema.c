@@ -135,13 +135,17 @@ static const SchemaObject objects[] = {
     { "GuestDriverMemory", "in-use-bytes:int peak-bytes:int size-bytes:int "
       "refused-frees:int", NULL, NULL },
     /* frames-by-buffer-size is keyed by the pools' buffer sizes. */
-    { "GuestStats", "id:str dev:str fwd:str poll:str rx-frames:int "
+    { "GuestStats", "id:str dev:str fwd:str poll:str dma:str rx-frames:int "
       "rx-bytes:int tx-frames:int tx-bytes:int tap-rx-frames:int "
       "rx-invalid:int tx-failed:int replenish-add-failures:int "
       "rx-no-buffer:int wakeups:int woken-late:int resets:int "
       "napi-polls:int offloads:GuestOffloads frames-by-buffer-size:any "
       "buffer-bytes:int memory:GuestMemoryStats reasm:GuestReasmStats "
-      "drops:GuestDrops cpu-ns:int rx-latency:LatencyStats", NULL, NULL },
+      "drops:GuestDrops tce-hcalls:GuestTceHcalls "
+      "tce-hcalls-per-frame:GuestTceHcallsPerFrame cpu-ns:int "
+      "rx-latency:LatencyStats", NULL, NULL },
+    { "GuestTceHcalls", "rx:int tx:int", NULL, NULL },
+    { "GuestTceHcallsPerFrame", "rx:number tx:number", NULL, NULL },
     /* The quantiles are there once there is a sample. */
     { "LatencyStats", "samples:int *p50-ns:int *p90-ns:int *p99-ns:int "
       "*p99.9-ns:int *max-ns:int", NULL, NULL },

@@ -49,7 +49,8 @@ typedef struct IbmvethGuestConf {
     uint64_t ipfrag_time_ns;
     bool offloads;          /* checksum offload and TSO, when offered */
     bool csum_audit;        /* check what CSUM_GOOD vouches for */
-    IbmvethConf drv;        /* unit and MAC are the device's */
+    IbmvethConf drv;        /* unit and MAC are the device's; dma=
+                               and page_size are -guest's */
 } IbmvethGuestConf;
 
 typedef enum GuestDrop {
@@ -95,6 +96,15 @@ typedef enum GuestHcall {
 /* PAPR's name of the hcall ("H_PUT_TCE"), "other" for the rest. */
 const char *guest_hcall_name(GuestHcall h);
 
+/* The vCPU's paths whose TCE hcalls are counted apart from those of
+ * opens and closes: receive (NAPI poll and replenish) and transmit. */
+typedef enum GuestPath {
+    GUEST_PATH_RX,
+    GUEST_PATH_TX,
+    GUEST_PATH__MAX,
+    GUEST_PATH_NONE = GUEST_PATH__MAX,
+} GuestPath;
+
 typedef struct IbmvethGuestStats {
     uint64_t rx_frames, rx_bytes;
     uint64_t tx_frames, tx_bytes;       /* H_SEND succeeded or H_DROPPED */
@@ -126,6 +136,7 @@ typedef struct IbmvethGuestStats {
     uint64_t rx_no_buffer;      /* the device's count at buffer-list+4088 */
     uint64_t drops[GUEST_DROP__MAX];
     uint64_t hcalls[GUEST_HCALL__MAX];
+    uint64_t tce_hcalls[GUEST_PATH__MAX];
     uint64_t cpu_ns;            /* the vCPU thread's CPU time */
     /* One sample a device batch that came with the XDP program's
      * stamp: from the program to the vCPU's reading its last frame's

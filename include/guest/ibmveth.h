@@ -7,7 +7,8 @@
  *
  * Every structure is identity-mapped: its I/O address in the device's DMA
  * window equals its guest-physical address, so the allocator must stay
- * below the 256 MiB window.
+ * below the 256 MiB window.  What is mapped when follows Linux's DMA API
+ * on a pseries IOMMU with "hcall-multi-tce" (see IbmvethDma).
  */
 #ifndef GUEST_IBMVETH_H
 #define GUEST_IBMVETH_H
@@ -91,6 +92,24 @@ static inline uint64_t ibmveth_bd(uint32_t len, uint32_t ioba)
            ioba;
 }
 
+/*
+ * When the receive buffers are mapped.  PER_BUFFER is Linux's: a buffer
+ * is mapped when it is posted (ibmveth_replenish_buffer_pool's
+ * dma_map_single) and unmapped when its frame is taken
+ * (ibmveth_remove_buffer_from_pool's dma_unmap_single); a map of one
+ * 4 KiB TCE page is one H_PUT_TCE, of more one H_PUT_TCE_INDIRECT per
+ * 512 pages, an unmap one H_STUFF_TCE per 512 pages (pseries iommu.c's
+ * tce_buildmulti_pSeriesLP, tce_freemulti_pSeriesLP).  Each buffer then
+ * starts on a TCE page of its own, since unmapping one must not unmap a
+ * neighbour still posted.  POOL, for the benchmark, maps each pool
+ * whole once at open, buffers packed 128 bytes apart, and makes no TCE
+ * hcall per frame.
+ */
+typedef enum IbmvethDma {
+    IBMVETH_DMA_PER_BUFFER,
+    IBMVETH_DMA_POOL,
+} IbmvethDma;
+
 typedef struct IbmvethConf {
     uint32_t unit;               /* VIO unit address, e.g. 0x71000000 */
     uint64_t mac;                /* low 48 bits, first octet in bits 47..40 */
@@ -105,12 +124,17 @@ typedef struct IbmvethConf {
      * (fw_large_send_support: the MSS goes in r12). */
     bool rx_csum;
     bool large_send;
+    IbmvethDma dma;
+    /* The guest kernel's page size: dma_alloc_coherent maps the rx
+     * queue in whole kernel pages.  0 is 4 KiB. */
+    uint32_t page_size;
 } IbmvethConf;
 
 /*
  * Linux's pools: sizes 512, 2048, 16384, 32768, 65536; counts 256, 512, 256,
  * 256, 256; active 1, 1, 0, 0, 1.  The MAC is 52:54:00:12:34:56, the default
- * a lone spapr-vlan gets when no mac= is given.  No bulk add.
+ * a lone spapr-vlan gets when no mac= is given.  No bulk add.  Buffers
+ * mapped one by one, on a kernel of 64 KiB pages (ppc64le's).
  */
 void ibmveth_conf_linux_defaults(IbmvethConf *conf, uint32_t unit);
 /* False, saying why, unless Linux would accept the pools (counts
@@ -135,15 +159,16 @@ void ibmveth_read_features(const IbmvethBus *bus, IbmvethConf *conf);
 
 /*
  * Opens as Linux does: with bulk_add, H_ILLAN_ATTRIBUTES(unit, 0, 0) first
- * (Linux asks at probe); a zeroed buffer-list page and filter page and a
- * zeroed rx queue of 16 x (1 + the counts of all pools, active or not)
- * bytes, mapped read/write, and a zeroed 64 KiB tx buffer mapped read-only
- * (Linux maps it to-device); H_VIO_SIGNAL(disable); H_REGISTER_LOGICAL_LAN,
- * and on failure H_FREE_LOGICAL_LAN (repeated while busy) and one retry.
- * After a successful register: the buffers of the active pools, mapped
- * read/write, then Linux's first interrupt and NAPI poll: H_VIO_SIGNAL
- * (disable), the initial replenish, H_VIO_SIGNAL(enable).  So the rx
- * interrupt is ENABLED when this returns.
+ * (Linux asks at probe); a zeroed rx queue of 16 x (1 + the counts of all
+ * pools, active or not) bytes in whole kernel pages, a zeroed buffer-list
+ * page and filter page, mapped read/write, and a zeroed 64 KiB tx buffer
+ * mapped read-only (Linux maps it to-device), in that order;
+ * H_VIO_SIGNAL(disable); H_REGISTER_LOGICAL_LAN, and on failure
+ * H_FREE_LOGICAL_LAN (repeated while busy) and one retry.  After a
+ * successful register, with dma POOL, the buffers of the active pools,
+ * mapped read/write; then Linux's first interrupt and NAPI poll:
+ * H_VIO_SIGNAL(disable), the initial replenish, H_VIO_SIGNAL(enable).  So
+ * the rx interrupt is ENABLED when this returns.
  * All the guest memory is allocated first, so that when it runs out
  * the only hcall made was the attribute query.
  * NULL when the conf is bad, memory runs out or a TCE hcall fails (errp
@@ -155,9 +180,11 @@ IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
                             int64_t *rc, GError **errp);
 /*
  * Closes as Linux does: H_VIO_SIGNAL(disable), H_FREE_LOGICAL_LAN repeated
- * while busy (bounded), then frees the driver whatever the rc, giving its
- * guest memory back through the bus's free().  Guest memory's contents
- * and TCEs stay as they are.  Returns H_FREE's rc.
+ * while busy (bounded), then unmaps the buffer list, the filter page, the
+ * rx queue, every buffer still posted (dma POOL: each pool whole) and the
+ * tx buffer, and frees the driver whatever the rc, giving its guest
+ * memory back through the bus's free().  Guest memory's contents stay as
+ * they are.  Returns H_FREE's rc.
  */
 int64_t ibmveth_close(IbmvethDriver *v);
 /*
@@ -178,7 +205,9 @@ bool ibmveth_memory_fits(const IbmvethBus *bus, const IbmvethConf *conf,
  * correlator (pool << 32 | slot); its BD is VALID | size | address.  One
  * buffer per H_ADD_LOGICAL_LAN_BUFFER, or in bulk mode up to 8 per
  * H_ADD_LOGICAL_LAN_BUFFERS (a batch of exactly one still goes through the
- * single hcall).  A failed hcall counts its buffers as add failures and ends
+ * single hcall).  With dma PER_BUFFER each buffer is mapped just before
+ * its add hcall (a batch's all before it), and unmapped again if the add
+ * fails.  A failed hcall counts its buffers as add failures and ends
  * that pool's refill for this call; H_FUNCTION in bulk mode drops to one
  * buffer per hcall for good.  Returns how many buffers were added.
  */
@@ -228,10 +257,25 @@ typedef struct IbmvethRxLarge {
  */
 IbmvethRxLarge ibmveth_rx_large(uint8_t *frame, uint32_t len, uint32_t mtu,
                                 bool lrg_pkt, uint16_t lrg_mss);
-/* Consumes the entry @e from peek: a READY entry's buffer goes back to its
- * pool's free slots for the next replenish, as current Linux does for
- * every entry; the index advances, flipping the toggle when it wraps. */
+/* Consumes the entry @e from peek (ibmveth_rxq_harvest_buffer): a READY
+ * entry's buffer is unmapped (dma PER_BUFFER) and goes back to its pool's
+ * free slots for the next replenish; the index advances, flipping the
+ * toggle when it wraps. */
 void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e);
+
+/* Linux 6.1's rx_copybreak: a frame shorter than this is copied out of
+ * its buffer, and the buffer posted again at once. */
+#define IBMVETH_RX_COPYBREAK    128
+
+/*
+ * Consumes the READY entry @e as ibmveth_rxq_recycle_buffer does, once
+ * its frame has been copied out: the same buffer, still mapped, is
+ * posted again with one H_ADD_LOGICAL_LAN_BUFFER; if that fails it is
+ * consumed as by ibmveth_rx_consume().  Linux 6.1 does this for frames
+ * under IBMVETH_RX_COPYBREAK and for entries without the valid bit.
+ * Returns the add's rc.
+ */
+int64_t ibmveth_rx_recycle(IbmvethDriver *v, const IbmvethRxEntry *e);
 
 /*
  * Sends one frame as current Linux does: copied into the tx buffer, one BD,
@@ -298,6 +342,9 @@ typedef struct IbmvethState {
     bool rxq_toggle;
     uint32_t bds_per_add;
     uint64_t mac;
+    uint32_t dma;               /* IbmvethDma */
+    uint32_t rxq_size;          /* bytes allocated and mapped for the rx
+                                   queue: rxq_len in whole kernel pages */
     IbmvethPoolState pool[IBMVETH_NUM_POOLS];
 } IbmvethState;
 

@@ -651,6 +651,8 @@ def illan_argv(args, ns, point, qmp_path):
         guest += f',size={size},dst={ns.gen_mac}'
     if point.get('netdev_opts'):
         netdev += ',' + point['netdev_opts']
+    if args.guest_opts:
+        guest += ',' + args.guest_opts
     return ['ip', 'netns', 'exec', ns.dut, 'taskset', '-c', args.illan_cpus,
             os.path.join(args.build, 'illan'), '-M', 'pseries', '-nodefaults',
             '-device', f'spapr-vlan,id=net0,netdev=n0,mac={NIC_MAC},'
@@ -1387,6 +1389,10 @@ def parse_args():
     p.add_argument('--netdev-opts', default='',
                    help='more -netdev af-xdp options for illan, e.g. '
                         'rx-metadata=off')
+    p.add_argument('--guest-opts', default='',
+                   help='more -guest ibmveth options for illan, e.g. '
+                        'dma=pool (the pools mapped whole: no TCE hcall '
+                        'per frame)')
     p.add_argument('--json', help='where the figures go '
                    '(default BUILD/bench.json)')
     args = p.parse_args()

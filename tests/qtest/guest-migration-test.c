@@ -539,17 +539,19 @@ static void test_destination_without_guest(void)
 #define SECTION_HEAD    (1 + 4 + 1 + sizeof(GUEST_IDSTR) - 1 + 4 + 4)
 #define SECTION_FOOT    (1 + 4)
 
-/* Where the body of guest section @n starts in @data. */
+/* Where the body of guest section @n starts in @data: its idstr with
+ * its length byte, unlike a subsection's name that begins with it. */
 static size_t guest_section(const char *data, size_t len, unsigned n)
 {
+    static const char idstr[] = "\x0d" GUEST_IDSTR;
     const char *at = data;
 
+    G_STATIC_ASSERT(sizeof(GUEST_IDSTR) - 1 == 0x0d);
     for (unsigned i = 0; i <= n; i++) {
-        at = memmem(at + 1, len - (at + 1 - data), GUEST_IDSTR,
-                    strlen(GUEST_IDSTR));
+        at = memmem(at + 1, len - (at + 1 - data), idstr, strlen(idstr));
         g_assert_nonnull(at);
     }
-    return at - data + strlen(GUEST_IDSTR) + 8;
+    return at - data + strlen(idstr) + 8;
 }
 
 static uint64_t get_be(const char *p, int size)
@@ -652,7 +654,7 @@ static void below_base(char *data, size_t len)
 static void test_pieces_below_base(void)
 {
     crafted(GUEST, below_base, "guest 'g0': driver state: pool 0: size "
-            "512, count 256, 512 bytes apart at 0x1a000 is not a pool the "
+            "512, count 256, 4096 bytes apart at 0x23000 is not a pool the "
             "driver makes in this machine's memory");
 }
 

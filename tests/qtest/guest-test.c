@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "hw/ppc/hcall.h"
 #include "libqos/eth-frames.h"
 #include "libqos/rig.h"
 #include "libqtest.h"
@@ -175,11 +176,16 @@ static void test_spin(void)
 
 /* ---- What "ip link set" does to a running guest ---- */
 
-static void guest_cmd_ok(QRig *r, const char *cmd)
+static void guest_cmd_ok_on(QTestState *qts, const char *cmd)
 {
-    g_autoptr(JsonObject) rsp = qtest_qmp(r->qts, "%s", cmd);
+    g_autoptr(JsonObject) rsp = qtest_qmp(qts, "%s", cmd);
 
     g_assert_true(json_object_has_member(rsp, "return"));
+}
+
+static void guest_cmd_ok(QRig *r, const char *cmd)
+{
+    guest_cmd_ok_on(r->qts, cmd);
 }
 
 /* A frame of @len to @dst comes back whole, its MACs swapped. */
@@ -351,8 +357,9 @@ static void test_mtu_cycles(void)
 }
 
 /*
- * An MTU whose pools do not fit in the guest's memory (-m 24M leaves 23
- * MiB above the first: MTU 9000's four pools take 21, all five 29):
+ * An MTU whose pools do not fit in the guest's memory (-m 26M leaves 25
+ * MiB above the first: MTU 9000's four pools of buffers a TCE page or
+ * more apart take 23, all five 31):
  * refused, where Linux's open would fail, and the guest carries on open
  * as it was, with the memory it had.
  */
@@ -365,7 +372,7 @@ static void test_mtu_no_memory(void)
 
     qrig_init(&r);
     qrig_bind_peer(&r);
-    qrig_start(&r, &(QRigOpts){ .mem = "24M", .nic = ",id=net0",
+    qrig_start(&r, &(QRigOpts){ .mem = "26M", .nic = ",id=net0",
                                 .extra = "-guest ibmveth,id=g0,dev=net0,"
                                          "fwd=macswap" });
     set_mtu(&r, 9000);
@@ -830,6 +837,226 @@ static void test_rx_no_buffer(void)
     qrig_stop(&r);
 }
 
+/* ---- DMA mapping: the TCE hcalls of a receive ---- */
+
+typedef struct HcallCounts {
+    gint64 put, indirect, stuff, add, add_bulk;
+} HcallCounts;
+
+static HcallCounts hcall_counts(QRig *r)
+{
+    return (HcallCounts) {
+        .put = qrig_stat(r->qts, "guest.hcalls.H_PUT_TCE"),
+        .indirect = qrig_stat(r->qts, "guest.hcalls.H_PUT_TCE_INDIRECT"),
+        .stuff = qrig_stat(r->qts, "guest.hcalls.H_STUFF_TCE"),
+        .add = qrig_stat(r->qts, "guest.hcalls.H_ADD_LOGICAL_LAN_BUFFER"),
+        .add_bulk = qrig_stat(r->qts,
+                              "guest.hcalls.H_ADD_LOGICAL_LAN_BUFFERS"),
+    };
+}
+
+static HcallCounts hcalls_since(QRig *r, const HcallCounts *before)
+{
+    HcallCounts now = hcall_counts(r);
+
+    return (HcallCounts) {
+        .put = now.put - before->put,
+        .indirect = now.indirect - before->indirect,
+        .stuff = now.stuff - before->stuff,
+        .add = now.add - before->add,
+        .add_bulk = now.add_bulk - before->add_bulk,
+    };
+}
+
+/* @n frames of @len bytes, in batches the guest takes before the next,
+ * so that the device never runs out of buffers. */
+static void receive_frames(QRig *r, size_t len, unsigned n)
+{
+    gint64 seen = qrig_stat(r->qts, "guest.rx-frames");
+    uint8_t f[1514];
+
+    for (unsigned i = 0; i < n; i += 100) {
+        unsigned batch = MIN(100, n - i);
+
+        for (unsigned j = 0; j < batch; j++) {
+            eth_frame_udp(f, len, guest_mac, peer_mac, i + j);
+            qrig_send(r, f, len);
+        }
+        qrig_wait_stat(r->qts, "guest.rx-frames", seen + i + batch);
+    }
+}
+
+/* x-query-guest-stats' figures of the receive path: @rx TCE hcalls
+ * over @frames frames, none on transmit (frames are copied into the
+ * mapped tx buffer). */
+static void check_tce_per_frame(QRig *r, gint64 rx, gint64 frames)
+{
+    g_autoptr(JsonObject) stats = qrig_guest_stats(r->qts);
+    JsonObject *g = qrig_stats_guest(stats);
+    JsonObject *per = json_object_get_object_member(g,
+                                                    "tce-hcalls-per-frame");
+
+    g_assert_cmpint(qjson_int(g, "tce-hcalls.rx"), ==, rx);
+    g_assert_cmpint(qjson_int(g, "tce-hcalls.tx"), ==, 0);
+    g_assert_cmpfloat_with_epsilon(json_object_get_double_member(per, "rx"),
+                                   (double)rx / frames, 1e-9);
+    g_assert_cmpfloat(json_object_get_double_member(per, "tx"), ==, 0);
+}
+
+/*
+ * Linux 6.1's pools (512x256, 2048x512, 65536x256), one buffer per
+ * H_ADD_LOGICAL_LAN_BUFFER (6.1 has no bulk add).  Per buffer (the
+ * default): the open maps the rx queue (64 KiB of kernel pages), the two
+ * list pages, the 64 KiB tx buffer and every buffer it posts; a frame of
+ * 1000 bytes is unmapped with one H_STUFF_TCE, and each buffer the
+ * replenish posts again is mapped with one H_PUT_TCE.  A frame under
+ * rx_copybreak (128) is copied and its buffer, still mapped, posted again
+ * at once: no TCE hcall.  dma=pool maps the pools whole at open.
+ */
+static void check_rx_dma(const char *dma, bool per_buffer)
+{
+    g_autofree char *opts = g_strdup_printf("fwd=rxonly,bulk-add=off%s",
+                                            dma);
+    HcallCounts open, d;
+    QRig r;
+
+    rig_start(&r, "on", opts);
+    open = hcall_counts(&r);
+    if (per_buffer) {
+        /* 2 list pages; 256 + 512 one-page buffers */
+        g_assert_cmpint(open.put, ==, 2 + 256 + 512);
+        /* rx queue, tx buffer; 256 buffers of 16 pages */
+        g_assert_cmpint(open.indirect, ==, 2 + 256);
+    } else {
+        g_assert_cmpint(open.put, ==, 2);
+        /* rx queue, tx buffer; 32 + 256 + 4096 pages, 512 a call */
+        g_assert_cmpint(open.indirect, ==, 2 + 1 + 1 + 8);
+    }
+    g_assert_cmpint(open.stuff, ==, 0);
+    g_assert_cmpint(open.add, ==, 256 + 512 + 256);
+    g_assert_cmpint(open.add_bulk, ==, 0);
+
+    receive_frames(&r, 1000, 1000);
+    d = hcalls_since(&r, &open);
+    g_assert_cmpint(d.stuff, ==, per_buffer ? 1000 : 0);
+    g_assert_cmpint(d.put, ==, per_buffer ? d.add : 0);
+    g_assert_cmpint(d.indirect, ==, 0);
+    /* The pool is refilled once under 7/8 of its 512 buffers. */
+    g_assert_cmpint(d.add, <=, 1000);
+    g_assert_cmpint(d.add, >=, 1000 - 512 / 8);
+    check_tce_per_frame(&r, d.put + d.stuff, 1000);
+
+    open = hcall_counts(&r);
+    receive_frames(&r, 100, 1000);
+    d = hcalls_since(&r, &open);
+    g_assert_cmpint(d.stuff, ==, 0);
+    g_assert_cmpint(d.put, ==, 0);
+    g_assert_cmpint(d.indirect, ==, 0);
+    g_assert_cmpint(d.add, ==, 1000);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 2000);
+    check_tce_per_frame(&r, qrig_stat(r.qts, "guest.tce-hcalls.rx"), 2000);
+    qrig_stop(&r);
+}
+
+static void test_dma_per_buffer(void)
+{
+    check_rx_dma("", true);
+}
+
+static void test_dma_pool(void)
+{
+    check_rx_dma(",dma=pool", false);
+}
+
+/* How many TCEs of the first 32 MiB of the window are mapped: the
+ * driver's pieces lie there, identity-mapped. */
+static unsigned mapped_tces(QTestState *qts)
+{
+    unsigned n = 0;
+
+    for (uint64_t ioba = 1 << 20; ioba < 32 << 20; ioba += 4096) {
+        uint64_t tce = 0;
+
+        g_assert_cmpint(qtest_hcall(qts, H_GET_TCE, 2,
+                                    (uint64_t[]){ QRIG_UNIT, ioba }, &tce,
+                                    1), ==, H_SUCCESS);
+        n += tce != 0;
+    }
+    return n;
+}
+
+static bool migration_completed(void *opaque)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(opaque, "{'execute': "
+                                          "'query-migrate'}");
+    JsonObject *info = json_object_get_object_member(rsp, "return");
+    const char *status = json_object_has_member(info, "status") ?
+                         json_object_get_string_member(info, "status") : "";
+
+    g_assert_cmpstr(status, !=, "failed");
+    return !strcmp(status, "completed");
+}
+
+/* @cmd (migrate or migrate-incoming) on @qts, until it completed. */
+static void migrate_until_completed(QTestState *qts, const char *cmd,
+                                    const char *uri)
+{
+    g_autofree char *line = g_strdup_printf("{'execute': '%s', 'arguments':"
+                                            " {'uri': '%s'}}", cmd, uri);
+
+    guest_cmd_ok_on(qts, line);
+    qtest_wait_until(migration_completed, qts, QTEST_WAIT_S,
+                     "%s to complete", cmd);
+}
+
+/*
+ * A guest mapping buffer by buffer migrates with its posted buffers
+ * mapped and its free ones not: after 10 frames of 1000 bytes, the
+ * 2048-byte pool has 502 of 512 posted (under 7/8 consumed: no refill
+ * yet).  The destination's driver carries on from that state.
+ */
+static void test_dma_migration(void)
+{
+    /* rx queue and tx buffer 16 pages each, 2 list pages, 256 + 502
+     * one-page buffers, 256 of 16 pages */
+    const unsigned want = 16 + 16 + 2 + 256 + 502 + 256 * 16;
+    g_autofree char *file = NULL, *uri = NULL, *dst_path = NULL;
+    QTestState *dst;
+    QRig r;
+
+    rig_start(&r, "on", "fwd=rxonly,bulk-add=off");
+    receive_frames(&r, 1000, 10);
+    g_assert_cmpuint(mapped_tces(r.qts), ==, want);
+    file = qrig_path(&r, "stream");
+    uri = g_strdup_printf("file:%s", file);
+    migrate_until_completed(r.qts, "migrate", uri);
+
+    dst_path = qrig_path(&r, "dst");
+    dst = qrig_spawn(&r, &(QRigOpts){
+        .dev_path = dst_path, .nic = ",id=net0,use-rx-buffer-pools=on",
+        .extra = "-guest ibmveth,id=g0,dev=net0,fwd=rxonly,bulk-add=off "
+                 "-incoming defer" });
+    migrate_until_completed(dst, "migrate-incoming", uri);
+    g_assert_cmpuint(mapped_tces(dst), ==, want);
+    /* An MTU change closes (unmapping the lists, the queue, each posted
+     * buffer and the tx buffer) and opens again with every buffer
+     * posted. */
+    guest_cmd_ok_on(dst, "{'execute': 'x-guest-set-mtu', 'arguments': "
+                    "{'id': 'g0', 'mtu': 1500}}");
+    g_assert_cmpint(qrig_stat(dst, "guest.hcalls.H_STUFF_TCE"), ==,
+                    3 + 256 + 502 + 256 + 1);
+    g_assert_cmpuint(mapped_tces(dst), ==, 16 + 16 + 2 + 256 + 512 +
+                                           256 * 16);
+    /* A reset is a reboot: the machine's tables cleared, the driver
+     * opened again, mapping as at boot. */
+    guest_cmd_ok_on(dst, "{'execute': 'system_reset'}");
+    qrig_wait_stat(dst, "guest.resets", 1);
+    g_assert_cmpuint(mapped_tces(dst), ==, 16 + 16 + 2 + 256 + 512 +
+                                           256 * 16);
+    qtest_quit(dst);
+    qrig_stop(&r);
+}
+
 static void test_help(void)
 {
     g_autofree char *out = NULL, *err = NULL;
@@ -861,6 +1088,9 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/refusals", test_refusals);
     g_test_add_func("/guest/rx-no-buffer", test_rx_no_buffer);
     g_test_add_func("/guest/help", test_help);
+    g_test_add_func("/guest/dma/per-buffer", test_dma_per_buffer);
+    g_test_add_func("/guest/dma/pool", test_dma_pool);
+    g_test_add_func("/guest/dma/migration", test_dma_migration);
     g_test_add_func("/guest/tap/pools", test_tap_pools);
     g_test_add_func("/guest/tap/page-mode", test_tap_page_mode);
     g_test_add_func("/guest/af-xdp/macswap", test_af_xdp_macswap);

@@ -343,6 +343,49 @@ static void test_hostile_unmapped_queue(void)
     qrig_stop(&r);
 }
 
+/*
+ * Linux unmaps a buffer once its frame is taken: the device must see it
+ * unmapped then, through the TCE table and not a copy of its own.  A
+ * guest posting it again unmapped is refused; buffers unmapped while
+ * still posted get no frame (a DMA error), and once mapped again do.
+ * One pool of 8 buffers of 2048 bytes, each on a TCE page of its own.
+ */
+static void test_buffer_unmapped_after_frame(void)
+{
+    IbmvethConf conf;
+    IbmvethRxEntry e;
+    uint64_t addr, base;
+    uint16_t tag;
+    QRig r;
+
+    ibmveth_conf_linux_defaults(&conf, UNIT);
+    conf.npools = 1;
+    conf.pool_size[0] = 2048;
+    conf.pool_count[0] = 8;
+    rig_start(&r, "on", &conf);
+    inject(&r, qrig_mac, 1000, 1);
+    e = expect_frame(&r, &tag);
+    addr = qibmveth_rx_buffer_addr(r.guest, &e);
+    g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, UNIT,
+                                 ibmveth_bd(2048, addr)), ==, H_PARAMETER);
+
+    base = addr - e.slot * 4096;
+    g_assert_cmpint(qtest_hcallv(r.qts, H_STUFF_TCE, UNIT, base, 0, 8), ==,
+                    H_SUCCESS);
+    inject(&r, qrig_mac, 1000, 2);
+    qrig_wait_stat(r.qts, "nic.device.rx-dropped.dma-error", 1);
+    g_assert_cmpint(qrig_stat(r.qts, "nic.rx.delivered"), ==, 1);
+
+    for (uint64_t page = base; page < base + 8 * 4096; page += 4096) {
+        g_assert_cmpint(qtest_hcallv(r.qts, H_PUT_TCE, UNIT, page, page | 3),
+                        ==, H_SUCCESS);
+    }
+    inject(&r, qrig_mac, 1000, 3);
+    expect_frame(&r, &tag);
+    g_assert_cmpuint(tag, ==, 3);
+    qrig_stop(&r);
+}
+
 /* Page mode: the guest scribbles over its buffer-list page.  Every scan
  * is bounded, each frame is dropped under its reason, the device keeps
  * serving and the guest's H_FREE still works. */
@@ -704,5 +747,7 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-rx/mac-across-close-open",
                     test_mac_across_close_open);
     g_test_add_func("/llan-rx/register-bad-mac", test_register_bad_mac);
+    g_test_add_func("/llan-rx/buffer-unmapped-after-frame",
+                    test_buffer_unmapped_after_frame);
     return g_test_run();
 }

@@ -155,6 +155,12 @@ static void test_refusals(void)
     MUTATE(s->rxq_index = s->rxq_len / 16, f.fb.next, "rx queue of");
     MUTATE(s->rxq_len += 16, f.fb.next, "rx queue of");
     MUTATE(s->bds_per_add = 3, f.fb.next, "bds_per_add 3");
+    /* Buffers mapped one by one are a TCE page apart: the same pool
+     * under pools mapped whole is not one the driver makes. */
+    MUTATE(s->dma = IBMVETH_DMA_POOL, f.fb.next, "4096 bytes apart");
+    MUTATE(s->dma = 2, f.fb.next, "dma 2 is neither");
+    MUTATE(s->rxq_size = s->rxq_len, f.fb.next, "not in whole pages");
+    MUTATE(s->rxq_size += 65536, f.fb.next, "not in whole pages");
     MUTATE((void)0, MEM_BASE + 0x3000, "not a pool the driver");
     MUTATE(s->tx_buf = f.fb.next - 4096, f.fb.next, "outside the guest "
            "memory");
