@@ -972,6 +972,9 @@ static void lend_rx_stamps(IbmvethGuest *g)
 
 static void close_driver(IbmvethGuest *g)
 {
+    /* Linux keeps rx_buffers_per_hcall from probe to the next probe,
+     * dropped to one for good by an H_FUNCTION. */
+    g->conf.drv.bulk_add = ibmveth_bds_per_add(g->drv) > 1;
     spapr_vlan_set_rx_stamps(g->vlan, NULL, 0);
     ibmveth_close(g_steal_pointer(&g->drv));
     g_clear_pointer(&g->rx_stamps, g_free);
@@ -1338,6 +1341,7 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
     /* What the source's admin changed (address, MTU) the next open
      * keeps, as the source's would have. */
     g->conf.drv.mac = s->mac;
+    g->conf.drv.bulk_add = s->bds_per_add > 1;
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         g->conf.drv.pool_active[i] = s->pool[i].active;
     }

@@ -422,17 +422,6 @@ unsigned ibmveth_replenish(IbmvethDriver *v)
 
 /* ---- Open and close ---- */
 
-static unsigned query_bds_per_add(IbmvethDriver *v)
-{
-    uint64_t args[] = { v->unit, 0, 0 };
-
-    if (hcall(v, H_ILLAN_ATTRIBUTES, G_N_ELEMENTS(args), args, 1) ==
-            H_SUCCESS && (args[0] & IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT)) {
-        return IBMVETH_MAX_BDS_PER_ADD;
-    }
-    return 1;
-}
-
 static uint64_t read_attributes(IbmvethDriver *v, int64_t *rc)
 {
     uint64_t args[] = { v->unit, 0, 0 };
@@ -441,14 +430,58 @@ static uint64_t read_attributes(IbmvethDriver *v, int64_t *rc)
     return *rc == H_SUCCESS ? args[0] : 0;
 }
 
-/* One attribute on; undone with the masks swapped if refused. */
-static bool set_attribute(IbmvethDriver *v, uint64_t bit)
+/* H_ILLAN_ATTRIBUTES(reset @clr, set @set); a refusal is undone with
+ * the masks swapped, as ibmveth_set_csum_offload and ibmveth_set_tso
+ * do.  True when it was taken. */
+static bool change_attributes(IbmvethDriver *v, uint64_t clr, uint64_t set)
 {
-    if (HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, 0, bit) == H_SUCCESS) {
+    if (HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, clr, set) == H_SUCCESS) {
         return true;
     }
-    HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, bit, 0);
+    HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, set, clr);
     return false;
+}
+
+/* ibmveth_set_csum_offload on a closed interface: the attributes read
+ * again, and with PADDED_PKT_CSUM the IPv4 and the IPv6 bit changed.
+ * Returns the rx_csum it leaves, @was unless one change was taken. */
+static bool set_csum_offload(IbmvethDriver *v, bool on, bool was)
+{
+    uint64_t v4 = IBMVETH_ILLAN_IPV4_TCP_CSUM, v6 = IBMVETH_ILLAN_IPV6_TCP_CSUM;
+    int64_t rc;
+    uint64_t attrs = read_attributes(v, &rc);
+    bool ok4, ok6;
+
+    if (rc != H_SUCCESS || !(attrs & IBMVETH_ILLAN_PADDED_PKT_CSUM)) {
+        return was;
+    }
+    ok4 = change_attributes(v, on ? 0 : v4, on ? v4 : 0);
+    ok6 = change_attributes(v, on ? 0 : v6, on ? v6 : 0);
+    return ok4 || ok6 ? on : was;
+}
+
+/* ibmveth_set_tso on a closed interface: the attributes read again, and
+ * with LRG_SND_SUPPORT LRG_SR_ENABLED changed.  Returns the large_send
+ * it leaves (without the support, Linux takes @on as it is). */
+static bool set_tso(IbmvethDriver *v, bool on, bool was)
+{
+    uint64_t bit = IBMVETH_ILLAN_LRG_SR_ENABLED;
+    int64_t rc;
+    uint64_t attrs = read_attributes(v, &rc);
+
+    if (rc != H_SUCCESS || !(attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT)) {
+        return on;
+    }
+    return change_attributes(v, on ? 0 : bit, on ? bit : 0) ? on : was;
+}
+
+bool ibmveth_offers_bulk_add(const IbmvethBus *bus, uint32_t unit)
+{
+    IbmvethDriver probe = { .bus = *bus, .unit = unit };
+    int64_t rc;
+    uint64_t attrs = read_attributes(&probe, &rc);
+
+    return rc == H_SUCCESS && (attrs & IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT);
 }
 
 void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
@@ -457,20 +490,24 @@ void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
     IbmvethDriver probe = { .bus = *bus, .unit = conf->unit };
     int64_t rc;
     uint64_t attrs = read_attributes(&probe, &rc);
-    bool v4, v6;
+    bool tso = rc == H_SUCCESS && (attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT);
 
-    conf->rx_csum = conf->large_send = false;
-    if (!want || rc != H_SUCCESS) {
+    conf->bulk_add = conf->bulk_add && rc == H_SUCCESS &&
+                     (attrs & IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT);
+    /* ibmveth_set_features with the features probe turned on: each
+     * differs from the adapter's initial off. */
+    conf->rx_csum = illan_options && set_csum_offload(&probe, true, false);
+    conf->large_send = tso && set_tso(&probe, true, false);
+    if (want) {
         return;
     }
-    if (illan_options && (attrs & IBMVETH_ILLAN_PADDED_PKT_CSUM)) {
-        v4 = set_attribute(&probe, IBMVETH_ILLAN_IPV4_TCP_CSUM);
-        v6 = set_attribute(&probe, IBMVETH_ILLAN_IPV6_TCP_CSUM);
-        conf->rx_csum = v4 || v6;
+    /* "ethtool -K rx off tso off" before ifup: ibmveth_set_features
+     * again, for the features that are on. */
+    if (conf->rx_csum) {
+        conf->rx_csum = set_csum_offload(&probe, false, true);
     }
-    if (attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT) {
-        conf->large_send = set_attribute(&probe,
-                                         IBMVETH_ILLAN_LRG_SR_ENABLED);
+    if (conf->large_send) {
+        conf->large_send = set_tso(&probe, false, true);
     }
 }
 
@@ -632,7 +669,7 @@ static IbmvethDriver *driver_new(const IbmvethBus *bus,
     v->dma = conf->dma;
     v->unit = conf->unit;
     v->mac = conf->mac;
-    v->bds_per_add = 1;
+    v->bds_per_add = conf->bulk_add ? IBMVETH_MAX_BDS_PER_ADD : 1;
     v->large_send = conf->large_send;
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         pool_init(&v->pool[i], i, conf);
@@ -672,9 +709,6 @@ IbmvethDriver *ibmveth_open(const IbmvethBus *bus, const IbmvethConf *conf,
         return NULL;
     }
     v = driver_new(bus, conf);
-    if (conf->bulk_add) {
-        v->bds_per_add = query_bds_per_add(v);
-    }
     if (!alloc_memory(v, errp) || !map_queues(v, errp)) {
         goto fail;
     }

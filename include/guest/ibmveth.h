@@ -117,8 +117,8 @@ typedef struct IbmvethConf {
     uint32_t pool_size[IBMVETH_NUM_POOLS];
     uint32_t pool_count[IBMVETH_NUM_POOLS];
     bool pool_active[IBMVETH_NUM_POOLS];
-    bool bulk_add;               /* use H_ADD_LOGICAL_LAN_BUFFERS when
-                                    H_ILLAN_ATTRIBUTES offers it */
+    bool bulk_add;               /* use H_ADD_LOGICAL_LAN_BUFFERS: asked
+                                    for, and offered at probe */
     /* The offloads in force, as ibmveth_probe_features() left them:
      * checksum offload (Linux's rx_csum, both ways), and large send
      * (fw_large_send_support: the MSS goes in r12). */
@@ -142,35 +142,43 @@ void ibmveth_conf_linux_defaults(IbmvethConf *conf, uint32_t unit);
 bool ibmveth_conf_check(const IbmvethConf *conf, GError **errp);
 
 /*
- * What Linux's probe does through ibmveth_set_features() with its default
- * features: H_ILLAN_ATTRIBUTES(unit, 0, 0); then, if the device tree has
- * "ibm,illan-options" (@illan_options) and the device reports
- * PADDED_PKT_CSUM, it sets IPV4_TCP_CSUM and IPV6_TCP_CSUM, one hcall
- * each (a failed one is undone with the masks swapped); if the device
- * reports LRG_SND_SUPPORT, it sets LRG_SR_ENABLED.  Without @want (the
- * admin's "ethtool -K ... rx off tso off") nothing is set.  Fills
+ * What Linux's ibmveth_probe does: H_ILLAN_ATTRIBUTES(unit, 0, 0) once,
+ * which keeps @conf's bulk_add only if the device offers
+ * RX_MULTI_BUFF_SUPPORT (mainline reads it there, never at open); then
+ * ibmveth_set_features() with its default features, each of which
+ * differs from the adapter's initial state: with "ibm,illan-options" in
+ * the device tree (@illan_options), ibmveth_set_csum_offload reads the
+ * attributes again and, if the device reports PADDED_PKT_CSUM, sets
+ * IPV4_TCP_CSUM and IPV6_TCP_CSUM, one hcall each (a refused one undone
+ * with the masks swapped); if the probe's read reported LRG_SND_SUPPORT,
+ * ibmveth_set_tso reads them again and sets LRG_SR_ENABLED.  Without
+ * @want, the admin's "ethtool -K ... rx off tso off" follows before the
+ * interface is up: the same two functions clear what was set.  A device
+ * without the hcall costs exactly one H_ILLAN_ATTRIBUTES.  Fills
  * @conf's rx_csum and large_send with what is in force.
  */
 void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
                             bool illan_options, bool want);
+/* The probe's read alone, for callers that want bulk add and nothing
+ * else of it: whether H_ILLAN_ATTRIBUTES offers RX_MULTI_BUFF_SUPPORT. */
+bool ibmveth_offers_bulk_add(const IbmvethBus *bus, uint32_t unit);
 /* The same flags from the device's attributes as they stand (after a
  * migration, what the source's probe set): one H_ILLAN_ATTRIBUTES(0, 0). */
 void ibmveth_read_features(const IbmvethBus *bus, IbmvethConf *conf);
 
 /*
- * Opens as Linux does: with bulk_add, H_ILLAN_ATTRIBUTES(unit, 0, 0) first
- * (Linux asks at probe); a zeroed rx queue of 16 x (1 + the counts of all
- * pools, active or not) bytes in whole kernel pages, a zeroed buffer-list
- * page and filter page, mapped read/write, and a zeroed 64 KiB tx buffer
- * mapped read-only (Linux maps it to-device), in that order;
- * H_VIO_SIGNAL(disable); H_REGISTER_LOGICAL_LAN, and on failure
- * H_FREE_LOGICAL_LAN (repeated while busy) and one retry.  After a
- * successful register, with dma POOL, the buffers of the active pools,
- * mapped read/write; then Linux's first interrupt and NAPI poll:
- * H_VIO_SIGNAL(disable), the initial replenish, H_VIO_SIGNAL(enable).  So
- * the rx interrupt is ENABLED when this returns.
+ * Opens as Linux does (bulk_add as the probe left it, no hcall for it):
+ * a zeroed rx queue of 16 x (1 + the counts of all pools, active or not)
+ * bytes in whole kernel pages, a zeroed buffer-list page and filter page,
+ * mapped read/write, and a zeroed 64 KiB tx buffer mapped read-only
+ * (Linux maps it to-device), in that order; H_VIO_SIGNAL(disable);
+ * H_REGISTER_LOGICAL_LAN, and on failure H_FREE_LOGICAL_LAN (repeated
+ * while busy) and one retry.  After a successful register, with dma POOL,
+ * the buffers of the active pools, mapped read/write; then Linux's first
+ * interrupt and NAPI poll: H_VIO_SIGNAL(disable), the initial replenish,
+ * H_VIO_SIGNAL(enable).  So the rx interrupt is ENABLED when this returns.
  * All the guest memory is allocated first, so that when it runs out
- * the only hcall made was the attribute query.
+ * no hcall was made.
  * NULL when the conf is bad, memory runs out or a TCE hcall fails (errp
  * says which), or when H_REGISTER fails (*rc says how; errp too); what
  * was allocated is given back.  *rc is H_SUCCESS on success.  @rc may be

@@ -310,6 +310,47 @@ static void test_linux_limits(void)
     qrig_stop(&r);
 }
 
+/* ---- The hcalls Linux's ibmveth issues ---- */
+
+/* The built-in guest's hcalls of one kind so far. */
+static gint64 guest_hcalls(QRig *r, const char *name)
+{
+    g_autofree char *path = g_strdup_printf("guest.hcalls.%s", name);
+
+    return qrig_stat(r->qts, path);
+}
+
+/*
+ * Probe and an MTU change, counted against Linux 6.1 (see
+ * docs/system/guest-models.md).  ibmveth_probe reads
+ * H_ILLAN_ATTRIBUTES once; ibmveth_set_features then runs
+ * ibmveth_set_csum_offload (read, set IPv4, set IPv6) when the device
+ * tree has ibm,illan-options, and ibmveth_set_tso (read, set) when the
+ * device reports large send: 6 against offloads=on, 1 against QEMU's
+ * device.  ibmveth_change_mtu's close and open do not ask again.
+ */
+static void assert_linux_boot(const char *nic, gint64 attrs)
+{
+    QRig r;
+
+    rig_start(&r, nic, "fwd=rxonly");
+    g_assert_cmpint(guest_hcalls(&r, "H_ILLAN_ATTRIBUTES"), ==, attrs);
+    set_mtu(&r, 9000);
+    g_assert_cmpint(guest_hcalls(&r, "H_REGISTER_LOGICAL_LAN"), ==, 2);
+    g_assert_cmpint(guest_hcalls(&r, "H_ILLAN_ATTRIBUTES"), ==, attrs);
+    qrig_stop(&r);
+}
+
+static void test_linux_boot_offloads(void)
+{
+    assert_linux_boot("on", 6);
+}
+
+static void test_linux_boot_qemu_device(void)
+{
+    assert_linux_boot("on,offloads=off", 1);
+}
+
 /*
  * "ip link set mtu" and "ip link set address" again and again: each MTU
  * change closes, which frees the queues and pools, and opens, which
@@ -1078,6 +1119,9 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/macswap", test_macswap);
     g_test_add_func("/guest/mac-and-mtu", test_mac_and_mtu);
     g_test_add_func("/guest/linux-limits", test_linux_limits);
+    g_test_add_func("/guest/linux-boot/offloads", test_linux_boot_offloads);
+    g_test_add_func("/guest/linux-boot/qemu-device",
+                    test_linux_boot_qemu_device);
     g_test_add_func("/guest/mtu-cycles", test_mtu_cycles);
     g_test_add_func("/guest/mtu-no-memory", test_mtu_no_memory);
     g_test_add_func("/guest/long-tcp", test_long_tcp);

@@ -51,6 +51,7 @@ QIbmveth *qibmveth_open(QTestState *qts, QGuestAllocator *alloc,
                         const IbmvethConf *conf, int64_t *rc)
 {
     QIbmveth *v = g_new0(QIbmveth, 1);
+    IbmvethConf probed;
     IbmvethBus bus;
     g_autoptr(GError) err = NULL;
     int64_t reg_rc = H_SUCCESS;
@@ -58,7 +59,11 @@ QIbmveth *qibmveth_open(QTestState *qts, QGuestAllocator *alloc,
     v->qts = qts;
     v->alloc = alloc;
     bus = qtest_bus(v);
-    v->drv = ibmveth_open(&bus, conf, &reg_rc, &err);
+    probed = *conf;
+    /* The probe's read, which Linux makes once, before any open. */
+    probed.bulk_add = conf->bulk_add &&
+                      ibmveth_offers_bulk_add(&bus, conf->unit);
+    v->drv = ibmveth_open(&bus, &probed, &reg_rc, &err);
     if (rc) {
         *rc = reg_rc;
     }
