@@ -28,16 +28,18 @@
 #include "qemu/option.h"
 #include "qemu/pause.h"
 
-/* A vCPU asleep with its interrupt on looks at its queue this often. */
-#define LOOK_MS             10
+/* A vCPU asleep with its interrupt on reads its queue's next entry from
+ * memory this often, and at each reassembly timer: no hcall, and rare
+ * enough to cost no CPU. */
+#define LOOK_MS             1000
 /* A frame it finds there gets this long for its interrupt before it
- * counts as woken late (a lost interrupt), and is then taken anyway.  Well
- * above LOOK_MS: a run of batches shares one interrupt, pulsed at its end
- * or after 256 frames (hw/net/spapr_llan.c), so a look inside a run finds
- * its first frames before their interrupt, and they wait for as long as
- * the I/O thread is off its CPU mid-run.  Under ASan on two CPUs at load
- * 30 that was up to 22 ms, always with the run's interrupt still owed: a
- * late interrupt, not a lost one. */
+ * counts as woken late (a lost interrupt), and is then taken as the
+ * interrupt would have had it.  A run of batches shares one interrupt,
+ * pulsed at its end or after 256 frames (hw/net/spapr_llan.c), so a look
+ * inside a run finds its first frames before their interrupt, and they
+ * wait for as long as the I/O thread is off its CPU mid-run.  Under ASan
+ * on two CPUs at load 30 that was up to 22 ms, always with the run's
+ * interrupt still owed: a late interrupt, not a lost one. */
 #define LOST_IRQ_MS         250
 /* More entries than any receive queue holds (Linux's: 64 KiB / 16). */
 #define IBMVETH_RESET_DRAIN_MAX 65536
@@ -68,7 +70,13 @@ struct IbmvethGuest {
     Gro *gro;               /* fwd=tap */
     TxFrames *tx;
     int tap_fd;
-    int wake_fd;            /* eventfd: the device's interrupt, or stop */
+    int wake_fd;            /* eventfd: the device's interrupt, a pause
+                               or stop */
+    bool irq_raised;        /* atomic: the interrupt came (set by
+                               whichever thread delivered, taken by the
+                               vCPU) */
+    bool napi_scheduled;    /* the vCPU polls, its interrupt off (vCPU;
+                               main with it parked) */
     GThread *thread;
     PauseThread *pause;
     bool stop;              /* atomic */
@@ -237,8 +245,21 @@ static void on_irq(void *opaque, int n, int level)
 
     (void)n;
     if (level) {
+        __atomic_store_n(&g->irq_raised, true, __ATOMIC_RELEASE);
         eventfd_write(g->wake_fd, 1);
     }
+}
+
+static bool take_irq(IbmvethGuest *g)
+{
+    return __atomic_exchange_n(&g->irq_raised, false, __ATOMIC_ACQUIRE);
+}
+
+/* ibmveth_interrupt: the interrupt off, the poll scheduled. */
+static void irq_handler(IbmvethGuest *g)
+{
+    ibmveth_set_irq(g->drv, false);
+    g->napi_scheduled = true;
 }
 
 /* ---- Receive ---- */
@@ -706,24 +727,37 @@ static int sleep_timeout_ms(IbmvethGuest *g)
     return next <= now ? 0 : (int)MIN((next - now) / 1000000 + 1, LOOK_MS);
 }
 
-/* Waits up to @timeout_ms for the interrupt (or a pause); true if it came. */
-static bool wait_irq(IbmvethGuest *g, struct pollfd *fds, nfds_t nfds,
-                     int timeout_ms)
+typedef enum VcpuWake {
+    WAKE_IRQ,
+    WAKE_TIMEOUT,
+    WAKE_OTHER,         /* a TAP frame, a pause or a stop */
+} VcpuWake;
+
+static VcpuWake vcpu_wait(IbmvethGuest *g, struct pollfd *fds, nfds_t nfds,
+                          int timeout_ms)
 {
+    int ready = poll(fds, nfds, timeout_ms);
     eventfd_t count;
 
-    if (poll(fds, nfds, timeout_ms) > 0 && (fds[0].revents & POLLIN) &&
-        eventfd_read(g->wake_fd, &count) == 0) {
-        STAT_ADD(g, wakeups, 1);
-        return true;
+    if (ready > 0 && (fds[0].revents & POLLIN)) {
+        eventfd_read(g->wake_fd, &count);
     }
-    return false;
+    if (take_irq(g)) {
+        STAT_ADD(g, wakeups, 1);
+        return WAKE_IRQ;
+    }
+    return ready == 0 ? WAKE_TIMEOUT : WAKE_OTHER;
 }
 
 /*
- * Sleeps until the interrupt, a TAP frame, a reassembly timeout or a
- * pause.  A frame found waiting with no interrupt after LOST_IRQ_MS more
- * has sat in the queue that long while the interrupt was on: "woken late".
+ * Sleeps with the interrupt on until it comes, a TAP frame, a reassembly
+ * timeout or a pause; no hcall but the interrupt handler's.  At a
+ * timeout it reads the queue's next entry from memory: a frame there
+ * with no interrupt after LOST_IRQ_MS more has sat in the queue that
+ * long while the interrupt was on, "woken late", and is taken as the
+ * interrupt would have had it.  A pause or stop cuts that wait short
+ * (the I/O thread may be parked mid-run, its interrupt still owed), and
+ * the next look decides.
  */
 static void vcpu_sleep(IbmvethGuest *g)
 {
@@ -732,54 +766,66 @@ static void vcpu_sleep(IbmvethGuest *g)
         { .fd = g->tap_fd, .events = POLLIN },
     };
     IbmvethRxEntry e;
+    VcpuWake wake = vcpu_wait(g, fds, g->tap_fd >= 0 ? 2 : 1,
+                              sleep_timeout_ms(g));
 
-    if (wait_irq(g, fds, g->tap_fd >= 0 ? 2 : 1, sleep_timeout_ms(g)) ||
-        (fds[1].revents & POLLIN) ||
-        ibmveth_rx_peek(g->drv, &e) == IBMVETH_RX_EMPTY) {
-        return;
+    if (wake == WAKE_TIMEOUT) {
+        if (ibmveth_rx_peek(g->drv, &e) == IBMVETH_RX_EMPTY) {
+            return;
+        }
+        wake = vcpu_wait(g, fds, 1, LOST_IRQ_MS);
+        if (wake == WAKE_TIMEOUT) {
+            STAT_ADD(g, woken_late, 1);
+        }
     }
-    if (!wait_irq(g, fds, 1, LOST_IRQ_MS)) {
-        STAT_ADD(g, woken_late, 1);
+    if (wake != WAKE_OTHER) {
+        irq_handler(g);
     }
 }
 
-/*
- * NAPI's end of poll: interrupt on, then a last look, since a frame that
- * arrived before the interrupt was on raised nothing.  True when the vCPU
- * may sleep (the interrupt is then on).
- */
-static bool napi_complete(IbmvethGuest *g)
+/* The last look after the interrupt went on, since a frame that came
+ * before it was on raised nothing: one found (or the interrupt, come
+ * meanwhile) schedules the poll again, as the interrupt would. */
+static void napi_recheck(IbmvethGuest *g)
 {
     IbmvethRxEntry e;
 
-    ibmveth_set_irq(g->drv, true);
-    if (ibmveth_rx_peek(g->drv, &e) == IBMVETH_RX_EMPTY) {
-        return true;
+    g->napi_scheduled = false;
+    if (take_irq(g) || ibmveth_rx_peek(g->drv, &e) != IBMVETH_RX_EMPTY) {
+        irq_handler(g);
     }
-    ibmveth_set_irq(g->drv, false);
-    return false;
+}
+
+/* The end of ibmveth_poll with budget to spare. */
+static void napi_complete(IbmvethGuest *g)
+{
+    ibmveth_set_irq(g->drv, true);
+    napi_recheck(g);
 }
 
 static void vcpu_iteration(IbmvethGuest *g)
 {
-    unsigned rx, tx;
+    unsigned rx = 0, tx;
 
     g->now_ns = now_ns();
-    rx = napi_poll(g);
+    if (g->napi_scheduled) {
+        rx = napi_poll(g);
+        /* poll=spin never completes its poll. */
+        if (rx < g->conf.budget && !g->conf.spin) {
+            napi_complete(g);
+        }
+    }
     tx = tx_work(g);
     ip_reasm_expire(g->reasm, g->now_ns);
-    if (rx == g->conf.budget || tx > 0) {
-        return;
-    }
     if (g->conf.spin) {
         /* As a spinning I/O thread does: the CPU may be shared. */
-        sched_yield();
+        if (rx < g->conf.budget && tx == 0) {
+            sched_yield();
+        }
         return;
     }
-    if (napi_complete(g)) {
+    if (!g->napi_scheduled && tx == 0) {
         vcpu_sleep(g);
-        /* The interrupt handler's part: off until the poll is done. */
-        ibmveth_set_irq(g->drv, false);
     }
 }
 
@@ -990,9 +1036,13 @@ static bool open_driver(IbmvethGuest *g, GError **errp)
         return false;
     }
     lend_rx_stamps(g);
-    /* Linux's first interrupt handler: off until the first poll is done,
-     * the state the vCPU keeps at the top of its loop. */
-    ibmveth_set_irq(g->drv, false);
+    /* ibmveth_open's first poll ended with the interrupt on: its last
+     * look, or poll=spin's polling, which runs with it off. */
+    if (g->conf.spin) {
+        irq_handler(g);
+    } else {
+        napi_recheck(g);
+    }
     publish_pool_sizes(g);
     /* The stack behind a TAP joins groups this model cannot see: all
      * multicast, as a bridged interface has it. */
@@ -1331,6 +1381,9 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
     follow_device_irq(g);
     g->drv = ibmveth_adopt(&bus, s);
     lend_rx_stamps(g);
+    /* Whether the source slept or polled is not in the stream: a poll,
+     * which ends as every poll does, covers both. */
+    g->napi_scheduled = true;
     /* The source's probe set the device's attributes, which came with
      * the device's state. */
     ibmveth_read_features(&bus, &g->conf.drv);

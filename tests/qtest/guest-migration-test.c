@@ -469,7 +469,8 @@ static void test_legacy_irq_adopted(void)
     assert_completed(r->dst);
     send_and_collect(e, &e->dst, 32);
     g_assert_cmpint(stat(r->dst, "guest.rx-frames"), ==, 32);
-    /* It also looks every 10 ms; only the interrupt counts as a wakeup. */
+    /* It also looks every second; only the interrupt counts as a
+     * wakeup. */
     g_assert_cmpint(stat(r->dst, "guest.wakeups"), >, 0);
     g_assert_cmpint(stat(r->dst, "guest.woken-late"), ==, 0);
 

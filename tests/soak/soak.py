@@ -521,7 +521,8 @@ class Soak:
 
     def irq_toggle(self):
         """Off behind the guest's back, then on: a sleeping guest finds
-        its frames by its 10 ms look, and takes them 250 ms later
+        its frames by its look (every second, a read of memory), and
+        takes them 250 ms later
         (woken-late) unless a batch after the toggle interrupts it."""
         self.illan.qtest.hcall(0x104, UNIT, 0)
         time.sleep(0.05)
