@@ -984,11 +984,6 @@ static void publish_pool_sizes(IbmvethGuest *g)
     }
 }
 
-/* The groups every Linux interface joins: IPv4 all-hosts, IPv6
- * all-nodes. */
-static const uint64_t linux_groups[] = { 0x01005e000001ULL,
-                                         0x333300000001ULL };
-
 /* The TAP's kernel may leave to us what the device does for us. */
 static bool tap_offloads(IbmvethGuest *g, GError **errp)
 {
@@ -1044,10 +1039,72 @@ static bool open_driver(IbmvethGuest *g, GError **errp)
         napi_recheck(g);
     }
     publish_pool_sizes(g);
-    /* The stack behind a TAP joins groups this model cannot see: all
-     * multicast, as a bridged interface has it. */
-    ibmveth_set_rx_mode(g->drv, g->conf.fwd == GUEST_FWD_TAP, linux_groups,
-                        G_N_ELEMENTS(linux_groups), g->mcast_filters);
+    return true;
+}
+
+/* The groups a Linux interface with IPv4 and IPv6 joins at ifup: IPv6's
+ * all-nodes ff02::1, IPv4's all-hosts 224.0.0.1, and the solicited-node
+ * group ff02::1:ffXX:XXXX of its link-local address (EUI-64, so the
+ * MAC's last three bytes), as Ethernet addresses. */
+#define MC_IPV6_ALL_NODES   0x333300000001ULL
+#define MC_IPV4_ALL_HOSTS   0x01005e000001ULL
+#define MC_SOLICITED_NODE   0x3333ff000000ULL
+#define MC_IFUP_GROUPS      3
+
+/* The interface's multicast list (dev->mc), in the order joined. */
+typedef struct McList {
+    uint64_t addr[MC_IFUP_GROUPS];
+    unsigned n;
+} McList;
+
+/* ndo_set_rx_mode, ibmveth_set_multicast_list over the list as it
+ * stands.  The stack behind a TAP joins groups this model cannot see:
+ * all multicast, as a bridged (promiscuous) interface has it. */
+static void set_rx_mode(IbmvethGuest *g, const McList *mc)
+{
+    ibmveth_set_rx_mode(g->drv, g->conf.fwd == GUEST_FWD_TAP, mc->addr,
+                        mc->n, g->mcast_filters);
+}
+
+/* dev_mc_add on an interface that is up: the group listed once, and
+ * ndo_set_rx_mode called whether it is new or not (__dev_mc_add). */
+static void mc_join(IbmvethGuest *g, McList *mc, uint64_t addr)
+{
+    unsigned i = 0;
+
+    while (i < mc->n && mc->addr[i] != addr) {
+        i++;
+    }
+    if (i == mc->n) {
+        mc->addr[mc->n++] = addr;
+    }
+    set_rx_mode(g, mc);
+}
+
+/*
+ * The ndo_set_rx_mode calls of the boot's ifup (dev_open), after
+ * ibmveth_open: __dev_open's own, then IPv4's ip_mc_up joining
+ * all-hosts, then IPv6's addrconf_dad_begin joining the link-local
+ * address's solicited-node group.  IPv6 joined all-nodes when the
+ * interface registered (ipv6_add_dev), so it is listed from the start.
+ * ibmveth's own close and open (MTU change) call none.
+ */
+static void ifup_rx_mode(IbmvethGuest *g)
+{
+    McList mc = { .addr = { MC_IPV6_ALL_NODES }, .n = 1 };
+
+    set_rx_mode(g, &mc);
+    mc_join(g, &mc, MC_IPV4_ALL_HOSTS);
+    mc_join(g, &mc, MC_SOLICITED_NODE | (g->conf.drv.mac & 0xFFFFFF));
+}
+
+/* A boot: probe, then ifup. */
+static bool boot_driver(IbmvethGuest *g, GError **errp)
+{
+    if (!probe_driver(g, errp) || !open_driver(g, errp)) {
+        return false;
+    }
+    ifup_rx_mode(g);
     return true;
 }
 
@@ -1093,7 +1150,7 @@ IbmvethGuest *ibmveth_guest_new(SpaprMachineState *spapr, const char *dev,
     if (g->wake_fd < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "eventfd: %s", g_strerror(errno));
     } else if (find_device(g, dev, errp) && open_workload(g, errp) &&
-               (incoming || (probe_driver(g, errp) && open_driver(g, errp)))) {
+               (incoming || boot_driver(g, errp))) {
         g->irq_claimed = spapr_irq_claim(spapr, g->irq, on_irq, g);
         if (g->irq_claimed) {
             return g;
@@ -1157,7 +1214,7 @@ void ibmveth_guest_reset_open(IbmvethGuest *g)
     }
     g->conf.drv = g->boot_drv;
     g->mtu = IBMVETH_DEFAULT_MTU;
-    if (!probe_driver(g, &err) || !open_driver(g, &err)) {
+    if (!boot_driver(g, &err)) {
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
     }
     STAT_ADD(g, resets, 1);

@@ -1058,8 +1058,8 @@ int64_t ibmveth_change_mac(IbmvethDriver *v, uint64_t mac)
 #define MCAST_ADD_FILTER        0x1ULL
 #define MCAST_CLEAR_TABLE       0x3ULL
 
-/* ibmveth_set_multicast_list: what every open is followed by.  The
- * errors are only counted, as Linux only logs them. */
+/* ibmveth_set_multicast_list.  The errors are only counted, as Linux
+ * only logs them. */
 unsigned ibmveth_set_rx_mode(IbmvethDriver *v, bool all, const uint64_t *groups,
                              unsigned ngroups, unsigned table_size)
 {

@@ -370,7 +370,8 @@ uint64_t ibmveth_mac(IbmvethDriver *v);
  * the address changes when it succeeds.  Returns its rc. */
 int64_t ibmveth_change_mac(IbmvethDriver *v, uint64_t mac);
 /*
- * Linux's set_multicast_list, which follows every open: with @all
+ * Linux's ibmveth_set_multicast_list (ndo_set_rx_mode), which the net
+ * core calls at ifup and at each multicast join or leave: with @all
  * (promiscuous or all-multicast) or more @groups than the device's
  * filter table holds (its ibm,mac-address-filters), reception on and
  * filtering off; otherwise the table cleared, @groups added, and

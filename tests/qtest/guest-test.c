@@ -320,34 +320,56 @@ static gint64 guest_hcalls(QRig *r, const char *name)
 }
 
 /*
- * Probe and an MTU change, counted against Linux 6.1 (see
- * docs/system/guest-models.md).  ibmveth_probe reads
+ * Boot (probe, ifup) and an MTU change, counted against Linux 6.1 with
+ * IPv4 and IPv6 (see docs/system/guest-models.md).  ibmveth_probe reads
  * H_ILLAN_ATTRIBUTES once; ibmveth_set_features then runs
  * ibmveth_set_csum_offload (read, set IPv4, set IPv6) when the device
  * tree has ibm,illan-options, and ibmveth_set_tso (read, set) when the
  * device reports large send: 6 against offloads=on, 1 against QEMU's
- * device.  ibmveth_change_mtu's close and open do not ask again.
+ * device.  ifup calls ndo_set_rx_mode three times: from dev_open (the
+ * all-nodes group IPv6 joined at register), for IPv4's all-hosts, for
+ * the solicited-node group of the link-local address; each is a clear,
+ * one add per group and an enable with 16 filters (3 + 4 + 5 hcalls),
+ * or one hcall without filters.  ibmveth_change_mtu's close and open
+ * ask neither again.  With filters, the device then passes the
+ * solicited-node group of 52:54:00:12:34:56 and no other, until the MTU
+ * change's register leaves it unfiltered, as it leaves a Linux guest.
  */
-static void assert_linux_boot(const char *nic, gint64 attrs)
+static void assert_linux_boot(const char *nic, gint64 attrs, gint64 mcast)
 {
+    static const uint8_t solicited[6] = { 0x33, 0x33, 0xff, 0x12, 0x34, 0x56 };
+    static const uint8_t other[6] = { 0x33, 0x33, 0xff, 0x12, 0x34, 0x57 };
+    bool filters = mcast > 3;
     QRig r;
 
     rig_start(&r, nic, "fwd=rxonly");
     g_assert_cmpint(guest_hcalls(&r, "H_ILLAN_ATTRIBUTES"), ==, attrs);
+    g_assert_cmpint(guest_hcalls(&r, "H_MULTICAST_CTRL"), ==, mcast);
+    if (filters) {
+        send_to(&r, other, 1);
+        qrig_wait_stat(r.qts, "nic.rx.dropped.filtered", 1);
+        send_to(&r, solicited, 2);
+        qrig_wait_stat(r.qts, "guest.rx-frames", 1);
+    }
     set_mtu(&r, 9000);
     g_assert_cmpint(guest_hcalls(&r, "H_REGISTER_LOGICAL_LAN"), ==, 2);
     g_assert_cmpint(guest_hcalls(&r, "H_ILLAN_ATTRIBUTES"), ==, attrs);
+    g_assert_cmpint(guest_hcalls(&r, "H_MULTICAST_CTRL"), ==, mcast);
+    if (filters) {
+        send_to(&r, other, 3);
+        qrig_wait_stat(r.qts, "guest.rx-frames", 2);
+    }
     qrig_stop(&r);
 }
 
 static void test_linux_boot_offloads(void)
 {
-    assert_linux_boot("on", 6);
+    assert_linux_boot("on", 6, 3 + 4 + 5);
 }
 
 static void test_linux_boot_qemu_device(void)
 {
-    assert_linux_boot("on,offloads=off", 1);
+    assert_linux_boot("on,offloads=off", 1, 3);
 }
 
 /*
