@@ -152,6 +152,7 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_int_member(o, "wakeups", st.wakeups);
     json_object_set_int_member(o, "woken-late", st.woken_late);
     json_object_set_int_member(o, "resets", st.resets);
+    json_object_set_int_member(o, "adapter-resets", st.adapter_resets);
     json_object_set_int_member(o, "napi-polls", st.napi_polls);
     json_object_set_object_member(o, "offloads", guest_offloads(c, &st));
     json_object_set_object_member(o, "frames-by-buffer-size",

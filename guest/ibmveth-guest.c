@@ -25,8 +25,10 @@
 #include "guest/tx-frames.h"
 #include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr_vio.h"
+#include "qemu/main-loop.h"
 #include "qemu/option.h"
 #include "qemu/pause.h"
+#include "qemu/runstate.h"
 
 /* A vCPU asleep with its interrupt on reads its queue's next entry from
  * memory this often, and at each reassembly timer: no hcall, and rare
@@ -77,6 +79,10 @@ struct IbmvethGuest {
                                vCPU) */
     bool napi_scheduled;    /* the vCPU polls, its interrupt off (vCPU;
                                main with it parked) */
+    bool reset_pending;     /* atomic: an entry named no posted buffer;
+                               the vCPU waits for the main thread's
+                               adapter reset (set by the vCPU, cleared
+                               by main) */
     GThread *thread;
     PauseThread *pause;
     bool stop;              /* atomic */
@@ -263,6 +269,8 @@ static void irq_handler(IbmvethGuest *g)
 }
 
 /* ---- Receive ---- */
+
+static void adapter_reset(void *opaque);
 
 static uint64_t now_ns(void)
 {
@@ -627,28 +635,29 @@ static uint8_t *take_entry(IbmvethGuest *g, const IbmvethRxEntry *e,
 static unsigned napi_poll(IbmvethGuest *g)
 {
     IbmvethRxEntry e[IBMVETH_GUEST_BUDGET_MAX];
-    IbmvethRxStatus status[IBMVETH_GUEST_BUDGET_MAX];
     uint8_t *frame[IBMVETH_GUEST_BUDGET_MAX];
+    IbmvethRxStatus status;
     unsigned n = 0;
 
     g->path = GUEST_PATH_RX;
     while (n < g->conf.budget) {
-        status[n] = ibmveth_rx_peek(g->drv, &e[n]);
-        if (status[n] == IBMVETH_RX_EMPTY) {
+        status = ibmveth_rx_peek(g->drv, &e[n]);
+        if (status == IBMVETH_RX_EMPTY) {
+            break;
+        }
+        /* Mainline's ibmveth_poll stops at it, untaken, and schedules
+         * its reset work (which counts it). */
+        if (status == IBMVETH_RX_BAD_HANDLE) {
+            __atomic_store_n(&g->reset_pending, true, __ATOMIC_RELAXED);
+            main_loop_run_or_post(adapter_reset, g);
             break;
         }
         sample_rx_latency(g, &e[n]);
-        if (status[n] == IBMVETH_RX_READY) {
-            frame[n] = take_entry(g, &e[n], n);
-        } else {
-            ibmveth_rx_consume(g->drv, &e[n]);
-        }
+        frame[n] = take_entry(g, &e[n], n);
         n++;
     }
     for (unsigned i = 0; i < n; i++) {
-        if (status[i] == IBMVETH_RX_BAD_HANDLE) {
-            STAT_ADD(g, drops[GUEST_DROP_BAD_HANDLE], 1);
-        } else if (!e[i].valid) {
+        if (!e[i].valid) {
             STAT_ADD(g, drops[GUEST_DROP_RX_INVALID], 1);
         } else {
             receive_frame(g, &e[i], frame[i]);
@@ -803,15 +812,33 @@ static void napi_complete(IbmvethGuest *g)
     napi_recheck(g);
 }
 
+/* Until the main thread's adapter reset, which parks the vCPU, as Linux's
+ * poll makes no progress past the entry until its reset work runs. */
+static void wait_reset(IbmvethGuest *g)
+{
+    struct pollfd fd = { .fd = g->wake_fd, .events = POLLIN };
+    eventfd_t count;
+
+    if (poll(&fd, 1, -1) > 0) {
+        eventfd_read(g->wake_fd, &count);
+    }
+}
+
 static void vcpu_iteration(IbmvethGuest *g)
 {
     unsigned rx = 0, tx;
 
+    if (__atomic_load_n(&g->reset_pending, __ATOMIC_RELAXED)) {
+        wait_reset(g);
+        return;
+    }
     g->now_ns = now_ns();
     if (g->napi_scheduled) {
         rx = napi_poll(g);
-        /* poll=spin never completes its poll. */
-        if (rx < g->conf.budget && !g->conf.spin) {
+        /* poll=spin never completes its poll, nor does one stopped at
+         * a bad handle. */
+        if (rx < g->conf.budget && !g->conf.spin &&
+            !__atomic_load_n(&g->reset_pending, __ATOMIC_RELAXED)) {
             napi_complete(g);
         }
     }
@@ -1082,19 +1109,26 @@ static void mc_join(IbmvethGuest *g, McList *mc, uint64_t addr)
 }
 
 /*
- * The ndo_set_rx_mode calls of the boot's ifup (dev_open), after
- * ibmveth_open: __dev_open's own, then IPv4's ip_mc_up joining
- * all-hosts, then IPv6's addrconf_dad_begin joining the link-local
- * address's solicited-node group.  IPv6 joined all-nodes when the
- * interface registered (ipv6_add_dev), so it is listed from the start.
- * ibmveth's own close and open (MTU change) call none.
+ * The ndo_set_rx_mode calls of an ifup (dev_open), after ibmveth_open:
+ * __dev_open's own, then IPv4's ip_mc_up joining all-hosts, then IPv6's
+ * addrconf_dad_begin joining the link-local address's solicited-node
+ * group.  At boot IPv6 joined all-nodes when the interface registered
+ * (ipv6_add_dev), so it is listed from the start; after a dev_close,
+ * which dropped every group, ipv6_mc_up joins it again between the
+ * other two.  ibmveth's own close and open (MTU change) call none.
  */
-static void ifup_rx_mode(IbmvethGuest *g)
+static void ifup_rx_mode(IbmvethGuest *g, bool boot)
 {
-    McList mc = { .addr = { MC_IPV6_ALL_NODES }, .n = 1 };
+    McList mc = { .n = 0 };
 
+    if (boot) {
+        mc.addr[mc.n++] = MC_IPV6_ALL_NODES;
+    }
     set_rx_mode(g, &mc);
     mc_join(g, &mc, MC_IPV4_ALL_HOSTS);
+    if (!boot) {
+        mc_join(g, &mc, MC_IPV6_ALL_NODES);
+    }
     mc_join(g, &mc, MC_SOLICITED_NODE | (g->conf.drv.mac & 0xFFFFFF));
 }
 
@@ -1104,7 +1138,7 @@ static bool boot_driver(IbmvethGuest *g, GError **errp)
     if (!probe_driver(g, errp) || !open_driver(g, errp)) {
         return false;
     }
-    ifup_rx_mode(g);
+    ifup_rx_mode(g, true);
     return true;
 }
 
@@ -1184,15 +1218,22 @@ bool ibmveth_guest_start(IbmvethGuest *g, GError **errp)
 static void count_lost(IbmvethGuest *g, GuestDrop why)
 {
     IbmvethRxEntry e;
-    unsigned lost = 0;
+    IbmvethRxStatus status;
+    unsigned lost = 0, bad = 0;
 
-    /* Bounded by the queue, but the device wrote it: bound it here too. */
-    while (lost < IBMVETH_RESET_DRAIN_MAX &&
-           ibmveth_rx_peek(g->drv, &e) != IBMVETH_RX_EMPTY) {
+    /* Bounded by the queue, but the device wrote it: bound it here too.
+     * An entry naming no posted buffer keeps its own reason. */
+    while (lost + bad < IBMVETH_RESET_DRAIN_MAX &&
+           (status = ibmveth_rx_peek(g->drv, &e)) != IBMVETH_RX_EMPTY) {
         ibmveth_rx_consume(g->drv, &e);
-        lost++;
+        if (status == IBMVETH_RX_BAD_HANDLE) {
+            bad++;
+        } else {
+            lost++;
+        }
     }
     STAT_ADD(g, drops[why], lost);
+    STAT_ADD(g, drops[GUEST_DROP_BAD_HANDLE], bad);
 }
 
 void ibmveth_guest_reset_close(IbmvethGuest *g)
@@ -1218,6 +1259,37 @@ void ibmveth_guest_reset_open(IbmvethGuest *g)
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
     }
     STAT_ADD(g, resets, 1);
+}
+
+/*
+ * Mainline's ibmveth_reset, the work ibmveth_poll schedules for an entry
+ * whose handle names no buffer of its pools: dev_close and dev_open, so
+ * the ifup's rx mode too.  The entry goes with the queue, counted
+ * bad-handle, the others delivered since closed.  Nothing to do if a close (machine reset, MTU change) or an
+ * exit came first; a machine stopped meanwhile (stop, a migration) is
+ * left as it is, and its vCPU, polling again when it runs, finds the
+ * entry again.
+ */
+static void adapter_reset(void *opaque)
+{
+    IbmvethGuest *g = opaque;
+    g_autoptr(GError) err = NULL;
+    IbmvethRxEntry e;
+
+    pause_all();
+    if (runstate_is_running() && g->thread && g->drv &&
+        ibmveth_rx_peek(g->drv, &e) == IBMVETH_RX_BAD_HANDLE) {
+        count_lost(g, GUEST_DROP_CLOSED);
+        close_driver(g);
+        if (!open_driver(g, &err)) {
+            g_error("guest %s: reopening after a bad rx handle: %s", g->id,
+                    err->message);
+        }
+        ifup_rx_mode(g, false);
+        STAT_ADD(g, adapter_resets, 1);
+    }
+    __atomic_store_n(&g->reset_pending, false, __ATOMIC_RELAXED);
+    resume_all();
 }
 
 /* An admin's command needs a running interface. */

@@ -139,6 +139,7 @@ static const SchemaObject objects[] = {
       "rx-bytes:int tx-frames:int tx-bytes:int tap-rx-frames:int "
       "rx-invalid:int tx-failed:int replenish-add-failures:int "
       "rx-no-buffer:int wakeups:int woken-late:int resets:int "
+      "adapter-resets:int "
       "napi-polls:int offloads:GuestOffloads frames-by-buffer-size:any "
       "buffer-bytes:int memory:GuestMemoryStats reasm:GuestReasmStats "
       "drops:GuestDrops tce-hcalls:GuestTceHcalls "

@@ -124,6 +124,8 @@ typedef struct IbmvethGuestStats {
     uint64_t woken_late;        /* a frame waited over 250 ms for its
                                    interrupt while the vCPU slept */
     uint64_t resets;            /* machine resets: the device reopened */
+    uint64_t adapter_resets;    /* mainline's ibmveth_reset after an entry
+                                   naming no posted buffer */
     uint64_t napi_polls;
     uint64_t frames_in_pool[IBMVETH_NUM_POOLS];
     uint64_t pool_size[IBMVETH_NUM_POOLS];  /* 0: inactive */

@@ -17,6 +17,7 @@
 #include "libqtest.h"
 #include "netns.h"
 
+#define UNIT            0x71000000u     /* the LAN's unit address */
 #define PEER_IP         0x0a070001u     /* 10.7.0.1 */
 #define GUEST_IP        0x0a070002u     /* 10.7.0.2 */
 #define PING_PAYLOAD    65507
@@ -411,13 +412,51 @@ static void test_lost_irq_found(void)
 
     rig_start(&r, "on", "fwd=rxonly");
     qrig_wait_stat_min(r.qts, "guest.hcalls.H_VIO_SIGNAL", 3);
-    g_assert_cmpint(qtest_hcallv(r.qts, H_VIO_SIGNAL, 0x71000000, 0), ==,
+    g_assert_cmpint(qtest_hcallv(r.qts, H_VIO_SIGNAL, UNIT, 0), ==,
                     H_SUCCESS);
     send_to(&r, guest_mac, 1);
     qrig_wait_stat(r.qts, "guest.rx-frames", 1);
     g_assert_cmpint(qrig_stat(r.qts, "guest.woken-late"), ==, 1);
     g_assert_cmpint(qrig_stat(r.qts, "guest.wakeups"), ==, 0);
     g_assert_cmpint(guest_hcalls(&r, "H_VIO_SIGNAL"), ==, 3 + 2);
+    qrig_stop(&r);
+}
+
+#define BOGUS_BUF       0x0c000000u         /* 192 MiB: no driver's */
+
+/*
+ * A receive entry whose handle names no buffer of the driver's: mainline
+ * ibmveth_poll stops, and its reset work closes and opens the interface
+ * (dev_close, dev_open: the rx mode of a second ifup, 2 + 3 + 4 + 5
+ * hcalls).  Another vCPU of the guest posts a 512-byte buffer whose
+ * correlator names pool 9; the device takes it first (LIFO) for a small
+ * frame.
+ */
+static void test_bad_handle_reset(void)
+{
+    uint8_t f[60];
+    gint64 mcast;
+    QRig r;
+
+    rig_start(&r, "on", "fwd=rxonly");
+    mcast = guest_hcalls(&r, "H_MULTICAST_CTRL");
+    g_assert_cmpint(qtest_hcallv(r.qts, H_PUT_TCE, UNIT, BOGUS_BUF,
+                                 BOGUS_BUF | 3), ==, H_SUCCESS);
+    qtest_writeq(r.qts, BOGUS_BUF, 9ULL << 32);
+    g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, UNIT,
+                                 (1ULL << 63) | (512ULL << 32) | BOGUS_BUF),
+                    ==, H_SUCCESS);
+    send_to(&r, guest_mac, 1);
+    qrig_wait_stat(r.qts, "guest.drops.bad-handle", 1);
+    qrig_wait_stat(r.qts, "guest.hcalls.H_FREE_LOGICAL_LAN", 1);
+    qrig_wait_stat(r.qts, "guest.adapter-resets", 1);
+    g_assert_cmpint(guest_hcalls(&r, "H_REGISTER_LOGICAL_LAN"), ==, 2);
+    g_assert_cmpint(guest_hcalls(&r, "H_MULTICAST_CTRL") - mcast, ==,
+                    2 + 3 + 4 + 5);
+    g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 0);
+    eth_frame_udp(f, sizeof(f), guest_mac, peer_mac, 2);
+    qrig_send(&r, f, sizeof(f));
+    qrig_wait_stat(r.qts, "guest.rx-frames", 1);
     qrig_stop(&r);
 }
 
@@ -1194,6 +1233,7 @@ int main(int argc, char **argv)
                     test_linux_boot_qemu_device);
     g_test_add_func("/guest/idle-no-hcalls", test_idle_no_hcalls);
     g_test_add_func("/guest/lost-irq-found", test_lost_irq_found);
+    g_test_add_func("/guest/bad-handle-reset", test_bad_handle_reset);
     g_test_add_func("/guest/mtu-cycles", test_mtu_cycles);
     g_test_add_func("/guest/mtu-no-memory", test_mtu_no_memory);
     g_test_add_func("/guest/long-tcp", test_long_tcp);
