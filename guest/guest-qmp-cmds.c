@@ -290,6 +290,21 @@ static JsonNode *guest_set_mtu(JsonObject *args, QmpError *err)
     return guest_result(ok, gerr, err);
 }
 
+static JsonNode *guest_set_offloads(JsonObject *args, QmpError *err)
+{
+    IbmvethGuest *g = find_guest(args, err);
+    bool rx_csum = json_object_get_boolean_member(args, "rx-csum");
+    bool tso = json_object_get_boolean_member(args, "tso");
+    GError *gerr = NULL;
+    bool ok;
+
+    if (!g || !guest_may_act(g, "x-guest-set-offloads", err)) {
+        return NULL;
+    }
+    ok = ibmveth_guest_set_offloads(g, rx_csum, tso, &gerr);
+    return guest_result(ok, gerr, err);
+}
+
 static const QmpArg set_mac_args[] = {
     { "id", QMP_ARG_STR, false }, { "mac", QMP_ARG_STR, false },
     { NULL, 0, false }
@@ -299,10 +314,17 @@ static const QmpArg set_mtu_args[] = {
     { NULL, 0, false }
 };
 
+static const QmpArg set_offloads_args[] = {
+    { "id", QMP_ARG_STR, false }, { "rx-csum", QMP_ARG_BOOL, false },
+    { "tso", QMP_ARG_BOOL, false }, { NULL, 0, false }
+};
+
 static const QmpCommand guest_commands[] = {
     { "x-query-guest-stats", NULL, false, query_guest_stats, false },
     { "x-guest-set-mac", set_mac_args, false, guest_set_mac, false },
     { "x-guest-set-mtu", set_mtu_args, false, guest_set_mtu, false },
+    { "x-guest-set-offloads", set_offloads_args, false, guest_set_offloads,
+      false },
 };
 
 static void guest_commands_register(void)

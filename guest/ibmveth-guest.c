@@ -1427,6 +1427,56 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     return true;
 }
 
+/* Linux's close and open around one feature's attribute hcalls
+ * (ibmveth_set_csum_offload, ibmveth_set_tso); the open gets the same
+ * memory the close gave back, since the pools are the same. */
+static void reopen_for_feature(IbmvethGuest *g,
+                               void (*set)(const IbmvethBus *,
+                                           IbmvethConf *, bool),
+                               bool on)
+{
+    IbmvethBus bus = guest_bus(g);
+    g_autoptr(GError) err = NULL;
+
+    count_lost(g, GUEST_DROP_CLOSED);
+    close_driver(g);
+    set(&bus, &g->conf.drv, on);
+    if (!open_driver(g, &err)) {
+        g_error("guest %s: reopening for ethtool -K: %s", g->id,
+                err->message);
+    }
+}
+
+bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
+                                GError **errp)
+{
+    if ((rx_csum && !g->conf.drv.csum_offered) ||
+        (tso && !g->conf.drv.tso_offered)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': %s is fixed off: "
+                    "the device %s, so Linux's ibmveth does not offer it "
+                    "(ethtool: Could not change any device features)",
+                    g->id, rx_csum && !g->conf.drv.csum_offered ?
+                    "rx-checksumming" : "tcp-segmentation-offload",
+                    rx_csum && !g->conf.drv.csum_offered ?
+                    "tree has no ibm,illan-options" :
+                    "reports no LRG_SND_SUPPORT");
+        return false;
+    }
+    if (!has_driver(g, errp)) {
+        return false;
+    }
+    pause_all();
+    /* ibmveth_set_features: each feature that changes, in this order. */
+    if (rx_csum != g->conf.drv.rx_csum) {
+        reopen_for_feature(g, ibmveth_set_csum_offload, rx_csum);
+    }
+    if (tso != g->conf.drv.large_send) {
+        reopen_for_feature(g, ibmveth_set_tso, tso);
+    }
+    resume_all();
+    return tap_offloads(g, errp);
+}
+
 void ibmveth_guest_stop(IbmvethGuest *g)
 {
     if (!g->thread) {
@@ -1516,6 +1566,7 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
     /* The source's probe set the device's attributes, which came with
      * the device's state. */
     ibmveth_read_features(&bus, &g->conf.drv);
+    g->conf.drv.csum_offered = g->illan_options;
     ibmveth_set_large_send(g->drv, g->conf.drv.large_send);
     if (!tap_offloads(g, &err)) {
         g_warning("guest %s: %s", g->id, err->message);

@@ -442,37 +442,39 @@ static bool change_attributes(IbmvethDriver *v, uint64_t clr, uint64_t set)
     return false;
 }
 
-/* ibmveth_set_csum_offload on a closed interface: the attributes read
- * again, and with PADDED_PKT_CSUM the IPv4 and the IPv6 bit changed.
- * Returns the rx_csum it leaves, @was unless one change was taken. */
-static bool set_csum_offload(IbmvethDriver *v, bool on, bool was)
+void ibmveth_set_csum_offload(const IbmvethBus *bus, IbmvethConf *conf,
+                              bool on)
 {
+    IbmvethDriver d = { .bus = *bus, .unit = conf->unit };
     uint64_t v4 = IBMVETH_ILLAN_IPV4_TCP_CSUM, v6 = IBMVETH_ILLAN_IPV6_TCP_CSUM;
     int64_t rc;
-    uint64_t attrs = read_attributes(v, &rc);
+    uint64_t attrs = read_attributes(&d, &rc);
     bool ok4, ok6;
 
     if (rc != H_SUCCESS || !(attrs & IBMVETH_ILLAN_PADDED_PKT_CSUM)) {
-        return was;
+        return;
     }
-    ok4 = change_attributes(v, on ? 0 : v4, on ? v4 : 0);
-    ok6 = change_attributes(v, on ? 0 : v6, on ? v6 : 0);
-    return ok4 || ok6 ? on : was;
+    ok4 = change_attributes(&d, on ? 0 : v4, on ? v4 : 0);
+    ok6 = change_attributes(&d, on ? 0 : v6, on ? v6 : 0);
+    if (ok4 || ok6) {
+        conf->rx_csum = on;
+    }
 }
 
-/* ibmveth_set_tso on a closed interface: the attributes read again, and
- * with LRG_SND_SUPPORT LRG_SR_ENABLED changed.  Returns the large_send
- * it leaves (without the support, Linux takes @on as it is). */
-static bool set_tso(IbmvethDriver *v, bool on, bool was)
+void ibmveth_set_tso(const IbmvethBus *bus, IbmvethConf *conf, bool on)
 {
+    IbmvethDriver d = { .bus = *bus, .unit = conf->unit };
     uint64_t bit = IBMVETH_ILLAN_LRG_SR_ENABLED;
     int64_t rc;
-    uint64_t attrs = read_attributes(v, &rc);
+    uint64_t attrs = read_attributes(&d, &rc);
 
     if (rc != H_SUCCESS || !(attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT)) {
-        return on;
+        conf->large_send = false;
+        return;
     }
-    return change_attributes(v, on ? 0 : bit, on ? bit : 0) ? on : was;
+    if (change_attributes(&d, on ? 0 : bit, on ? bit : 0)) {
+        conf->large_send = on;
+    }
 }
 
 bool ibmveth_offers_bulk_add(const IbmvethBus *bus, uint32_t unit)
@@ -490,24 +492,31 @@ void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
     IbmvethDriver probe = { .bus = *bus, .unit = conf->unit };
     int64_t rc;
     uint64_t attrs = read_attributes(&probe, &rc);
-    bool tso = rc == H_SUCCESS && (attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT);
 
     conf->bulk_add = conf->bulk_add && rc == H_SUCCESS &&
                      (attrs & IBMVETH_ILLAN_RX_MULTI_BUFF_SUPPORT);
+    conf->csum_offered = illan_options;
+    conf->tso_offered = rc == H_SUCCESS &&
+                        (attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT);
+    conf->rx_csum = conf->large_send = false;
     /* ibmveth_set_features with the features probe turned on: each
      * differs from the adapter's initial off. */
-    conf->rx_csum = illan_options && set_csum_offload(&probe, true, false);
-    conf->large_send = tso && set_tso(&probe, true, false);
+    if (conf->csum_offered) {
+        ibmveth_set_csum_offload(bus, conf, true);
+    }
+    if (conf->tso_offered) {
+        ibmveth_set_tso(bus, conf, true);
+    }
     if (want) {
         return;
     }
     /* "ethtool -K rx off tso off" before ifup: ibmveth_set_features
      * again, for the features that are on. */
     if (conf->rx_csum) {
-        conf->rx_csum = set_csum_offload(&probe, false, true);
+        ibmveth_set_csum_offload(bus, conf, false);
     }
     if (conf->large_send) {
-        conf->large_send = set_tso(&probe, false, true);
+        ibmveth_set_tso(bus, conf, false);
     }
 }
 
@@ -520,6 +529,7 @@ void ibmveth_read_features(const IbmvethBus *bus, IbmvethConf *conf)
     conf->rx_csum = attrs & (IBMVETH_ILLAN_IPV4_TCP_CSUM |
                              IBMVETH_ILLAN_IPV6_TCP_CSUM);
     conf->large_send = attrs & IBMVETH_ILLAN_LRG_SR_ENABLED;
+    conf->tso_offered = attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT;
 }
 
 static uint32_t rxq_entries(const IbmvethDriver *v)

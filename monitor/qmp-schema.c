@@ -62,6 +62,7 @@ static const SchemaCommand commands[] = {
     { "x-query-guest-stats", NULL, "GuestStatsInfo" },
     { "x-guest-set-mac", "id:str mac:str", NULL },
     { "x-guest-set-mtu", "id:str mtu:int", NULL },
+    { "x-guest-set-offloads", "id:str rx-csum:bool tso:bool", NULL },
     { "qom-list", "path:str", "[ObjectPropertyInfo]" },
     { "qom-get", "path:str property:str", "any" },
     { "qom-set", "path:str property:str value:any", NULL },

@@ -192,6 +192,12 @@ void ibmveth_guest_vmstate_unregister(IbmvethGuest *g);
 bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
                            GError **errp);
 bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp);
+/* "ethtool -K rx @rx_csum tso @tso" on the running interface, as Linux's
+ * ibmveth_set_features does it: for each feature that changes, a close,
+ * its attribute hcalls and an open (no rx mode).  A feature the probe
+ * did not offer cannot be turned on. */
+bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
+                                GError **errp);
 
 const char *ibmveth_guest_id(IbmvethGuest *g);
 const char *ibmveth_guest_dev(IbmvethGuest *g);

@@ -128,6 +128,10 @@ typedef struct IbmvethConf {
     /* The guest kernel's page size: dma_alloc_coherent maps the rx
      * queue in whole kernel pages.  0 is 4 KiB. */
     uint32_t page_size;
+    /* What the probe offers "ethtool -K": checksum offload with
+     * ibm,illan-options, large send with LRG_SND_SUPPORT. */
+    bool csum_offered;
+    bool tso_offered;
 } IbmvethConf;
 
 /*
@@ -159,11 +163,23 @@ bool ibmveth_conf_check(const IbmvethConf *conf, GError **errp);
  */
 void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
                             bool illan_options, bool want);
+/*
+ * Linux's ibmveth_set_csum_offload and ibmveth_set_tso between their
+ * close and open: the attributes read, then with PADDED_PKT_CSUM the
+ * IPv4 and IPv6 bits, or with LRG_SND_SUPPORT LRG_SR_ENABLED, turned
+ * @on or off, a refused change undone.  @conf's rx_csum (large_send)
+ * becomes @on when a change was taken; large_send is off without
+ * LRG_SND_SUPPORT (Linux's old large send is not modelled).
+ */
+void ibmveth_set_csum_offload(const IbmvethBus *bus, IbmvethConf *conf,
+                              bool on);
+void ibmveth_set_tso(const IbmvethBus *bus, IbmvethConf *conf, bool on);
 /* The probe's read alone, for callers that want bulk add and nothing
  * else of it: whether H_ILLAN_ATTRIBUTES offers RX_MULTI_BUFF_SUPPORT. */
 bool ibmveth_offers_bulk_add(const IbmvethBus *bus, uint32_t unit);
 /* The same flags from the device's attributes as they stand (after a
- * migration, what the source's probe set): one H_ILLAN_ATTRIBUTES(0, 0). */
+ * migration, what the source's probe set), and tso_offered: one
+ * H_ILLAN_ATTRIBUTES(0, 0). */
 void ibmveth_read_features(const IbmvethBus *bus, IbmvethConf *conf);
 
 /*

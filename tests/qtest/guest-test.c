@@ -374,6 +374,56 @@ static void test_linux_boot_qemu_device(void)
 }
 
 /*
+ * "ethtool -K eth0 rx off tso off", then on again: Linux's
+ * ibmveth_set_features runs ibmveth_set_csum_offload (close; read,
+ * IPv4, IPv6; open) and then ibmveth_set_tso (close; read, LRG_SR; open)
+ * on the running interface: 5 H_ILLAN_ATTRIBUTES and two reopens each
+ * way, and no rx mode.  A feature the device does not offer stays off.
+ */
+static gboolean guest_offload(QRig *r, const char *name)
+{
+    g_autoptr(JsonObject) stats = qrig_guest_stats(r->qts);
+
+    return json_object_get_boolean_member(json_object_get_object_member(
+        qrig_stats_guest(stats), "offloads"), name);
+}
+
+static void test_ethtool_offloads(void)
+{
+    g_autofree char *refused = NULL;
+    QRig r;
+
+    rig_start(&r, "on", "fwd=rxonly");
+    guest_cmd_ok(&r, "{'execute': 'x-guest-set-offloads', 'arguments': "
+                 "{'id': 'g0', 'rx-csum': false, 'tso': false}}");
+    g_assert_cmpint(guest_hcalls(&r, "H_ILLAN_ATTRIBUTES"), ==, 6 + 5);
+    g_assert_cmpint(guest_hcalls(&r, "H_REGISTER_LOGICAL_LAN"), ==, 1 + 2);
+    g_assert_cmpint(guest_hcalls(&r, "H_MULTICAST_CTRL"), ==, 3 + 4 + 5);
+    g_assert_false(guest_offload(&r, "rx-csum"));
+    g_assert_false(guest_offload(&r, "large-send"));
+    guest_cmd_ok(&r, "{'execute': 'x-guest-set-offloads', 'arguments': "
+                 "{'id': 'g0', 'rx-csum': true, 'tso': true}}");
+    g_assert_cmpint(guest_hcalls(&r, "H_ILLAN_ATTRIBUTES"), ==, 6 + 5 + 5);
+    g_assert_cmpint(guest_hcalls(&r, "H_FREE_LOGICAL_LAN"), ==, 4);
+    g_assert_true(guest_offload(&r, "rx-csum"));
+    g_assert_true(guest_offload(&r, "large-send"));
+    send_to(&r, guest_mac, 1);
+    qrig_wait_stat(r.qts, "guest.rx-frames", 1);
+    qrig_stop(&r);
+
+    rig_start(&r, "on,offloads=off", "fwd=rxonly");
+    refused = error_desc(&r, "{'execute': 'x-guest-set-offloads', "
+                         "'arguments': {'id': 'g0', 'rx-csum': true, "
+                         "'tso': false}}");
+    g_assert_cmpstr(refused, ==, "guest 'g0': rx-checksumming is fixed "
+                    "off: the device tree has no ibm,illan-options, so "
+                    "Linux's ibmveth does not offer it (ethtool: Could not "
+                    "change any device features)");
+    g_assert_cmpint(guest_hcalls(&r, "H_ILLAN_ATTRIBUTES"), ==, 1);
+    qrig_stop(&r);
+}
+
+/*
  * Linux's open: H_VIO_SIGNAL off before H_REGISTER_LOGICAL_LAN, then its
  * interrupt handler once (off, NAPI), whose poll ends with it on; then
  * it sleeps on the interrupt and makes no hcall at all while idle.
@@ -1231,6 +1281,7 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/linux-boot/offloads", test_linux_boot_offloads);
     g_test_add_func("/guest/linux-boot/qemu-device",
                     test_linux_boot_qemu_device);
+    g_test_add_func("/guest/ethtool-offloads", test_ethtool_offloads);
     g_test_add_func("/guest/idle-no-hcalls", test_idle_no_hcalls);
     g_test_add_func("/guest/lost-irq-found", test_lost_irq_found);
     g_test_add_func("/guest/bad-handle-reset", test_bad_handle_reset);
