@@ -282,16 +282,21 @@ static uint64_t attrs_now(QTestState *qts)
     return a;
 }
 
-/* Exactly Linux's ibmveth_set_features at probe, all on. */
+/* Exactly Linux's ibmveth_probe, then its ibmveth_set_features, all on:
+ * ibmveth_set_csum_offload and ibmveth_set_tso each read the attributes
+ * again before they set theirs. */
 static void linux_probe(QTestState *qts)
 {
     uint64_t a;
 
     g_assert_cmphex(attrs_now(qts), ==, ATTR_FIXED);
+    g_assert_cmphex(attrs_now(qts), ==, ATTR_FIXED);
     g_assert_cmpint(attributes(qts, 0, ATTR_IPV4_CSUM, &a), ==, H_SUCCESS);
     g_assert_cmphex(a, ==, ATTR_FIXED | ATTR_IPV4_CSUM);
     g_assert_cmpint(attributes(qts, 0, ATTR_IPV6_CSUM, &a), ==, H_SUCCESS);
     g_assert_cmphex(a, ==, ATTR_FIXED | ATTR_IPV4_CSUM | ATTR_IPV6_CSUM);
+    g_assert_cmphex(attrs_now(qts), ==,
+                    ATTR_FIXED | ATTR_IPV4_CSUM | ATTR_IPV6_CSUM);
     g_assert_cmpint(attributes(qts, 0, ATTR_LRG_SR, &a), ==, H_SUCCESS);
     g_assert_cmphex(a, ==, ATTR_FIXED | ATTR_IPV4_CSUM | ATTR_IPV6_CSUM |
                     ATTR_LRG_SR);
