@@ -28,6 +28,17 @@
 /* skb data starts on a cache line (128 bytes on POWER). */
 #define POOL_BUF_ALIGN              128
 
+/* Linux 6.1's netdev_alloc_skb() on ppc64le (net/core/skbuff.c): the
+ * data starts NET_SKB_PAD into the head, which ends with the aligned
+ * skb_shared_info; kernel pages are 64 KiB, and so are the page
+ * fragment cache's (PAGE_FRAG_CACHE_MAX_SIZE, 32 KiB rounded up to a
+ * page). */
+#define NET_SKB_PAD                 128
+#define SKB_SHINFO_ALIGNED          384
+#define SKB_WITH_OVERHEAD(x)        ((x) - SKB_SHINFO_ALIGNED)
+#define KERNEL_PAGE_SIZE            65536
+#define PAGE_FRAG_CACHE_SIZE        65536
+
 /* Linux loops without bound; a broken device must not hang the guest. */
 #define FREE_BUSY_TRIES             1024
 #define SEND_BUSY_RETRIES           1024
@@ -44,12 +55,29 @@ static const bool linux_pool_active[IBMVETH_NUM_POOLS] = {
     true, true, false, false, true,
 };
 
+/*
+ * Where a pool's buffers lie.  Slots come in groups of per_group, one
+ * group every stride bytes of guest memory from the pool's base: a
+ * fragment cache page carved from its top down in fragments of frag
+ * bytes, data NET_SKB_PAD into each; or one buffer, data at data_offset.
+ */
+typedef struct PoolLayout {
+    uint64_t stride;
+    uint32_t per_group;
+    uint32_t frag;              /* 0: one buffer per group */
+    uint32_t data_offset;
+} PoolLayout;
+
 typedef struct IbmvethPool {
     unsigned index;
     bool active;
     uint32_t size, count, threshold;
-    uint64_t base;              /* slot i is at base + i * stride */
-    uint64_t stride;
+    uint64_t base;
+    PoolLayout layout;
+    /* dma PER_BUFFER: slot i's own I/O range starts at ioba + i * io_pages
+     * TCE pages; 0 with dma POOL, whose pools are identity-mapped. */
+    uint64_t ioba;
+    uint32_t io_pages;
     /* Linux's free_map: a ring of free slots, taken at @consumer and
      * returned at @producer, so slots are reused in the order freed. */
     uint32_t *free_map;
@@ -73,6 +101,9 @@ struct IbmvethDriver {
     bool large_send;
     uint64_t add_failures;
     IbmvethPool pool[IBMVETH_NUM_POOLS];
+    /* Everything identity-mapped lies below this: the pools' I/O ranges
+     * take the window above it. */
+    uint64_t io_floor;
 };
 
 void ibmveth_conf_linux_defaults(IbmvethConf *conf, uint32_t unit)
@@ -143,30 +174,38 @@ static bool tce_failed(const char *hcall_name, uint64_t page, int64_t rc,
     return false;
 }
 
+/* How many 4 KiB TCE pages [addr, addr + len) touches. */
+static uint64_t tce_pages(uint64_t addr, uint64_t len)
+{
+    return (align_up(addr + len, PAGE_SIZE) - (addr & ~(PAGE_SIZE - 1))) /
+           PAGE_SIZE;
+}
+
 /*
- * Identity-maps the pages of [gpa, gpa + len) as Linux's pseries IOMMU
- * does with "hcall-multi-tce": one page with H_PUT_TCE, more with one
+ * Maps the guest pages of [gpa, gpa + len) at the I/O address @ioba,
+ * which has the same offset in its page, as Linux's pseries IOMMU does
+ * with "hcall-multi-tce": one page with H_PUT_TCE, more with one
  * H_PUT_TCE_INDIRECT per 512 pages.
  */
-static bool map_identity(IbmvethDriver *v, uint64_t gpa, uint64_t len,
-                         uint64_t perm, GError **errp)
+static bool map_range(IbmvethDriver *v, uint64_t ioba, uint64_t gpa,
+                      uint64_t len, uint64_t perm, GError **errp)
 {
+    uint64_t io_first = ioba & ~(PAGE_SIZE - 1);
     uint64_t first = gpa & ~(PAGE_SIZE - 1);
-    uint64_t end = align_up(gpa + len, PAGE_SIZE);
+    uint64_t pages = tce_pages(gpa, len);
     uint64_t list[TCE_LIST_ENTRIES];
     int64_t rc;
 
-    if (end - first == PAGE_SIZE) {
-        rc = HCALL_IN(v, H_PUT_TCE, v->unit, first, first | perm);
-        return rc == H_SUCCESS || tce_failed("H_PUT_TCE", first, rc, errp);
+    if (pages == 1) {
+        rc = HCALL_IN(v, H_PUT_TCE, v->unit, io_first, first | perm);
+        return rc == H_SUCCESS || tce_failed("H_PUT_TCE", io_first, rc, errp);
     }
-    for (uint64_t page = first; page < end;
-         page += TCE_LIST_ENTRIES * PAGE_SIZE) {
-        uint64_t n = MIN(TCE_LIST_ENTRIES, (end - page) / PAGE_SIZE);
-        int64_t rc;
+    for (uint64_t done = 0; done < pages; done += TCE_LIST_ENTRIES) {
+        uint64_t n = MIN(TCE_LIST_ENTRIES, pages - done);
+        uint64_t page = io_first + done * PAGE_SIZE;
 
         for (uint64_t i = 0; i < n; i++) {
-            list[i] = GUINT64_TO_BE((page + i * PAGE_SIZE) | perm);
+            list[i] = GUINT64_TO_BE((first + (done + i) * PAGE_SIZE) | perm);
         }
         v->bus.write(v->bus.opaque, v->tce_list, list, n * sizeof(list[0]));
         rc = HCALL_IN(v, H_PUT_TCE_INDIRECT, v->unit, page, v->tce_list, n);
@@ -177,12 +216,18 @@ static bool map_identity(IbmvethDriver *v, uint64_t gpa, uint64_t len,
     return true;
 }
 
-/* Unmaps the pages of [gpa, gpa + len): one H_STUFF_TCE per 512 pages,
- * even for one.  Linux only logs a failure. */
-static void unmap(IbmvethDriver *v, uint64_t gpa, uint64_t len)
+static bool map_identity(IbmvethDriver *v, uint64_t gpa, uint64_t len,
+                         uint64_t perm, GError **errp)
 {
-    uint64_t first = gpa & ~(PAGE_SIZE - 1);
-    uint64_t end = align_up(gpa + len, PAGE_SIZE);
+    return map_range(v, gpa, gpa, len, perm, errp);
+}
+
+/* Unmaps the pages of [ioba, ioba + len): one H_STUFF_TCE per 512
+ * pages, even for one.  Linux only logs a failure. */
+static void unmap(IbmvethDriver *v, uint64_t ioba, uint64_t len)
+{
+    uint64_t first = ioba & ~(PAGE_SIZE - 1);
+    uint64_t end = align_up(ioba + len, PAGE_SIZE);
 
     for (uint64_t page = first; page < end;
          page += TCE_LIST_ENTRIES * PAGE_SIZE) {
@@ -192,15 +237,18 @@ static void unmap(IbmvethDriver *v, uint64_t gpa, uint64_t len)
     }
 }
 
-/* Guest memory below the DMA window, or 0 saying why. */
-static uint64_t alloc_dma(IbmvethDriver *v, uint64_t size, GError **errp)
+/* Guest memory below @limit, at most the DMA window's end, or 0 saying
+ * why. */
+static uint64_t alloc_dma(IbmvethDriver *v, uint64_t size, uint64_t limit,
+                          GError **errp)
 {
     uint64_t addr = v->bus.alloc(v->bus.opaque, size, PAGE_SIZE);
 
-    if (!addr || addr + size > DMA_WINDOW_SIZE) {
+    if (!addr || addr + size > limit) {
         g_set_error(errp, IBMVETH_ERROR, 0, "no guest memory for %"
-                    G_GUINT64_FORMAT " bytes below the 256 MiB DMA window "
-                    "(raise -m or shrink the pools)", size);
+                    G_GUINT64_FORMAT " bytes below 0x%" G_GINT64_MODIFIER
+                    "x in the 256 MiB DMA window (raise -m or shrink the "
+                    "pools)", size, limit);
         return 0;
     }
     return addr;
@@ -240,17 +288,157 @@ static void pool_init_free_map(IbmvethPool *p)
     p->posted = g_new0(bool, p->count);
 }
 
-static uint64_t pool_bytes(const IbmvethPool *p)
+/* kmalloc's size classes on POWER (none under a cache line, no 96 or
+ * 192) and the page allocator's orders above them: powers of two. */
+static uint64_t kmalloc_object_size(uint64_t n)
 {
-    return p->stride * p->count;
+    uint64_t size = POOL_BUF_ALIGN;
+
+    while (size < n) {
+        size <<= 1;
+    }
+    return size;
 }
 
-/* Buffers mapped one by one each start a TCE page: two in one page would
- * share its TCE, and unmapping one would unmap the other. */
-static uint64_t pool_stride(IbmvethDma dma, uint32_t size)
+/*
+ * Where a pool's buffers lie.  dma POOL packs them a cache line apart.
+ * Mapped one by one, they lie where Linux 6.1's netdev_alloc_skb() puts
+ * them, since that decides how many TCEs each takes: a head between
+ * SKB_WITH_OVERHEAD(1024) and SKB_WITH_OVERHEAD(PAGE_SIZE) bytes is a
+ * fragment of a 64 KiB page, carved from the top down; any other is a
+ * kmalloc object, a power of two aligned to its size.  An object of a
+ * TCE page or more is put only a TCE page apart from the next: its data
+ * is still NET_SKB_PAD into a TCE page, and the guest memory is spared.
+ */
+static PoolLayout pool_layout(IbmvethDma dma, uint32_t size)
 {
-    return align_up(size, dma == IBMVETH_DMA_PER_BUFFER ? PAGE_SIZE
-                                                        : POOL_BUF_ALIGN);
+    uint64_t len = (uint64_t)size + NET_SKB_PAD;
+    uint64_t head = align_up(len, POOL_BUF_ALIGN) + SKB_SHINFO_ALIGNED;
+    uint64_t object = kmalloc_object_size(head);
+
+    if (dma == IBMVETH_DMA_POOL) {
+        return (PoolLayout){ .stride = align_up(size, POOL_BUF_ALIGN),
+                             .per_group = 1 };
+    }
+    if (len > SKB_WITH_OVERHEAD(1024) &&
+        len <= SKB_WITH_OVERHEAD(KERNEL_PAGE_SIZE)) {
+        return (PoolLayout){ .stride = PAGE_FRAG_CACHE_SIZE,
+                             .per_group = PAGE_FRAG_CACHE_SIZE / head,
+                             .frag = head };
+    }
+    return (PoolLayout){
+        .stride = object < PAGE_SIZE ? object : align_up(len, PAGE_SIZE),
+        .per_group = 1, .data_offset = NET_SKB_PAD,
+    };
+}
+
+static uint64_t layout_bytes(const PoolLayout *l, uint32_t count)
+{
+    return (count + l->per_group - 1) / l->per_group * l->stride;
+}
+
+/* Where the data of @slot lies from the start of its pool. */
+static uint64_t layout_offset(const PoolLayout *l, uint32_t slot)
+{
+    uint32_t group, k;
+
+    if (!l->frag) {
+        return slot * l->stride + l->data_offset;
+    }
+    group = slot / l->per_group;
+    k = slot % l->per_group;
+    return (uint64_t)group * l->stride + l->stride -
+           (uint64_t)(k + 1) * l->frag + NET_SKB_PAD;
+}
+
+/* The TCE pages of the I/O range each slot owns: enough for the slot
+ * whose buffer touches the most. */
+static uint32_t layout_io_pages(const PoolLayout *l, uint32_t size)
+{
+    uint64_t pages = 0;
+
+    for (uint32_t k = 0; k < l->per_group; k++) {
+        pages = MAX(pages, tce_pages(layout_offset(l, k), size));
+    }
+    return pages;
+}
+
+/*
+ * dma PER_BUFFER: the I/O addresses the pools' slots own, from the top
+ * of the DMA window down, pool 0's highest, each slot io_pages TCE pages
+ * (a Linux guest's IOMMU gives each mapping TCEs of its own too).  They
+ * follow from the pools' sizes and counts alone.  Returns the lowest,
+ * below which everything identity-mapped lies; 0 when they do not fit.
+ */
+static uint64_t io_ranges_floor(IbmvethDma dma, const bool *active,
+                                const uint32_t *size, const uint32_t *count,
+                                uint64_t *ioba)
+{
+    uint64_t floor = DMA_WINDOW_SIZE;
+
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        PoolLayout l = pool_layout(dma, size[i]);
+        uint64_t bytes;
+
+        ioba[i] = 0;
+        if (!active[i] || dma == IBMVETH_DMA_POOL) {
+            continue;
+        }
+        bytes = (uint64_t)count[i] * layout_io_pages(&l, size[i]) *
+                PAGE_SIZE;
+        if (bytes >= floor) {
+            return 0;
+        }
+        floor -= bytes;
+        ioba[i] = floor;
+    }
+    return floor;
+}
+
+/* Lays the pools out for @v's dma and gives their slots I/O ranges;
+ * false when these do not fit the window. */
+static bool place_pools(IbmvethDriver *v)
+{
+    bool active[IBMVETH_NUM_POOLS];
+    uint32_t size[IBMVETH_NUM_POOLS], count[IBMVETH_NUM_POOLS];
+    uint64_t ioba[IBMVETH_NUM_POOLS];
+
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        IbmvethPool *p = &v->pool[i];
+
+        active[i] = p->active;
+        size[i] = p->size;
+        count[i] = p->count;
+        p->layout = pool_layout(v->dma, p->size);
+        p->io_pages = layout_io_pages(&p->layout, p->size);
+    }
+    v->io_floor = io_ranges_floor(v->dma, active, size, count, ioba);
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        v->pool[i].ioba = ioba[i];
+    }
+    return v->io_floor != 0;
+}
+
+static uint64_t pool_bytes(const IbmvethPool *p)
+{
+    return layout_bytes(&p->layout, p->count);
+}
+
+static uint64_t pool_buf_addr(const IbmvethPool *p, uint32_t slot)
+{
+    return p->base + layout_offset(&p->layout, slot);
+}
+
+/* The I/O address the device is given for @slot's buffer. */
+static uint64_t pool_buf_ioba(const IbmvethPool *p, uint32_t slot)
+{
+    uint64_t addr = pool_buf_addr(p, slot);
+
+    if (!p->ioba) {
+        return addr;
+    }
+    return p->ioba + (uint64_t)slot * p->io_pages * PAGE_SIZE +
+           (addr & (PAGE_SIZE - 1));
 }
 
 /* Given host records only after a successful register, as Linux
@@ -275,7 +463,7 @@ static void pool_unmap(IbmvethDriver *v, const IbmvethPool *p)
     }
     for (uint32_t slot = 0; slot < p->count; slot++) {
         if (p->posted[slot]) {
-            unmap(v, p->base + slot * p->stride, p->size);
+            unmap(v, pool_buf_ioba(p, slot), p->size);
         }
     }
 }
@@ -284,11 +472,6 @@ static void pool_free(IbmvethPool *p)
 {
     g_free(p->free_map);
     g_free(p->posted);
-}
-
-static uint64_t pool_buf_addr(const IbmvethPool *p, uint32_t slot)
-{
-    return p->base + slot * p->stride;
 }
 
 /* @i + @n (both below @count) around a ring of @count: a compare, where
@@ -332,7 +515,7 @@ static uint64_t prepare_buffer(IbmvethDriver *v, const IbmvethPool *p,
     uint64_t correlator = GUINT64_TO_BE((uint64_t)p->index << 32 | slot);
 
     v->bus.write(v->bus.opaque, addr, &correlator, sizeof(correlator));
-    return ibmveth_bd(p->size, addr);
+    return ibmveth_bd(p->size, pool_buf_ioba(p, slot));
 }
 
 /* dma PER_BUFFER: the next @n free buffers of @p mapped for the device
@@ -340,11 +523,12 @@ static uint64_t prepare_buffer(IbmvethDriver *v, const IbmvethPool *p,
 static bool map_buffers(IbmvethDriver *v, const IbmvethPool *p, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
-        uint64_t addr = pool_buf_addr(p, pool_peek_free(p, i));
+        uint32_t slot = pool_peek_free(p, i);
 
-        if (!map_identity(v, addr, p->size, TCE_RW, NULL)) {
+        if (!map_range(v, pool_buf_ioba(p, slot), pool_buf_addr(p, slot),
+                       p->size, TCE_RW, NULL)) {
             while (i-- > 0) {
-                unmap(v, pool_buf_addr(p, pool_peek_free(p, i)), p->size);
+                unmap(v, pool_buf_ioba(p, pool_peek_free(p, i)), p->size);
             }
             return false;
         }
@@ -356,7 +540,7 @@ static void unmap_buffers(IbmvethDriver *v, const IbmvethPool *p,
                           unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
-        unmap(v, pool_buf_addr(p, pool_peek_free(p, i)), p->size);
+        unmap(v, pool_buf_ioba(p, pool_peek_free(p, i)), p->size);
     }
 }
 
@@ -611,21 +795,25 @@ static void free_driver(IbmvethDriver *v)
  * allocates after. */
 static bool alloc_memory(IbmvethDriver *v, GError **errp)
 {
-    if (!(v->tce_list = alloc_dma(v, PAGE_SIZE, errp)) ||
-        !(v->buffer_list = alloc_dma(v, PAGE_SIZE, errp)) ||
-        !(v->filter_list = alloc_dma(v, PAGE_SIZE, errp)) ||
-        !(v->rxq = alloc_dma(v, v->rxq_size, errp)) ||
-        !(v->tx_buf = alloc_dma(v, IBMVETH_TX_BUF_SIZE, errp))) {
+    if (!place_pools(v)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "the rx buffers' I/O ranges do "
+                    "not fit the 256 MiB DMA window (shrink the pools)");
+        return false;
+    }
+    if (!(v->tce_list = alloc_dma(v, PAGE_SIZE, v->io_floor, errp)) ||
+        !(v->buffer_list = alloc_dma(v, PAGE_SIZE, v->io_floor, errp)) ||
+        !(v->filter_list = alloc_dma(v, PAGE_SIZE, v->io_floor, errp)) ||
+        !(v->rxq = alloc_dma(v, v->rxq_size, v->io_floor, errp)) ||
+        !(v->tx_buf = alloc_dma(v, IBMVETH_TX_BUF_SIZE, v->io_floor,
+                                errp))) {
         return false;
     }
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         IbmvethPool *p = &v->pool[i];
 
-        if (!p->active) {
-            continue;
-        }
-        p->stride = pool_stride(v->dma, p->size);
-        if (!(p->base = alloc_dma(v, pool_bytes(p), errp))) {
+        if (p->active &&
+            !(p->base = alloc_dma(v, pool_bytes(p), p->ioba ?
+                                  DMA_WINDOW_SIZE : v->io_floor, errp))) {
             return false;
         }
     }
@@ -849,6 +1037,11 @@ uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e)
     return pool_buf_addr(&v->pool[e->pool], e->slot) + e->offset;
 }
 
+uint64_t ibmveth_rx_buffer_ioba(IbmvethDriver *v, const IbmvethRxEntry *e)
+{
+    return pool_buf_ioba(&v->pool[e->pool], e->slot);
+}
+
 uint16_t ibmveth_rx_mss(IbmvethDriver *v, const IbmvethRxEntry *e)
 {
     uint64_t mss;
@@ -913,7 +1106,7 @@ void ibmveth_rx_consume(IbmvethDriver *v, const IbmvethRxEntry *e)
 
     if (p) {
         if (v->dma == IBMVETH_DMA_PER_BUFFER) {
-            unmap(v, pool_buf_addr(p, e->slot), p->size);
+            unmap(v, pool_buf_ioba(p, e->slot), p->size);
         }
         pool_return(p, e->slot);
     }
@@ -927,7 +1120,7 @@ int64_t ibmveth_rx_recycle(IbmvethDriver *v, const IbmvethRxEntry *e)
 
     if (p) {
         rc = HCALL_IN(v, H_ADD_LOGICAL_LAN_BUFFER, v->unit,
-                      ibmveth_bd(p->size, pool_buf_addr(p, e->slot)));
+                      ibmveth_bd(p->size, pool_buf_ioba(p, e->slot)));
     }
     if (rc != H_SUCCESS) {
         ibmveth_rx_consume(v, e);
@@ -1115,7 +1308,7 @@ void ibmveth_get_state(IbmvethDriver *v, IbmvethState *s)
             continue;
         }
         ps->base = p->base;
-        ps->stride = p->stride;
+        ps->stride = p->layout.stride;
         ps->consumer = p->consumer;
         ps->producer = p->producer;
         ps->available = p->available;
@@ -1160,6 +1353,13 @@ static bool free_ring_ok(const IbmvethPoolState *p)
     return true;
 }
 
+static uint64_t pool_state_bytes(const IbmvethPoolState *p, IbmvethDma dma)
+{
+    PoolLayout l = pool_layout(dma, p->size);
+
+    return layout_bytes(&l, p->count);
+}
+
 static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
                              IbmvethDma dma, uint64_t mem_start,
                              uint64_t mem_end, GError **errp)
@@ -1174,8 +1374,8 @@ static bool pool_state_check(const IbmvethPoolState *p, unsigned i,
     }
     if (p->count < 1 || p->size < IBMVETH_POOL_SIZE_MIN ||
         p->size > IBMVETH_POOL_SIZE_MAX ||
-        p->stride != pool_stride(dma, p->size) ||
-        !range_ok(p->base, p->stride * p->count, mem_start, mem_end)) {
+        p->stride != pool_layout(dma, p->size).stride ||
+        !range_ok(p->base, pool_state_bytes(p, dma), mem_start, mem_end)) {
         g_set_error(errp, IBMVETH_ERROR, 0, "pool %u: size %u, count %u, "
                     "%" G_GUINT64_FORMAT " bytes apart at 0x%"
                     G_GINT64_MODIFIER "x is not a pool the driver makes in "
@@ -1205,8 +1405,8 @@ unsigned ibmveth_state_pieces(const IbmvethState *s,
     p[n++] = (IbmvethMemPiece){ s->tx_buf, IBMVETH_TX_BUF_SIZE };
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         if (s->pool[i].active) {
-            p[n++] = (IbmvethMemPiece){ s->pool[i].base,
-                                        s->pool[i].stride * s->pool[i].count };
+            p[n++] = (IbmvethMemPiece){
+                s->pool[i].base, pool_state_bytes(&s->pool[i], s->dma) };
         }
     }
     return n;
@@ -1235,6 +1435,31 @@ static bool pieces_disjoint(const IbmvethState *s, GError **errp)
             return false;
         }
     }
+    return true;
+}
+
+/* dma PER_BUFFER: the pools' I/O ranges fit the window, and lower
+ * *@mem_end to where they start, since the queues are identity-mapped
+ * below them. */
+static bool io_floor_check(const IbmvethState *s, uint64_t *mem_end,
+                           GError **errp)
+{
+    bool active[IBMVETH_NUM_POOLS];
+    uint32_t size[IBMVETH_NUM_POOLS], count[IBMVETH_NUM_POOLS];
+    uint64_t ioba[IBMVETH_NUM_POOLS], floor;
+
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        active[i] = s->pool[i].active;
+        size[i] = s->pool[i].size;
+        count[i] = s->pool[i].count;
+    }
+    floor = io_ranges_floor(s->dma, active, size, count, ioba);
+    if (!floor) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "the pools' rx buffers do not "
+                    "fit the 256 MiB DMA window one I/O range each");
+        return false;
+    }
+    *mem_end = MIN(*mem_end, floor);
     return true;
 }
 
@@ -1279,6 +1504,9 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
     if (!s->mac || s->mac >> 48 || (s->mac >> 40) & 1) {
         g_set_error(errp, IBMVETH_ERROR, 0, "MAC 0x%012" G_GINT64_MODIFIER
                     "x is not an interface's unicast address", s->mac);
+        return false;
+    }
+    if (!io_floor_check(s, &mem_end, errp)) {
         return false;
     }
     if (!range_ok(s->tce_list, PAGE_SIZE, mem_start, mem_end) ||
@@ -1326,7 +1554,6 @@ IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
             continue;
         }
         p->base = ps->base;
-        p->stride = ps->stride;
         p->consumer = ps->consumer;
         p->producer = ps->producer;
         p->available = ps->available;
@@ -1334,6 +1561,8 @@ IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
                                 p->count * sizeof(p->free_map[0]));
         p->posted = g_memdup2(ps->posted, p->count * sizeof(p->posted[0]));
     }
+    /* ibmveth_state_check() saw the I/O ranges fit. */
+    place_pools(v);
     return v;
 }
 
@@ -1352,7 +1581,7 @@ static void save_pool(GKeyFile *kf, const IbmvethPool *p)
         return;
     }
     g_key_file_set_uint64(kf, group, "base", p->base);
-    g_key_file_set_uint64(kf, group, "stride", p->stride);
+    g_key_file_set_uint64(kf, group, "stride", p->layout.stride);
     g_key_file_set_uint64(kf, group, "consumer", p->consumer);
     g_key_file_set_uint64(kf, group, "producer", p->producer);
     g_key_file_set_uint64(kf, group, "available", p->available);
@@ -1434,7 +1663,7 @@ static bool restore_free_map(GKeyFile *kf, const char *group, IbmvethPool *p,
 }
 
 static bool restore_pool(GKeyFile *kf, IbmvethPool *p, unsigned index,
-                         GError **errp)
+                         IbmvethDma dma, GError **errp)
 {
     static const char *const sizes[] = { "size", "count", NULL };
     static const char *const keys[] = { "base", "stride", "consumer",
@@ -1457,13 +1686,13 @@ static bool restore_pool(GKeyFile *kf, IbmvethPool *p, unsigned index,
         return false;
     }
     if (p->count < 1 || p->count > IBMVETH_POOL_COUNT_MAX ||
+        k[1] != pool_layout(dma, p->size).stride ||
         k[2] >= p->count || k[3] >= p->count || k[4] > p->count) {
         g_set_error(errp, IBMVETH_ERROR, 0, "[%s]: inconsistent pool",
                     group);
         return false;
     }
     p->base = k[0];
-    p->stride = k[1];
     p->consumer = k[2];
     p->producer = k[3];
     p->available = k[4];
@@ -1514,9 +1743,14 @@ IbmvethDriver *ibmveth_restore(const IbmvethBus *bus, const char *text,
         goto fail;
     }
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        if (!restore_pool(kf, &v->pool[i], i, errp)) {
+        if (!restore_pool(kf, &v->pool[i], i, v->dma, errp)) {
             goto fail;
         }
+    }
+    if (!place_pools(v)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "[pool*]: the rx buffers' I/O "
+                    "ranges do not fit the DMA window");
+        goto fail;
     }
     return v;
 

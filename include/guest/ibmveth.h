@@ -5,10 +5,11 @@
  * IbmvethBus (hcalls, guest memory, an allocator), so the same driver runs
  * inside illan as a built-in guest and in test programs over qtest.
  *
- * Every structure is identity-mapped: its I/O address in the device's DMA
- * window equals its guest-physical address, so the allocator must stay
- * below the 256 MiB window.  What is mapped when follows Linux's DMA API
- * on a pseries IOMMU with "hcall-multi-tce" (see IbmvethDma).
+ * The queues, list pages and transmit buffer are identity-mapped: their
+ * I/O address in the device's DMA window equals their guest-physical
+ * address, so the allocator must stay below the 256 MiB window.  What
+ * is mapped when and where follows Linux's DMA API on a pseries IOMMU
+ * with "hcall-multi-tce" (see IbmvethDma).
  */
 #ifndef GUEST_IBMVETH_H
 #define GUEST_IBMVETH_H
@@ -99,11 +100,15 @@ static inline uint64_t ibmveth_bd(uint32_t len, uint32_t ioba)
  * (ibmveth_remove_buffer_from_pool's dma_unmap_single); a map of one
  * 4 KiB TCE page is one H_PUT_TCE, of more one H_PUT_TCE_INDIRECT per
  * 512 pages, an unmap one H_STUFF_TCE per 512 pages (pseries iommu.c's
- * tce_buildmulti_pSeriesLP, tce_freemulti_pSeriesLP).  Each buffer then
- * starts on a TCE page of its own, since unmapping one must not unmap a
- * neighbour still posted.  POOL, for the benchmark, maps each pool
- * whole once at open, buffers packed 128 bytes apart, and makes no TCE
- * hcall per frame.
+ * tce_buildmulti_pSeriesLP, tce_freemulti_pSeriesLP).  Each buffer lies
+ * in guest memory where Linux 6.1's netdev_alloc_skb() puts it on a
+ * kernel of 64 KiB pages (a page fragment or a kmalloc object, the data
+ * 128 bytes in), which decides how many TCE pages it touches, and each
+ * buffer slot owns an I/O range of its own at the top of the window, as
+ * Linux's IOMMU gives each mapping TCEs of its own: the descriptor
+ * carries that I/O address.  POOL, for the benchmark, identity-maps each
+ * pool whole once at open, buffers packed 128 bytes apart, and makes no
+ * TCE hcall per frame.
  */
 typedef enum IbmvethDma {
     IBMVETH_DMA_PER_BUFFER,
@@ -260,6 +265,9 @@ IbmvethRxStatus ibmveth_rx_peek(IbmvethDriver *v, IbmvethRxEntry *e);
 uint32_t ibmveth_rxq_entries(IbmvethDriver *v);
 /* Guest address of the frame data of a READY entry. */
 uint64_t ibmveth_rx_data_addr(IbmvethDriver *v, const IbmvethRxEntry *e);
+/* The I/O address the buffer of a READY entry was posted at: its guest
+ * address with dma POOL, its slot's own I/O range's with PER_BUFFER. */
+uint64_t ibmveth_rx_buffer_ioba(IbmvethDriver *v, const IbmvethRxEntry *e);
 /* The MSS of a large packet (IBMVETH_RXQ_LRG_PKT): the big-endian u64 the
  * device put 8 bytes into the buffer. */
 uint16_t ibmveth_rx_mss(IbmvethDriver *v, const IbmvethRxEntry *e);

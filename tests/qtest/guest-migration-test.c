@@ -655,7 +655,7 @@ static void below_base(char *data, size_t len)
 static void test_pieces_below_base(void)
 {
     crafted(GUEST, below_base, "guest 'g0': driver state: pool 0: size "
-            "512, count 256, 4096 bytes apart at 0x23000 is not a pool the "
+            "512, count 256, 1024 bytes apart at 0x23000 is not a pool the "
             "driver makes in this machine's memory");
 }
 

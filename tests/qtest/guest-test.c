@@ -558,8 +558,8 @@ static void test_mtu_cycles(void)
 
 /*
  * An MTU whose pools do not fit in the guest's memory (-m 26M leaves 25
- * MiB above the first: MTU 9000's four pools of buffers a TCE page or
- * more apart take 23, all five 31):
+ * MiB above the first: MTU 9000's four pools, where Linux's allocators
+ * put them, take 24, all five 40):
  * refused, where Linux's open would fail, and the guest carries on open
  * as it was, with the memory it had.
  */
@@ -996,8 +996,12 @@ static void test_refusals(void)
           "is not a pool Linux accepts" },
         { "-guest ibmveth,dev=net0,page-size=5000", "power of two" },
         { "-guest ibmveth,dev=net0,colour=red", "colour" },
-        { "-guest ibmveth,dev=net0,pools=65536x4096 -m 64M",
+        { "-guest ibmveth,dev=net0,pools=65536x2048 -m 64M",
           "no guest memory" },
+        /* 4096 buffers of 17 TCEs: more than the window's 65536 */
+        { "-guest ibmveth,dev=net0,pools=65536x4096",
+          "the rx buffers' I/O ranges do not fit the 256 MiB DMA window "
+          "(shrink the pools)" },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1105,13 +1109,18 @@ static void check_tce_per_frame(QRig *r, gint64 rx, gint64 frames)
 
 /*
  * Linux 6.1's pools (512x256, 2048x512, 65536x256), one buffer per
- * H_ADD_LOGICAL_LAN_BUFFER (6.1 has no bulk add).  Per buffer (the
- * default): the open maps the rx queue (64 KiB of kernel pages), the two
- * list pages, the 64 KiB tx buffer and every buffer it posts; a frame of
- * 1000 bytes is unmapped with one H_STUFF_TCE, and each buffer the
- * replenish posts again is mapped with one H_PUT_TCE.  A frame under
- * rx_copybreak (128) is copied and its buffer, still mapped, posted again
- * at once: no TCE hcall.  dma=pool maps the pools whole at open.
+ * H_ADD_LOGICAL_LAN_BUFFER (6.1 has no bulk add), against a device with
+ * offloads=off (QEMU's), the row "open" of docs/devel/linux-hcalls.md.
+ * Per buffer (the default): the open maps the rx queue (64 KiB of
+ * kernel pages), the two list pages, the 64 KiB tx buffer and every
+ * buffer it posts where Linux's allocators put it: a 512-byte buffer in
+ * one TCE page, a 2048-byte page fragment in one or two (266 and 246),
+ * a 64 KiB buffer 128 bytes into its object in 17.  A frame of 1000
+ * bytes is unmapped with one H_STUFF_TCE, and each buffer the replenish
+ * posts again is mapped with one H_PUT_TCE or H_PUT_TCE_INDIRECT.  A
+ * frame under rx_copybreak (128) is copied and its buffer, still
+ * mapped, posted again at once: no TCE hcall.  dma=pool maps the pools
+ * whole at open.
  */
 static void check_rx_dma(const char *dma, bool per_buffer)
 {
@@ -1120,13 +1129,13 @@ static void check_rx_dma(const char *dma, bool per_buffer)
     HcallCounts open, d;
     QRig r;
 
-    rig_start(&r, "on", opts);
+    rig_start(&r, "on,offloads=off", opts);
     open = hcall_counts(&r);
     if (per_buffer) {
-        /* 2 list pages; 256 + 512 one-page buffers */
-        g_assert_cmpint(open.put, ==, 2 + 256 + 512);
-        /* rx queue, tx buffer; 256 buffers of 16 pages */
-        g_assert_cmpint(open.indirect, ==, 2 + 256);
+        /* 2 list pages; 256 + 266 one-page buffers */
+        g_assert_cmpint(open.put, ==, 524);
+        /* rx queue, tx buffer; 246 two-page and 256 17-page buffers */
+        g_assert_cmpint(open.indirect, ==, 504);
     } else {
         g_assert_cmpint(open.put, ==, 2);
         /* rx queue, tx buffer; 32 + 256 + 4096 pages, 512 a call */
@@ -1139,12 +1148,14 @@ static void check_rx_dma(const char *dma, bool per_buffer)
     receive_frames(&r, 1000, 1000);
     d = hcalls_since(&r, &open);
     g_assert_cmpint(d.stuff, ==, per_buffer ? 1000 : 0);
-    g_assert_cmpint(d.put, ==, per_buffer ? d.add : 0);
-    g_assert_cmpint(d.indirect, ==, 0);
+    g_test_message("1000 frames of 1000 bytes: %" G_GINT64_FORMAT " added "
+                   "again, %" G_GINT64_FORMAT " H_PUT_TCE, %" G_GINT64_FORMAT
+                   " H_PUT_TCE_INDIRECT", d.add, d.put, d.indirect);
+    g_assert_cmpint(d.put + d.indirect, ==, per_buffer ? d.add : 0);
     /* The pool is refilled once under 7/8 of its 512 buffers. */
     g_assert_cmpint(d.add, <=, 1000);
     g_assert_cmpint(d.add, >=, 1000 - 512 / 8);
-    check_tce_per_frame(&r, d.put + d.stuff, 1000);
+    check_tce_per_frame(&r, d.put + d.indirect + d.stuff, 1000);
 
     open = hcall_counts(&r);
     receive_frames(&r, 100, 1000);
@@ -1158,6 +1169,35 @@ static void check_rx_dma(const char *dma, bool per_buffer)
     qrig_stop(&r);
 }
 
+/*
+ * The row "MTU 1500 -> 9000" of docs/devel/linux-hcalls.md: the close
+ * unmaps the lists, the queue, the tx buffer and the P buffers posted;
+ * the open maps the four areas and 1280 buffers: 256 of 17 TCEs, 256
+ * 16 KiB page fragments of 5, the 2048-byte pool's 266 of one and 246
+ * of two, 256 of one.  P is 1024 less the 1000-byte frames' buffers not
+ * yet posted again.
+ */
+static void test_dma_mtu(void)
+{
+    HcallCounts before, d;
+    gint64 posted;
+    QRig r;
+
+    rig_start(&r, "on,offloads=off", "fwd=rxonly,bulk-add=off");
+    before = hcall_counts(&r);
+    receive_frames(&r, 1000, 1000);
+    d = hcalls_since(&r, &before);
+    posted = 1024 - 1000 + d.add;
+    before = hcall_counts(&r);
+    set_mtu(&r, 9000);
+    d = hcalls_since(&r, &before);
+    g_assert_cmpint(d.stuff, ==, 4 + posted);
+    g_assert_cmpint(d.put, ==, 258 + 266);
+    g_assert_cmpint(d.indirect, ==, 1026 - 266);
+    g_assert_cmpint(d.add, ==, 1280);
+    qrig_stop(&r);
+}
+
 static void test_dma_per_buffer(void)
 {
     check_rx_dma("", true);
@@ -1168,13 +1208,37 @@ static void test_dma_pool(void)
     check_rx_dma(",dma=pool", false);
 }
 
-/* How many TCEs of the first 32 MiB of the window are mapped: the
- * driver's pieces lie there, identity-mapped. */
+/*
+ * Pools of other sizes lie by the same rules: 100-byte buffers in 1 KiB
+ * kmalloc objects (1 TCE), 1000-byte ones in 1536-byte page fragments,
+ * 42 a 64 KiB page (48 of the first 64 in 1 TCE, 16 in 2), 32 KiB ones
+ * in 33280-byte fragments, one a page (9 TCEs).
+ */
+static void test_dma_other_pools(void)
+{
+    HcallCounts open;
+    QRig r;
+
+    rig_start(&r, "on,offloads=off", "fwd=rxonly,bulk-add=off,"
+              "pools=100x64:1000x64:32768x64");
+    open = hcall_counts(&r);
+    g_assert_cmpint(open.put, ==, 2 + 64 + 48);
+    g_assert_cmpint(open.indirect, ==, 2 + 16 + 64);
+    g_assert_cmpint(open.add, ==, 3 * 64);
+    qrig_stop(&r);
+}
+
+/* How many TCEs of the window's first and last 32 MiB are mapped: the
+ * driver's queues lie in the first, identity-mapped, and its buffers'
+ * I/O ranges in the last. */
 static unsigned mapped_tces(QTestState *qts)
 {
     unsigned n = 0;
 
-    for (uint64_t ioba = 1 << 20; ioba < 32 << 20; ioba += 4096) {
+    for (uint64_t ioba = 1 << 20; ioba < 256 << 20; ioba += 4096) {
+        if (ioba == 32 << 20) {
+            ioba = 224 << 20;
+        }
         uint64_t tce = 0;
 
         g_assert_cmpint(qtest_hcall(qts, H_GET_TCE, 2,
@@ -1213,13 +1277,17 @@ static void migrate_until_completed(QTestState *qts, const char *cmd,
  * A guest mapping buffer by buffer migrates with its posted buffers
  * mapped and its free ones not: after 10 frames of 1000 bytes, the
  * 2048-byte pool has 502 of 512 posted (under 7/8 consumed: no refill
- * yet).  The destination's driver carries on from that state.
+ * yet), the first ten slots' page fragments, of 1 or 2 TCEs, taken.
+ * The destination's driver carries on from that state.
  */
 static void test_dma_migration(void)
 {
-    /* rx queue and tx buffer 16 pages each, 2 list pages, 256 + 502
-     * one-page buffers, 256 of 16 pages */
-    const unsigned want = 16 + 16 + 2 + 256 + 502 + 256 * 16;
+    /* rx queue and tx buffer 16 pages each, 2 list pages; the 2048-byte
+     * pool's 266 fragments of one TCE and 246 of two but the first ten
+     * (1, 2, 1, 2, 2, 1, 2, 1, 1, 2 TCEs) */
+    const unsigned fixed = 16 + 16 + 2 + 256 + 256 * 17;
+    const unsigned all = fixed + 266 + 2 * 246;
+    const unsigned want = all - 15;
     g_autofree char *file = NULL, *uri = NULL, *dst_path = NULL;
     QTestState *dst;
     QRig r;
@@ -1245,14 +1313,12 @@ static void test_dma_migration(void)
                     "{'id': 'g0', 'mtu': 1500}}");
     g_assert_cmpint(qrig_stat(dst, "guest.hcalls.H_STUFF_TCE"), ==,
                     3 + 256 + 502 + 256 + 1);
-    g_assert_cmpuint(mapped_tces(dst), ==, 16 + 16 + 2 + 256 + 512 +
-                                           256 * 16);
+    g_assert_cmpuint(mapped_tces(dst), ==, all);
     /* A reset is a reboot: the machine's tables cleared, the driver
      * opened again, mapping as at boot. */
     guest_cmd_ok_on(dst, "{'execute': 'system_reset'}");
     qrig_wait_stat(dst, "guest.resets", 1);
-    g_assert_cmpuint(mapped_tces(dst), ==, 16 + 16 + 2 + 256 + 512 +
-                                           256 * 16);
+    g_assert_cmpuint(mapped_tces(dst), ==, all);
     qtest_quit(dst);
     qrig_stop(&r);
 }
@@ -1297,6 +1363,8 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/help", test_help);
     g_test_add_func("/guest/dma/per-buffer", test_dma_per_buffer);
     g_test_add_func("/guest/dma/pool", test_dma_pool);
+    g_test_add_func("/guest/dma/mtu", test_dma_mtu);
+    g_test_add_func("/guest/dma/other-pools", test_dma_other_pools);
     g_test_add_func("/guest/dma/migration", test_dma_migration);
     g_test_add_func("/guest/tap/pools", test_tap_pools);
     g_test_add_func("/guest/tap/page-mode", test_tap_page_mode);

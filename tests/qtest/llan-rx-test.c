@@ -348,13 +348,14 @@ static void test_hostile_unmapped_queue(void)
  * unmapped then, through the TCE table and not a copy of its own.  A
  * guest posting it again unmapped is refused; buffers unmapped while
  * still posted get no frame (a DMA error), and once mapped again do.
- * One pool of 8 buffers of 2048 bytes, each on a TCE page of its own.
+ * One pool of 8 buffers of 2048 bytes, page fragments of which some
+ * cross a 4 KiB page, each slot owning two TCE pages of I/O addresses.
  */
 static void test_buffer_unmapped_after_frame(void)
 {
     IbmvethConf conf;
     IbmvethRxEntry e;
-    uint64_t addr, base;
+    uint64_t ioba, base, tces[16];
     uint16_t tag;
     QRig r;
 
@@ -365,20 +366,25 @@ static void test_buffer_unmapped_after_frame(void)
     rig_start(&r, "on", &conf);
     inject(&r, qrig_mac, 1000, 1);
     e = expect_frame(&r, &tag);
-    addr = qibmveth_rx_buffer_addr(r.guest, &e);
+    ioba = qibmveth_rx_buffer_ioba(r.guest, &e);
     g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, UNIT,
-                                 ibmveth_bd(2048, addr)), ==, H_PARAMETER);
+                                 ibmveth_bd(2048, ioba)), ==, H_PARAMETER);
 
-    base = addr - e.slot * 4096;
-    g_assert_cmpint(qtest_hcallv(r.qts, H_STUFF_TCE, UNIT, base, 0, 8), ==,
+    base = (ioba & ~4095ULL) - e.slot * 2 * 4096;
+    for (unsigned i = 0; i < 16; i++) {
+        g_assert_cmpint(qtest_hcall(r.qts, H_GET_TCE, 2,
+                                    (uint64_t[]){ UNIT, base + i * 4096 },
+                                    &tces[i], 1), ==, H_SUCCESS);
+    }
+    g_assert_cmpint(qtest_hcallv(r.qts, H_STUFF_TCE, UNIT, base, 0, 16), ==,
                     H_SUCCESS);
     inject(&r, qrig_mac, 1000, 2);
     qrig_wait_stat(r.qts, "nic.device.rx-dropped.dma-error", 1);
     g_assert_cmpint(qrig_stat(r.qts, "nic.rx.delivered"), ==, 1);
 
-    for (uint64_t page = base; page < base + 8 * 4096; page += 4096) {
-        g_assert_cmpint(qtest_hcallv(r.qts, H_PUT_TCE, UNIT, page, page | 3),
-                        ==, H_SUCCESS);
+    for (unsigned i = 0; i < 16; i++) {
+        g_assert_cmpint(qtest_hcallv(r.qts, H_PUT_TCE, UNIT, base + i * 4096,
+                                     tces[i]), ==, H_SUCCESS);
     }
     inject(&r, qrig_mac, 1000, 3);
     expect_frame(&r, &tag);

@@ -155,9 +155,15 @@ static void test_refusals(void)
     MUTATE(s->rxq_index = s->rxq_len / 16, f.fb.next, "rx queue of");
     MUTATE(s->rxq_len += 16, f.fb.next, "rx queue of");
     MUTATE(s->bds_per_add = 3, f.fb.next, "bds_per_add 3");
-    /* Buffers mapped one by one are a TCE page apart: the same pool
-     * under pools mapped whole is not one the driver makes. */
-    MUTATE(s->dma = IBMVETH_DMA_POOL, f.fb.next, "4096 bytes apart");
+    /* Buffers mapped one by one lie where Linux's allocators put them,
+     * 512-byte ones in kmalloc objects of 1 KiB: the same pool under
+     * pools mapped whole is not one the driver makes. */
+    MUTATE(s->dma = IBMVETH_DMA_POOL, f.fb.next, "1024 bytes apart");
+    /* The pools' I/O ranges take the top of the window (22 MiB for
+     * Linux's pools): nothing identity-mapped may lie there. */
+    MUTATE(s->tx_buf = 0x10000000 - (4 << 20), 0x10000000, "outside the "
+           "guest memory the driver allocates from (0x100000 to "
+           "0xea00000)");
     MUTATE(s->dma = 2, f.fb.next, "dma 2 is neither");
     MUTATE(s->rxq_size = s->rxq_len, f.fb.next, "not in whole pages");
     MUTATE(s->rxq_size += 65536, f.fb.next, "not in whole pages");

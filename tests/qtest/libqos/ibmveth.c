@@ -137,6 +137,11 @@ uint64_t qibmveth_rx_buffer_addr(QIbmveth *v, const IbmvethRxEntry *e)
     return ibmveth_rx_data_addr(v->drv, e) - e->offset;
 }
 
+uint64_t qibmveth_rx_buffer_ioba(QIbmveth *v, const IbmvethRxEntry *e)
+{
+    return ibmveth_rx_buffer_ioba(v->drv, e);
+}
+
 int64_t qibmveth_send(QIbmveth *v, const void *frame, size_t len)
 {
     g_assert_cmpuint(len, <=, IBMVETH_TX_BUF_SIZE);

@@ -41,6 +41,8 @@ bool qibmveth_poll(QIbmveth *v, IbmvethRxEntry *entry, void *data,
 IbmvethRxEntry qibmveth_wait_rx(QIbmveth *v, void *data, size_t max);
 /* Guest address of the buffer of entry @e, until the next replenish. */
 uint64_t qibmveth_rx_buffer_addr(QIbmveth *v, const IbmvethRxEntry *e);
+/* The I/O address that buffer was posted at. */
+uint64_t qibmveth_rx_buffer_ioba(QIbmveth *v, const IbmvethRxEntry *e);
 
 int64_t qibmveth_send(QIbmveth *v, const void *frame, size_t len);
 int64_t qibmveth_send_bds(QIbmveth *v, const uint64_t *bds, unsigned nbds);
