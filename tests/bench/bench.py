@@ -487,9 +487,32 @@ def flatten(obj, prefix=''):
     return flat
 
 
+# The stats' ratios (per frame since the guest started) do not subtract:
+# a window's are its subtracted counts' ratio.
+RATIOS = {
+    'guest.tce-hcalls-per-frame.rx': ('guest.tce-hcalls.rx',
+                                      'guest.rx-frames'),
+    'guest.tce-hcalls-per-frame.tx': ('guest.tce-hcalls.tx',
+                                      'guest.tx-frames'),
+}
+
+
 def delta(before, after):
+    """The counts' differences; a ratio is the differences' ratio.
+
+    >>> d = delta({'guest': {'rx-frames': 1000, 'tce-hcalls': {'rx': 2000},
+    ...                      'tce-hcalls-per-frame': {'rx': 2.0}}},
+    ...           {'guest': {'rx-frames': 3000, 'tce-hcalls': {'rx': 5000},
+    ...                      'tce-hcalls-per-frame': {'rx': 5 / 3}}})
+    >>> d['guest.tce-hcalls.rx'], d['guest.tce-hcalls-per-frame.rx']
+    (3000, 1.5)
+    """
     a, b = flatten(before), flatten(after)
-    return {k: b[k] - a.get(k, 0) for k in b}
+    d = {k: b[k] - a.get(k, 0) for k in b if k not in RATIOS}
+    for key, (count, frames) in RATIOS.items():
+        if key in b:
+            d[key] = d[count] / d[frames] if d.get(frames) else 0
+    return d
 
 
 def xdp_drops(stats):
