@@ -1,11 +1,14 @@
 /*
  * The built-in guests' QMP commands: x-query-guest-stats, what each guest
- * saw and did; x-guest-set-mac and x-guest-set-mtu, what "ip link set"
- * does to a Linux guest's interface, only while the machine runs.
+ * saw and did; x-guest-set-mac, x-guest-set-mtu and x-guest-set-link,
+ * what "ip link set" does to a Linux guest's interface, and
+ * x-guest-add-multicast and x-guest-del-multicast, what "ip maddr"
+ * does, only while the machine runs.
  */
 #include "guest/guest.h"
 #include "guest/guest-mem.h"
 #include "hw/qdev.h"
+#include "migration/migration.h"
 #include "qemu/module.h"
 #include "qemu/qmp-registry.h"
 #include "qemu/runstate.h"
@@ -305,6 +308,66 @@ static JsonNode *guest_set_offloads(JsonObject *args, QmpError *err)
     return guest_result(ok, gerr, err);
 }
 
+static JsonNode *guest_set_link(JsonObject *args, QmpError *err)
+{
+    IbmvethGuest *g = find_guest(args, err);
+    bool up = json_object_get_boolean_member(args, "up");
+    GError *gerr = NULL;
+    bool ok;
+
+    if (!g || !guest_may_act(g, "x-guest-set-link", err)) {
+        return NULL;
+    }
+    /* Its switchover would find no driver to save. */
+    if (!up && migration_in_progress()) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "guest '%s': a migration is "
+                      "in progress: bring the guest down after it, or "
+                      "cancel it (migrate_cancel)", ibmveth_guest_id(g));
+        return NULL;
+    }
+    ok = ibmveth_guest_set_link(g, up, &gerr);
+    return guest_result(ok, gerr, err);
+}
+
+typedef bool (*MulticastOp)(IbmvethGuest *g, const uint8_t *addr,
+                            GError **errp);
+
+static JsonNode *guest_multicast(JsonObject *args, const char *cmd,
+                                 MulticastOp op, QmpError *err)
+{
+    IbmvethGuest *g = find_guest(args, err);
+    const char *str = json_object_get_string_member(args, "mac");
+    GError *gerr = NULL;
+    MACAddr mac;
+    bool ok;
+
+    if (!g) {
+        return NULL;
+    }
+    if (!mac_parse(str, &mac)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'mac' expects a "
+                      "MAC address, not '%s'", str);
+        return NULL;
+    }
+    if (!guest_may_act(g, cmd, err)) {
+        return NULL;
+    }
+    ok = op(g, mac.a, &gerr);
+    return guest_result(ok, gerr, err);
+}
+
+static JsonNode *guest_add_multicast(JsonObject *args, QmpError *err)
+{
+    return guest_multicast(args, "x-guest-add-multicast",
+                           ibmveth_guest_add_multicast, err);
+}
+
+static JsonNode *guest_del_multicast(JsonObject *args, QmpError *err)
+{
+    return guest_multicast(args, "x-guest-del-multicast",
+                           ibmveth_guest_del_multicast, err);
+}
+
 static const QmpArg set_mac_args[] = {
     { "id", QMP_ARG_STR, false }, { "mac", QMP_ARG_STR, false },
     { NULL, 0, false }
@@ -319,11 +382,21 @@ static const QmpArg set_offloads_args[] = {
     { "tso", QMP_ARG_BOOL, false }, { NULL, 0, false }
 };
 
+static const QmpArg set_link_args[] = {
+    { "id", QMP_ARG_STR, false }, { "up", QMP_ARG_BOOL, false },
+    { NULL, 0, false }
+};
+
 static const QmpCommand guest_commands[] = {
     { "x-query-guest-stats", NULL, false, query_guest_stats, false },
     { "x-guest-set-mac", set_mac_args, false, guest_set_mac, false },
     { "x-guest-set-mtu", set_mtu_args, false, guest_set_mtu, false },
     { "x-guest-set-offloads", set_offloads_args, false, guest_set_offloads,
+      false },
+    { "x-guest-set-link", set_link_args, false, guest_set_link, false },
+    { "x-guest-add-multicast", set_mac_args, false, guest_add_multicast,
+      false },
+    { "x-guest-del-multicast", set_mac_args, false, guest_del_multicast,
       false },
 };
 

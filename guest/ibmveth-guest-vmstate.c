@@ -273,12 +273,28 @@ static bool guests_check_together(void *const *images, unsigned n,
     return true;
 }
 
+/* The section carries an open driver's state and nothing of a down
+ * interface (its list, its pools to come). */
+static bool guest_may_save(void *obj, GError **errp)
+{
+    IbmvethGuest *g = obj;
+
+    if (!ibmveth_guest_link_up(g)) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s' is down: bring it up "
+                    "(x-guest-set-link) before migrating",
+                    ibmveth_guest_id(g));
+        return false;
+    }
+    return true;
+}
+
 static const VMStateImageOps guest_image_ops = {
     .size = sizeof(GuestImage),
     .capture = guest_capture,
     .commit = guest_commit,
     .absent = guest_absent,
     .check_together = guests_check_together,
+    .may_save = guest_may_save,
 };
 
 void ibmveth_guest_vmstate_register(IbmvethGuest *g, uint32_t instance)

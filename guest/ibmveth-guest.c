@@ -47,6 +47,33 @@
 #define IBMVETH_RESET_DRAIN_MAX 65536
 #define ETH_ALEN            6
 
+/* The groups a Linux interface with IPv4 and IPv6 joins at ifup: IPv6's
+ * all-nodes ff02::1, IPv4's all-hosts 224.0.0.1, and the solicited-node
+ * group ff02::1:ffXX:XXXX of its link-local address (EUI-64, so the
+ * MAC's last three bytes), as Ethernet addresses. */
+#define MC_IPV6_ALL_NODES   0x333300000001ULL
+#define MC_IPV4_ALL_HOSTS   0x01005e000001ULL
+#define MC_SOLICITED_NODE   0x3333ff000000ULL
+#define MC_IFUP_GROUPS      3
+/* Linux's dev->mc has no bound; the model's holds this many addresses
+ * the admin added besides the stack's. */
+#define MC_ADMIN_GROUPS_MAX 32
+#define MC_LIST_MAX         (MC_IFUP_GROUPS + MC_ADMIN_GROUPS_MAX)
+
+/* An address on the interface's multicast list, and who holds it: the
+ * stack (joined at ifup, dropped at close) or the admin (ip maddr add,
+ * __hw_addr's global_use, kept until ip maddr del). */
+typedef struct McEntry {
+    uint64_t addr;
+    bool by_stack, by_admin;
+} McEntry;
+
+/* The interface's multicast list (dev->mc), in the order added. */
+typedef struct McList {
+    McEntry e[MC_LIST_MAX];
+    unsigned n;
+} McList;
+
 struct IbmvethGuest {
     IbmvethGuestConf conf;
     IbmvethConf boot_drv;   /* the driver's conf at boot: -guest's pools,
@@ -97,6 +124,10 @@ struct IbmvethGuest {
     IbmvethGuestStats st;   /* written by the vCPU thread only */
     bool reboot;            /* a machine reset closed the driver: open it
                                again (main thread) */
+    bool link_down;         /* ip link set down: no driver, the vCPU
+                               asleep until up (main, with the vCPU
+                               parked; the vCPU reads it) */
+    McList mc;              /* main thread, vCPU parked */
 };
 
 static const char *const fwd_names[GUEST_FWD__MAX] = {
@@ -812,9 +843,10 @@ static void napi_complete(IbmvethGuest *g)
     napi_recheck(g);
 }
 
-/* Until the main thread's adapter reset, which parks the vCPU, as Linux's
- * poll makes no progress past the entry until its reset work runs. */
-static void wait_reset(IbmvethGuest *g)
+/* Until the main thread parks the vCPU, or stops it: for its adapter
+ * reset, as Linux's poll makes no progress past the entry until its
+ * reset work runs, or for ip link set up. */
+static void sleep_until_woken(IbmvethGuest *g)
 {
     struct pollfd fd = { .fd = g->wake_fd, .events = POLLIN };
     eventfd_t count;
@@ -828,8 +860,9 @@ static void vcpu_iteration(IbmvethGuest *g)
 {
     unsigned rx = 0, tx;
 
-    if (__atomic_load_n(&g->reset_pending, __ATOMIC_RELAXED)) {
-        wait_reset(g);
+    if (__atomic_load_n(&g->reset_pending, __ATOMIC_RELAXED) ||
+        g->link_down) {
+        sleep_until_woken(g);
         return;
     }
     g->now_ns = now_ns();
@@ -892,7 +925,7 @@ static gpointer vcpu_thread(gpointer opaque)
             continue;
         }
         vcpu_iteration(g);
-        if ((++n & 1023) == 0) {
+        if ((++n & 1023) == 0 && g->drv) {
             publish_cpu(g);
             __atomic_store_n(&g->st.rx_no_buffer, rx_no_buffer(g),
                              __ATOMIC_RELAXED);
@@ -1069,43 +1102,78 @@ static bool open_driver(IbmvethGuest *g, GError **errp)
     return true;
 }
 
-/* The groups a Linux interface with IPv4 and IPv6 joins at ifup: IPv6's
- * all-nodes ff02::1, IPv4's all-hosts 224.0.0.1, and the solicited-node
- * group ff02::1:ffXX:XXXX of its link-local address (EUI-64, so the
- * MAC's last three bytes), as Ethernet addresses. */
-#define MC_IPV6_ALL_NODES   0x333300000001ULL
-#define MC_IPV4_ALL_HOSTS   0x01005e000001ULL
-#define MC_SOLICITED_NODE   0x3333ff000000ULL
-#define MC_IFUP_GROUPS      3
-
-/* The interface's multicast list (dev->mc), in the order joined. */
-typedef struct McList {
-    uint64_t addr[MC_IFUP_GROUPS];
-    unsigned n;
-} McList;
-
 /* ndo_set_rx_mode, ibmveth_set_multicast_list over the list as it
- * stands.  The stack behind a TAP joins groups this model cannot see:
- * all multicast, as a bridged (promiscuous) interface has it. */
-static void set_rx_mode(IbmvethGuest *g, const McList *mc)
+ * stands; nothing on a down interface (__dev_set_rx_mode).  The stack
+ * behind a TAP joins groups this model cannot see: all multicast, as a
+ * bridged (promiscuous) interface has it. */
+static void set_rx_mode(IbmvethGuest *g)
 {
-    ibmveth_set_rx_mode(g->drv, g->conf.fwd == GUEST_FWD_TAP, mc->addr,
-                        mc->n, g->mcast_filters);
+    uint64_t addr[MC_LIST_MAX];
+
+    if (!g->drv) {
+        return;
+    }
+    for (unsigned i = 0; i < g->mc.n; i++) {
+        addr[i] = g->mc.e[i].addr;
+    }
+    ibmveth_set_rx_mode(g->drv, g->conf.fwd == GUEST_FWD_TAP, addr,
+                        g->mc.n, g->mcast_filters);
 }
 
-/* dev_mc_add on an interface that is up: the group listed once, and
- * ndo_set_rx_mode called whether it is new or not (__dev_mc_add). */
-static void mc_join(IbmvethGuest *g, McList *mc, uint64_t addr)
+static McEntry *mc_find(McList *mc, uint64_t addr)
 {
-    unsigned i = 0;
+    for (unsigned i = 0; i < mc->n; i++) {
+        if (mc->e[i].addr == addr) {
+            return &mc->e[i];
+        }
+    }
+    return NULL;
+}
 
-    while (i < mc->n && mc->addr[i] != addr) {
-        i++;
+/* The entry for @addr, listed once; NULL when the list is full. */
+static McEntry *mc_add(McList *mc, uint64_t addr)
+{
+    McEntry *e = mc_find(mc, addr);
+
+    if (!e && mc->n < MC_LIST_MAX) {
+        e = &mc->e[mc->n++];
+        *e = (McEntry){ .addr = addr };
     }
-    if (i == mc->n) {
-        mc->addr[mc->n++] = addr;
+    return e;
+}
+
+/* Entries no one holds any more leave the list, the others keep their
+ * order. */
+static void mc_prune(McList *mc)
+{
+    unsigned kept = 0;
+
+    for (unsigned i = 0; i < mc->n; i++) {
+        if (mc->e[i].by_stack || mc->e[i].by_admin) {
+            mc->e[kept++] = mc->e[i];
+        }
     }
-    set_rx_mode(g, mc);
+    mc->n = kept;
+}
+
+/* dev_mc_add from the stack, on an interface that is up: the group
+ * listed once, and ndo_set_rx_mode called whether it is new or not
+ * (__dev_mc_add). */
+static void mc_join(IbmvethGuest *g, uint64_t addr)
+{
+    mc_add(&g->mc, addr)->by_stack = true;
+    set_rx_mode(g);
+}
+
+/* At close the stack's groups go (IPv4's ip_mc_down, IPv6's
+ * ipv6_mc_down and its link-local address), with the device already
+ * down: no rx mode.  The admin's stay on dev->mc. */
+static void mc_drop_stack(McList *mc)
+{
+    for (unsigned i = 0; i < mc->n; i++) {
+        mc->e[i].by_stack = false;
+    }
+    mc_prune(mc);
 }
 
 /*
@@ -1114,22 +1182,22 @@ static void mc_join(IbmvethGuest *g, McList *mc, uint64_t addr)
  * addrconf_dad_begin joining the link-local address's solicited-node
  * group.  At boot IPv6 joined all-nodes when the interface registered
  * (ipv6_add_dev), so it is listed from the start; after a dev_close,
- * which dropped every group, ipv6_mc_up joins it again between the
- * other two.  ibmveth's own close and open (MTU change) call none.
+ * which dropped the stack's groups and kept the admin's, ipv6_mc_up
+ * joins it again between the other two.  ibmveth's own close and open
+ * (MTU change) call none.
  */
 static void ifup_rx_mode(IbmvethGuest *g, bool boot)
 {
-    McList mc = { .n = 0 };
-
     if (boot) {
-        mc.addr[mc.n++] = MC_IPV6_ALL_NODES;
+        g->mc.n = 0;
+        mc_add(&g->mc, MC_IPV6_ALL_NODES)->by_stack = true;
     }
-    set_rx_mode(g, &mc);
-    mc_join(g, &mc, MC_IPV4_ALL_HOSTS);
+    set_rx_mode(g);
+    mc_join(g, MC_IPV4_ALL_HOSTS);
     if (!boot) {
-        mc_join(g, &mc, MC_IPV6_ALL_NODES);
+        mc_join(g, MC_IPV6_ALL_NODES);
     }
-    mc_join(g, &mc, MC_SOLICITED_NODE | (g->conf.drv.mac & 0xFFFFFF));
+    mc_join(g, MC_SOLICITED_NODE | (g->conf.drv.mac & 0xFFFFFF));
 }
 
 /* A boot: probe, then ifup. */
@@ -1238,9 +1306,10 @@ static void count_lost(IbmvethGuest *g, GuestDrop why)
 
 void ibmveth_guest_reset_close(IbmvethGuest *g)
 {
-    /* inmigrate: the state is still to come, and stays so */
-    g->reboot = g->drv != NULL;
-    if (g->reboot) {
+    /* inmigrate: the state is still to come, and stays so; a guest
+     * whose interface is down boots as any other */
+    g->reboot = g->drv != NULL || g->link_down;
+    if (g->drv) {
         count_lost(g, GUEST_DROP_MACHINE_RESET);
         close_driver(g);
     }
@@ -1255,6 +1324,7 @@ void ibmveth_guest_reset_open(IbmvethGuest *g)
     }
     g->conf.drv = g->boot_drv;
     g->mtu = IBMVETH_DEFAULT_MTU;
+    g->link_down = false;
     if (!boot_driver(g, &err)) {
         g_error("guest %s: reopening after reset: %s", g->id, err->message);
     }
@@ -1281,6 +1351,7 @@ static void adapter_reset(void *opaque)
         ibmveth_rx_peek(g->drv, &e) == IBMVETH_RX_BAD_HANDLE) {
         count_lost(g, GUEST_DROP_CLOSED);
         close_driver(g);
+        mc_drop_stack(&g->mc);
         if (!open_driver(g, &err)) {
             g_error("guest %s: reopening after a bad rx handle: %s", g->id,
                     err->message);
@@ -1292,14 +1363,28 @@ static void adapter_reset(void *opaque)
     resume_all();
 }
 
-/* An admin's command needs a running interface. */
+/* An admin's command needs the guest's state, which an incoming
+ * migration may still be bringing; its interface may be up or down. */
 static bool has_driver(IbmvethGuest *g, GError **errp)
 {
-    if (!g->drv) {
+    if (!g->drv && !g->link_down) {
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s' has no driver yet "
                     "(it waits for an incoming migration)", g->id);
+        return false;
     }
-    return g->drv != NULL;
+    return true;
+}
+
+/* ibmveth_set_mac_addr's hcall, which it makes whether the interface
+ * is up or down. */
+static int64_t change_mac(IbmvethGuest *g, uint64_t mac)
+{
+    uint64_t args[2] = { g->conf.drv.unit, mac };
+
+    if (g->drv) {
+        return ibmveth_change_mac(g->drv, mac);
+    }
+    return bus_hcall(g, H_CHANGE_LOGICAL_LAN_MAC, 2, args, 0);
 }
 
 bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
@@ -1326,7 +1411,7 @@ bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
         return false;
     }
     pause_all();
-    rc = ibmveth_change_mac(g->drv, mac);
+    rc = change_mac(g, mac);
     if (rc == H_SUCCESS) {
         g->conf.drv.mac = mac;
     }
@@ -1406,6 +1491,13 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     for (int i = 0; i <= last; i++) {
         want.pool_active[i] = true;
     }
+    /* ibmveth_change_mtu on a down interface: the pools, no close or
+     * open; the next up opens with them. */
+    if (g->link_down) {
+        g->conf.drv = want;
+        g->mtu = mtu;
+        return true;
+    }
     pause_all();
     /* Linux's open would fail and leave the interface down; the model
      * refuses instead, and stays open as it was. */
@@ -1438,6 +1530,12 @@ static void reopen_for_feature(IbmvethGuest *g,
     IbmvethBus bus = guest_bus(g);
     g_autoptr(GError) err = NULL;
 
+    /* ibmveth_set_csum_offload and ibmveth_set_tso close and open only
+     * a running interface. */
+    if (g->link_down) {
+        set(&bus, &g->conf.drv, on);
+        return;
+    }
     count_lost(g, GUEST_DROP_CLOSED);
     close_driver(g);
     set(&bus, &g->conf.drv, on);
@@ -1475,6 +1573,125 @@ bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
     }
     resume_all();
     return tap_offloads(g, errp);
+}
+
+/*
+ * ip link set down: __dev_change_flags calls ndo_set_rx_mode while the
+ * interface is still up, then __dev_close runs ibmveth_close; the
+ * frames still in the queue are lost, counted closed.  The stack's
+ * groups then go with no hcall.
+ */
+static void link_down(IbmvethGuest *g)
+{
+    set_rx_mode(g);
+    count_lost(g, GUEST_DROP_CLOSED);
+    close_driver(g);
+    mc_drop_stack(&g->mc);
+    g->napi_scheduled = false;
+    g->link_down = true;
+}
+
+/* ip link set up: __dev_open's ibmveth_open, then the rx mode of an
+ * ifup after a close.  A failed open leaves it down, as in Linux. */
+static bool link_up(IbmvethGuest *g, GError **errp)
+{
+    if (!open_driver(g, errp)) {
+        g_prefix_error(errp, "guest '%s': ip link set up: ", g->id);
+        return false;
+    }
+    g->link_down = false;
+    ifup_rx_mode(g, false);
+    return true;
+}
+
+bool ibmveth_guest_set_link(IbmvethGuest *g, bool up, GError **errp)
+{
+    bool ok = true;
+
+    if (!has_driver(g, errp)) {
+        return false;
+    }
+    if (up == !g->link_down) {
+        return true;
+    }
+    pause_all();
+    if (up) {
+        ok = link_up(g, errp);
+    } else {
+        link_down(g);
+    }
+    resume_all();
+    return ok;
+}
+
+bool ibmveth_guest_link_up(IbmvethGuest *g)
+{
+    return !g->link_down;
+}
+
+/* The admin's addresses on the list. */
+static unsigned mc_admin_count(const McList *mc)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < mc->n; i++) {
+        n += mc->e[i].by_admin;
+    }
+    return n;
+}
+
+bool ibmveth_guest_add_multicast(IbmvethGuest *g, const uint8_t *addr,
+                                 GError **errp)
+{
+    uint64_t mac = mac_to_u64(addr);
+
+    if (!has_driver(g, errp)) {
+        return false;
+    }
+    if (!mc_find(&g->mc, mac) && mc_admin_count(&g->mc) >=
+        MC_ADMIN_GROUPS_MAX) {
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': its multicast list "
+                    "holds at most %d addresses added with ip maddr add "
+                    "(remove one with x-guest-del-multicast)", g->id,
+                    MC_ADMIN_GROUPS_MAX);
+        return false;
+    }
+    /* dev_mc_add_global, and __dev_set_rx_mode even when the address
+     * was already listed. */
+    pause_all();
+    mc_add(&g->mc, mac)->by_admin = true;
+    set_rx_mode(g);
+    resume_all();
+    return true;
+}
+
+bool ibmveth_guest_del_multicast(IbmvethGuest *g, const uint8_t *addr,
+                                 GError **errp)
+{
+    McEntry *e = mc_find(&g->mc, mac_to_u64(addr));
+
+    if (!has_driver(g, errp)) {
+        return false;
+    }
+    /* dev_mc_del_global: ENOENT, and no rx mode, for an address the
+     * admin did not add, even one the stack holds. */
+    if (!e || !e->by_admin) {
+        MACAddr bad;
+        g_autofree char *str = NULL;
+
+        memcpy(bad.a, addr, 6);
+        str = mac_format(&bad);
+        g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': %s was not added to "
+                    "its multicast list (ip maddr del: No such file or "
+                    "directory)", g->id, str);
+        return false;
+    }
+    pause_all();
+    e->by_admin = false;
+    mc_prune(&g->mc);
+    set_rx_mode(g);
+    resume_all();
+    return true;
 }
 
 void ibmveth_guest_stop(IbmvethGuest *g)
@@ -1581,6 +1798,12 @@ void ibmveth_guest_adopt(IbmvethGuest *g, const IbmvethState *s,
     if (g->tx) {
         tx_frames_seek(g->tx, tx_position);
     }
+    /* The stream does not carry the multicast list: the stack's groups
+     * of an interface that is up, as the source's ifup joined them. */
+    g->mc.n = 0;
+    mc_add(&g->mc, MC_IPV6_ALL_NODES)->by_stack = true;
+    mc_add(&g->mc, MC_IPV4_ALL_HOSTS)->by_stack = true;
+    mc_add(&g->mc, MC_SOLICITED_NODE | (s->mac & 0xFFFFFF))->by_stack = true;
     publish_pool_sizes(g);
 }
 

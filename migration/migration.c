@@ -618,6 +618,9 @@ bool migration_outgoing(const char *uri, GError **errp)
                     "progress");
         return false;
     }
+    if (!qemu_savevm_may_save(errp)) {
+        return false;
+    }
     ch = migration_channel_open_outgoing(uri, errp);
     if (!ch) {
         return false;

@@ -117,6 +117,19 @@ void vmstate_register(const char *idstr, uint32_t instance_id,
     g_ptr_array_add(entries, se);
 }
 
+bool qemu_savevm_may_save(GError **errp)
+{
+    for (guint i = 0; entries && i < entries->len; i++) {
+        SaveStateEntry *se = g_ptr_array_index(entries, i);
+
+        if (se->ops && se->ops->may_save && !se->ops->may_save(se->obj,
+                                                               errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 void vmstate_unregister(void *obj)
 {
     for (guint i = 0; entries && i < entries->len; i++) {

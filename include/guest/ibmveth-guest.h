@@ -199,6 +199,25 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp);
 bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
                                 GError **errp);
 
+/*
+ * "ip link set eth0 down" and "up" (main thread): down is Linux's
+ * __dev_change_flags, an rx mode while still up, then ibmveth_close,
+ * the frames still queued counted closed; while down the vCPU sleeps
+ * and makes no hcall, set_mac issues its hcall alone, set_mtu and
+ * set_offloads change no more than the next open.  Up is ibmveth_open
+ * and an ifup's rx mode.  Up when up and down when down do nothing.
+ */
+bool ibmveth_guest_set_link(IbmvethGuest *g, bool up, GError **errp);
+bool ibmveth_guest_link_up(IbmvethGuest *g);
+/* "ip maddr add/del dev eth0 @addr": the interface's multicast list,
+ * and on an interface that is up one rx mode over it (an add of an
+ * address already listed included); a del of an address not added is
+ * refused with no hcall. */
+bool ibmveth_guest_add_multicast(IbmvethGuest *g, const uint8_t *addr,
+                                 GError **errp);
+bool ibmveth_guest_del_multicast(IbmvethGuest *g, const uint8_t *addr,
+                                 GError **errp);
+
 const char *ibmveth_guest_id(IbmvethGuest *g);
 const char *ibmveth_guest_dev(IbmvethGuest *g);
 const IbmvethGuestConf *ibmveth_guest_conf(IbmvethGuest *g);

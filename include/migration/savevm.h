@@ -42,6 +42,9 @@ typedef struct VMStateImageOps {
      * one image shows, such as memory two objects both claim.  May be
      * NULL. */
     bool (*check_together)(void *const *images, unsigned n, GError **errp);
+    /* Whether the object's state can be saved now: false refuses the
+     * migration as it starts, errp saying why.  May be NULL. */
+    bool (*may_save)(void *obj, GError **errp);
 } VMStateImageOps;
 
 /* A section "@idstr" with @instance_id; it lasts until unregistered. */
@@ -73,6 +76,9 @@ bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
 typedef struct SaveVMImages SaveVMImages;
 typedef struct SaveVMStream SaveVMStream;
 SaveVMImages *qemu_savevm_capture(void);
+/* Every registered object's may_save, in registration order: false at
+ * the first that refuses. */
+bool qemu_savevm_may_save(GError **errp);
 /* Run by qemu_savevm_capture() (main thread, machine stopped) on a copy
  * of the sections the machine carries, when it carries any: @hook
  * changes what moved while illan held the machine (an interrupt it
