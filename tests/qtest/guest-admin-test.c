@@ -310,8 +310,16 @@ static void test_down_counts_closed(void)
     send_to(&r, qrig_mac, 1);
     qrig_wait_stat(r.qts, "nic.rx.frames", 1);
     set_link(&r, false);
-    g_assert_cmpint(qrig_stat(r.qts, "guest.drops.closed"), ==, 1);
-    g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 0);
+    /* Unless the test stalled past the vCPU's look for a lost interrupt
+     * (a second, then 250 ms), which takes the frame as woken late. */
+    if (qrig_stat(r.qts, "guest.woken-late") == 0) {
+        g_assert_cmpint(qrig_stat(r.qts, "guest.drops.closed"), ==, 1);
+        g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 0);
+    } else {
+        g_test_message("the look took the frame before the down");
+        g_assert_cmpint(qrig_stat(r.qts, "guest.drops.closed"), ==, 0);
+        g_assert_cmpint(qrig_stat(r.qts, "guest.rx-frames"), ==, 1);
+    }
     qrig_stop(&r);
 }
 

@@ -35,11 +35,23 @@ typedef struct Hcalls {
 
 static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 
+/*
+ * The counts once the vCPU is done with what it has: a frame is counted
+ * before its poll's refill and the poll's last H_VIO_SIGNAL, and a stop
+ * parks the vCPU only between two turns of its loop, after both.
+ */
 static Hcalls hcalls_now(QTestState *qts)
 {
-    g_autoptr(JsonObject) st = qrig_guest_stats(qts);
-    JsonObject *g = qrig_stats_guest(st);
+    g_autoptr(JsonObject) st = NULL;
+    g_autoptr(JsonObject) stop = qtest_qmp(qts, "{'execute': 'stop'}");
+    g_autoptr(JsonObject) cont = qtest_qmp(qts, "{'execute': 'cont'}");
+    JsonObject *g;
     Hcalls h;
+
+    g_assert_true(json_object_has_member(stop, "return"));
+    g_assert_true(json_object_has_member(cont, "return"));
+    st = qrig_guest_stats(qts);
+    g = qrig_stats_guest(st);
 
     for (int c = 0; c < NCOLS; c++) {
         g_autofree char *path = g_strdup_printf("hcalls.%s", col_name[c]);
