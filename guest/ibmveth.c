@@ -244,7 +244,15 @@ static uint64_t alloc_dma(IbmvethDriver *v, uint64_t size, uint64_t limit,
 {
     uint64_t addr = v->bus.alloc(v->bus.opaque, size, PAGE_SIZE);
 
-    if (!addr || addr + size > limit) {
+    /* A block the device could not reach goes back, or it would be
+     * lost to every later open. */
+    if (addr && addr + size > limit) {
+        if (v->bus.free) {
+            v->bus.free(v->bus.opaque, addr, size);
+        }
+        addr = 0;
+    }
+    if (!addr) {
         g_set_error(errp, IBMVETH_ERROR, 0, "no guest memory for %"
                     G_GUINT64_FORMAT " bytes below 0x%" G_GINT64_MODIFIER
                     "x in the 256 MiB DMA window (raise -m or shrink the "

@@ -3,8 +3,10 @@
  * takes from an opened driver passes ibmveth_state_check(), a driver
  * adopted from it holds the same state, and each kind of state the
  * driver could not have reached is refused.  The driver runs on a bus
- * of plain memory whose hcalls all succeed.
+ * of plain memory whose hcalls all succeed; an open that runs out of
+ * memory does so on the built-in guests' allocator.
  */
+#include "guest/guest-mem.h"
 #include "guest/ibmveth.h"
 #include "hw/ppc/hcall.h"
 
@@ -183,11 +185,46 @@ static void test_refusals(void)
     fixture_free(&f);
 }
 
+static uint64_t mem_alloc(void *opaque, uint64_t size, uint64_t align)
+{
+    (void)opaque;
+    return guest_mem_alloc(size, align);
+}
+
+static void mem_free(void *opaque, uint64_t gpa, uint64_t size)
+{
+    (void)opaque;
+    guest_mem_free(gpa, size);
+}
+
+/* The built-in guests' allocator, full up to the top of the DMA window,
+ * where the pools' I/O ranges lie: the block it hands the open there is
+ * refused and must go back. */
+static void test_open_above_io_floor(void)
+{
+    IbmvethBus bus = { .hcall = fake_hcall, .alloc = mem_alloc,
+                       .free = mem_free };
+    uint64_t filler_size = (256u << 20) - GUEST_MEM_BASE - (16u << 10);
+    g_autoptr(GError) err = NULL;
+    IbmvethConf conf;
+
+    guest_mem_init(256u << 20);
+    g_assert_cmphex(guest_mem_alloc(filler_size, 4096), ==, GUEST_MEM_BASE);
+    ibmveth_conf_linux_defaults(&conf, UNIT);
+    g_assert_null(ibmveth_open(&bus, &conf, NULL, &err));
+    g_assert_nonnull(err);
+    g_test_message("%s", err->message);
+    g_assert_nonnull(strstr(err->message, "no guest memory for 4096 bytes"));
+    g_assert_cmpuint(guest_mem_in_use(), ==, filler_size);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/ibmveth-state/adopt-round-trip",
                     test_adopt_round_trip);
     g_test_add_func("/ibmveth-state/refusals", test_refusals);
+    g_test_add_func("/ibmveth-state/open-above-io-floor",
+                    test_open_above_io_floor);
     return g_test_run();
 }
