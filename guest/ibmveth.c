@@ -375,56 +375,32 @@ static uint32_t layout_io_pages(const PoolLayout *l, uint32_t size)
  * dma PER_BUFFER: the I/O addresses the pools' slots own, from the top
  * of the DMA window down, pool 0's highest, each slot io_pages TCE pages
  * (a Linux guest's IOMMU gives each mapping TCEs of its own too).  They
- * follow from the pools' sizes and counts alone.  Returns the lowest,
- * below which everything identity-mapped lies; 0 when they do not fit.
+ * follow from the pools' sizes and counts alone.  Sets each pool's
+ * layout and I/O range, and io_floor, the lowest, below which everything
+ * identity-mapped lies; false when they do not fit the window.
  */
-static uint64_t io_ranges_floor(IbmvethDma dma, const bool *active,
-                                const uint32_t *size, const uint32_t *count,
-                                uint64_t *ioba)
-{
-    uint64_t floor = DMA_WINDOW_SIZE;
-
-    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        PoolLayout l = pool_layout(dma, size[i]);
-        uint64_t bytes;
-
-        ioba[i] = 0;
-        if (!active[i] || dma == IBMVETH_DMA_POOL) {
-            continue;
-        }
-        bytes = (uint64_t)count[i] * layout_io_pages(&l, size[i]) *
-                PAGE_SIZE;
-        if (bytes >= floor) {
-            return 0;
-        }
-        floor -= bytes;
-        ioba[i] = floor;
-    }
-    return floor;
-}
-
-/* Lays the pools out for @v's dma and gives their slots I/O ranges;
- * false when these do not fit the window. */
 static bool place_pools(IbmvethDriver *v)
 {
-    bool active[IBMVETH_NUM_POOLS];
-    uint32_t size[IBMVETH_NUM_POOLS], count[IBMVETH_NUM_POOLS];
-    uint64_t ioba[IBMVETH_NUM_POOLS];
-
+    v->io_floor = DMA_WINDOW_SIZE;
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         IbmvethPool *p = &v->pool[i];
+        uint64_t bytes;
 
-        active[i] = p->active;
-        size[i] = p->size;
-        count[i] = p->count;
         p->layout = pool_layout(v->dma, p->size);
         p->io_pages = layout_io_pages(&p->layout, p->size);
+        p->ioba = 0;
+        if (!p->active || v->dma == IBMVETH_DMA_POOL) {
+            continue;
+        }
+        bytes = (uint64_t)p->count * p->io_pages * PAGE_SIZE;
+        if (bytes >= v->io_floor) {
+            v->io_floor = 0;
+            return false;
+        }
+        v->io_floor -= bytes;
+        p->ioba = v->io_floor;
     }
-    v->io_floor = io_ranges_floor(v->dma, active, size, count, ioba);
-    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        v->pool[i].ioba = ioba[i];
-    }
-    return v->io_floor != 0;
+    return true;
 }
 
 static uint64_t pool_bytes(const IbmvethPool *p)
@@ -1446,28 +1422,34 @@ static bool pieces_disjoint(const IbmvethState *s, GError **errp)
     return true;
 }
 
+/* What places a pool: its index, whether active, its size and count. */
+static void pool_shape_from_state(IbmvethPool *p, unsigned index,
+                                  const IbmvethPoolState *ps)
+{
+    p->index = index;
+    p->active = ps->active;
+    p->size = ps->size;
+    p->count = ps->count;
+    p->threshold = p->count * 7 / 8;
+}
+
 /* dma PER_BUFFER: the pools' I/O ranges fit the window, and lower
  * *@mem_end to where they start, since the queues are identity-mapped
  * below them. */
 static bool io_floor_check(const IbmvethState *s, uint64_t *mem_end,
                            GError **errp)
 {
-    bool active[IBMVETH_NUM_POOLS];
-    uint32_t size[IBMVETH_NUM_POOLS], count[IBMVETH_NUM_POOLS];
-    uint64_t ioba[IBMVETH_NUM_POOLS], floor;
+    IbmvethDriver placed = { .dma = s->dma };
 
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
-        active[i] = s->pool[i].active;
-        size[i] = s->pool[i].size;
-        count[i] = s->pool[i].count;
+        pool_shape_from_state(&placed.pool[i], i, &s->pool[i]);
     }
-    floor = io_ranges_floor(s->dma, active, size, count, ioba);
-    if (!floor) {
+    if (!place_pools(&placed)) {
         g_set_error(errp, IBMVETH_ERROR, 0, "the pools' rx buffers do not "
                     "fit the 256 MiB DMA window one I/O range each");
         return false;
     }
-    *mem_end = MIN(*mem_end, floor);
+    *mem_end = MIN(*mem_end, placed.io_floor);
     return true;
 }
 
@@ -1553,11 +1535,7 @@ IbmvethDriver *ibmveth_adopt(const IbmvethBus *bus, const IbmvethState *s)
         const IbmvethPoolState *ps = &s->pool[i];
         IbmvethPool *p = &v->pool[i];
 
-        p->index = i;
-        p->active = ps->active;
-        p->size = ps->size;
-        p->count = ps->count;
-        p->threshold = p->count * 7 / 8;
+        pool_shape_from_state(p, i, ps);
         if (!p->active) {
             continue;
         }
