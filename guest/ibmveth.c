@@ -1453,6 +1453,31 @@ static bool io_floor_check(const IbmvethState *s, uint64_t *mem_end,
     return true;
 }
 
+/* The rx queue holds one entry per buffer and one more. */
+static bool rxq_len_check(uint64_t len, uint64_t index, uint64_t entries,
+                          GError **errp)
+{
+    if (len != entries * IBMVETH_RXQ_ENTRY_SIZE || index >= entries) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "rx queue of %" G_GUINT64_FORMAT
+                    " bytes at entry %" G_GUINT64_FORMAT ": the pools make "
+                    "it %" G_GUINT64_FORMAT " entries", len, index, entries);
+        return false;
+    }
+    return true;
+}
+
+/* Whole kernel pages of 4 to 64 KiB. */
+static bool rxq_size_check(uint64_t len, uint64_t size, GError **errp)
+{
+    if (size < len || size % PAGE_SIZE || size > align_up(len, 65536)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "an rx queue of %"
+                    G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT " bytes "
+                    "is not in whole pages of 4 to 64 KiB", len, size);
+        return false;
+    }
+    return true;
+}
+
 bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
                          uint64_t mem_end, GError **errp)
 {
@@ -1471,19 +1496,8 @@ bool ibmveth_state_check(const IbmvethState *s, uint64_t mem_start,
         }
         entries += s->pool[i].count;
     }
-    if (s->rxq_len != entries * IBMVETH_RXQ_ENTRY_SIZE ||
-        s->rxq_index >= entries) {
-        g_set_error(errp, IBMVETH_ERROR, 0, "rx queue of %u bytes at entry "
-                    "%u: the pools make it %" G_GUINT64_FORMAT " entries",
-                    s->rxq_len, s->rxq_index, entries);
-        return false;
-    }
-    /* Whole kernel pages of 4 to 64 KiB. */
-    if (s->rxq_size < s->rxq_len || s->rxq_size % PAGE_SIZE ||
-        s->rxq_size > align_up(s->rxq_len, 65536)) {
-        g_set_error(errp, IBMVETH_ERROR, 0, "an rx queue of %u bytes in %u "
-                    "bytes is not in whole pages of 4 to 64 KiB", s->rxq_len,
-                    s->rxq_size);
+    if (!rxq_len_check(s->rxq_len, s->rxq_index, entries, errp) ||
+        !rxq_size_check(s->rxq_len, s->rxq_size, errp)) {
         return false;
     }
     if (s->bds_per_add != 1 && s->bds_per_add != IBMVETH_MAX_BDS_PER_ADD) {
@@ -1694,7 +1708,8 @@ IbmvethDriver *ibmveth_restore(const IbmvethBus *bus, const char *text,
                                         NULL };
     g_autoptr(GKeyFile) kf = g_key_file_new();
     IbmvethDriver *v = g_new0(IbmvethDriver, 1);
-    uint64_t k[9];
+    uint64_t k[9], dma, rxq_size, entries = 1;
+    bool has_rxq_size;
 
     v->bus = *bus;
     /* Its memory came from no allocator of this process. */
@@ -1716,23 +1731,32 @@ IbmvethDriver *ibmveth_restore(const IbmvethBus *bus, const char *text,
                                            NULL);
     /* Saved before buffers were mapped one by one: pools mapped whole,
      * the queue exactly its length. */
-    v->dma = g_key_file_has_key(kf, "ibmveth", "dma", NULL) ?
-             g_key_file_get_uint64(kf, "ibmveth", "dma", NULL) :
-             IBMVETH_DMA_POOL;
-    v->rxq_size = g_key_file_has_key(kf, "ibmveth", "rxq_size", NULL) ?
-                  g_key_file_get_uint64(kf, "ibmveth", "rxq_size", NULL) :
-                  v->rxq_len;
-    if (v->dma > IBMVETH_DMA_POOL) {
-        g_set_error(errp, IBMVETH_ERROR, 0, "[ibmveth] dma: %u is neither "
-                    "per buffer (%d) nor pool (%d)", v->dma,
-                    IBMVETH_DMA_PER_BUFFER, IBMVETH_DMA_POOL);
+    dma = g_key_file_has_key(kf, "ibmveth", "dma", NULL) ?
+          g_key_file_get_uint64(kf, "ibmveth", "dma", NULL) :
+          IBMVETH_DMA_POOL;
+    has_rxq_size = g_key_file_has_key(kf, "ibmveth", "rxq_size", NULL);
+    rxq_size = has_rxq_size ?
+               g_key_file_get_uint64(kf, "ibmveth", "rxq_size", NULL) : k[6];
+    /* Checked as a u64: the enum would truncate 2^32 to a valid 0. */
+    if (dma > IBMVETH_DMA_POOL) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "[ibmveth] dma: %"
+                    G_GUINT64_FORMAT " is neither per buffer (%d) nor pool "
+                    "(%d)", dma, IBMVETH_DMA_PER_BUFFER, IBMVETH_DMA_POOL);
         goto fail;
     }
+    v->dma = dma;
     for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
         if (!restore_pool(kf, &v->pool[i], i, v->dma, errp)) {
             goto fail;
         }
+        entries += v->pool[i].count;
     }
+    if (!rxq_len_check(k[6], k[7], entries, errp) ||
+        (has_rxq_size && !rxq_size_check(k[6], rxq_size, errp))) {
+        g_prefix_error(errp, "[ibmveth] ");
+        goto fail;
+    }
+    v->rxq_size = rxq_size;
     if (!place_pools(v)) {
         g_set_error(errp, IBMVETH_ERROR, 0, "[pool*]: the rx buffers' I/O "
                     "ranges do not fit the DMA window");

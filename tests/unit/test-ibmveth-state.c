@@ -185,6 +185,52 @@ static void test_refusals(void)
     fixture_free(&f);
 }
 
+/* @text with [ibmveth] @key set to @value. */
+static char *with_key(const char *text, const char *key, uint64_t value)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+
+    g_assert_true(g_key_file_load_from_data(kf, text, -1, 0, NULL));
+    g_key_file_set_uint64(kf, "ibmveth", key, value);
+    return g_key_file_to_data(kf, NULL, NULL);
+}
+
+static void expect_restore_refused(Fixture *f, const char *text,
+                                   const char *msg)
+{
+    g_autoptr(GError) err = NULL;
+    IbmvethDriver *v = ibmveth_restore(&f->bus, text, &err);
+
+    g_assert_null(v);
+    g_assert_nonnull(err);
+    g_test_message("%s", err->message);
+    g_assert_nonnull(strstr(err->message, msg));
+}
+
+/* A saved driver is refused as ibmveth_state_check() refuses it: a dma
+ * no enum value names (2^32 would truncate to per buffer) and a queue
+ * not in whole pages. */
+static void test_restore_refusals(void)
+{
+    Fixture f;
+    g_autofree char *text = NULL, *dma = NULL, *size = NULL, *len = NULL;
+    g_autoptr(GError) err = NULL;
+    IbmvethDriver *v;
+
+    fixture_init(&f);
+    text = ibmveth_save(f.drv);
+    v = ibmveth_restore(&f.bus, text, &err);
+    g_assert_no_error(err);
+    ibmveth_close(v);
+    dma = with_key(text, "dma", 1ull << 32);
+    expect_restore_refused(&f, dma, "dma: 4294967296 is neither");
+    size = with_key(text, "rxq_size", f.s.rxq_size + 65536);
+    expect_restore_refused(&f, size, "not in whole pages");
+    len = with_key(text, "rxq_len", f.s.rxq_len + 16);
+    expect_restore_refused(&f, len, "the pools make it");
+    fixture_free(&f);
+}
+
 static uint64_t mem_alloc(void *opaque, uint64_t size, uint64_t align)
 {
     (void)opaque;
@@ -224,6 +270,8 @@ int main(int argc, char **argv)
     g_test_add_func("/ibmveth-state/adopt-round-trip",
                     test_adopt_round_trip);
     g_test_add_func("/ibmveth-state/refusals", test_refusals);
+    g_test_add_func("/ibmveth-state/restore-refusals",
+                    test_restore_refusals);
     g_test_add_func("/ibmveth-state/open-above-io-floor",
                     test_open_above_io_floor);
     return g_test_run();
