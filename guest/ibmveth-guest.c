@@ -1491,14 +1491,15 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     for (int i = 0; i <= last; i++) {
         want.pool_active[i] = true;
     }
+    pause_all();
     /* ibmveth_change_mtu on a down interface: the pools, no close or
      * open; the next up opens with them. */
     if (g->link_down) {
         g->conf.drv = want;
         g->mtu = mtu;
+        resume_all();
         return true;
     }
-    pause_all();
     /* Linux's open would fail and leave the interface down; the model
      * refuses instead, and stays open as it was. */
     if (!reopen_fits(g, &want, errp)) {
@@ -1548,6 +1549,9 @@ static void reopen_for_feature(IbmvethGuest *g,
 bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
                                 GError **errp)
 {
+    if (!has_driver(g, errp)) {
+        return false;
+    }
     if ((rx_csum && !g->conf.drv.csum_offered) ||
         (tso && !g->conf.drv.tso_offered)) {
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': %s is fixed off: "
@@ -1558,9 +1562,6 @@ bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
                     rx_csum && !g->conf.drv.csum_offered ?
                     "tree has no ibm,illan-options" :
                     "reports no LRG_SND_SUPPORT");
-        return false;
-    }
-    if (!has_driver(g, errp)) {
         return false;
     }
     pause_all();
