@@ -248,29 +248,6 @@ static JsonNode *guest_result(bool ok, GError *gerr, QmpError *err)
     return qmp_return_empty();
 }
 
-static JsonNode *guest_set_mac(JsonObject *args, QmpError *err)
-{
-    IbmvethGuest *g = find_guest(args, err);
-    const char *str = json_object_get_string_member(args, "mac");
-    GError *gerr = NULL;
-    MACAddr mac;
-    bool ok;
-
-    if (!g) {
-        return NULL;
-    }
-    if (!mac_parse(str, &mac)) {
-        qmp_error_set(err, QMP_ERROR_GENERIC, "Parameter 'mac' expects a "
-                      "MAC address, not '%s'", str);
-        return NULL;
-    }
-    if (!guest_may_act(g, "x-guest-set-mac", err)) {
-        return NULL;
-    }
-    ok = ibmveth_guest_set_mac(g, mac.a, &gerr);
-    return guest_result(ok, gerr, err);
-}
-
 static JsonNode *guest_set_mtu(JsonObject *args, QmpError *err)
 {
     IbmvethGuest *g = find_guest(args, err);
@@ -329,11 +306,12 @@ static JsonNode *guest_set_link(JsonObject *args, QmpError *err)
     return guest_result(ok, gerr, err);
 }
 
-typedef bool (*MulticastOp)(IbmvethGuest *g, const uint8_t *addr,
-                            GError **errp);
+typedef bool (*MacOp)(IbmvethGuest *g, const uint8_t *addr, GError **errp);
 
-static JsonNode *guest_multicast(JsonObject *args, const char *cmd,
-                                 MulticastOp op, QmpError *err)
+/* x-guest-set-mac, x-guest-add-multicast and x-guest-del-multicast: a
+ * guest, a MAC, and @op on them. */
+static JsonNode *guest_mac_command(JsonObject *args, const char *cmd,
+                                   MacOp op, QmpError *err)
 {
     IbmvethGuest *g = find_guest(args, err);
     const char *str = json_object_get_string_member(args, "mac");
@@ -356,16 +334,22 @@ static JsonNode *guest_multicast(JsonObject *args, const char *cmd,
     return guest_result(ok, gerr, err);
 }
 
+static JsonNode *guest_set_mac(JsonObject *args, QmpError *err)
+{
+    return guest_mac_command(args, "x-guest-set-mac", ibmveth_guest_set_mac,
+                             err);
+}
+
 static JsonNode *guest_add_multicast(JsonObject *args, QmpError *err)
 {
-    return guest_multicast(args, "x-guest-add-multicast",
-                           ibmveth_guest_add_multicast, err);
+    return guest_mac_command(args, "x-guest-add-multicast",
+                             ibmveth_guest_add_multicast, err);
 }
 
 static JsonNode *guest_del_multicast(JsonObject *args, QmpError *err)
 {
-    return guest_multicast(args, "x-guest-del-multicast",
-                           ibmveth_guest_del_multicast, err);
+    return guest_mac_command(args, "x-guest-del-multicast",
+                             ibmveth_guest_del_multicast, err);
 }
 
 static const QmpArg set_mac_args[] = {
