@@ -1130,12 +1130,18 @@ static McEntry *mc_find(McList *mc, uint64_t addr)
     return NULL;
 }
 
-/* The entry for @addr, listed once; NULL when the list is full. */
+/*
+ * The entry for @addr, listed once.  The list cannot be full: the stack
+ * holds at most its MC_IFUP_GROUPS (joined at ifup, dropped at close),
+ * and ibmveth_guest_add_multicast refuses an admin's address beyond
+ * MC_ADMIN_GROUPS_MAX, and MC_LIST_MAX is their sum.
+ */
 static McEntry *mc_add(McList *mc, uint64_t addr)
 {
     McEntry *e = mc_find(mc, addr);
 
-    if (!e && mc->n < MC_LIST_MAX) {
+    if (!e) {
+        g_assert(mc->n < MC_LIST_MAX);
         e = &mc->e[mc->n++];
         *e = (McEntry){ .addr = addr };
     }
@@ -1375,6 +1381,15 @@ static bool has_driver(IbmvethGuest *g, GError **errp)
     return true;
 }
 
+/* @addr as an error message spells it. */
+static char *mac_string(const uint8_t *addr)
+{
+    MACAddr mac;
+
+    memcpy(mac.a, addr, sizeof(mac.a));
+    return mac_format(&mac);
+}
+
 /* ibmveth_set_mac_addr's hcall, which it makes whether the interface
  * is up or down. */
 static int64_t change_mac(IbmvethGuest *g, uint64_t mac)
@@ -1396,11 +1411,8 @@ bool ibmveth_guest_set_mac(IbmvethGuest *g, const uint8_t *addr,
 
     /* ibmveth_set_mac_addr: is_valid_ether_addr, before any hcall. */
     if ((addr[0] & 1) || !memcmp(addr, zero, 6)) {
-        MACAddr bad;
-        g_autofree char *str = NULL;
+        g_autofree char *str = mac_string(addr);
 
-        memcpy(bad.a, addr, 6);
-        str = mac_format(&bad);
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': MAC %s is not a "
                     "valid unicast address; Linux's ibmveth refuses it "
                     "before H_CHANGE_LOGICAL_LAN_MAC (EADDRNOTAVAIL)", g->id,
@@ -1677,11 +1689,8 @@ bool ibmveth_guest_del_multicast(IbmvethGuest *g, const uint8_t *addr,
     /* dev_mc_del_global: ENOENT, and no rx mode, for an address the
      * admin did not add, even one the stack holds. */
     if (!e || !e->by_admin) {
-        MACAddr bad;
-        g_autofree char *str = NULL;
+        g_autofree char *str = mac_string(addr);
 
-        memcpy(bad.a, addr, 6);
-        str = mac_format(&bad);
         g_set_error(errp, ILLAN_ERROR, 0, "guest '%s': %s was not added to "
                     "its multicast list (ip maddr del: No such file or "
                     "directory)", g->id, str);
