@@ -140,8 +140,9 @@ static void add_guest_stats(IbmvethGuest *g, void *opaque)
     json_object_set_string_member(o, "dev", ibmveth_guest_dev(g));
     json_object_set_string_member(o, "fwd", guest_fwd_name(c->fwd));
     json_object_set_string_member(o, "poll", c->spin ? "spin" : "irq");
-    json_object_set_string_member(o, "dma", c->drv.dma == IBMVETH_DMA_POOL ?
-                                            "pool" : "per-buffer");
+    json_object_set_string_member(o, "dma",
+                                  ibmveth_guest_dma(g) == IBMVETH_DMA_POOL ?
+                                  "pool" : "per-buffer");
     json_object_set_int_member(o, "rx-frames", st.rx_frames);
     json_object_set_int_member(o, "rx-bytes", st.rx_bytes);
     json_object_set_int_member(o, "tx-frames", st.tx_frames);

@@ -1832,6 +1832,11 @@ const IbmvethGuestConf *ibmveth_guest_conf(IbmvethGuest *g)
     return &g->conf;
 }
 
+IbmvethDma ibmveth_guest_dma(IbmvethGuest *g)
+{
+    return g->drv ? ibmveth_dma(g->drv) : g->conf.drv.dma;
+}
+
 void ibmveth_guest_get_stats(IbmvethGuest *g, IbmvethGuestStats *st)
 {
     uint64_t *dst = (uint64_t *)st;

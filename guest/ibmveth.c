@@ -1204,6 +1204,11 @@ unsigned ibmveth_posted(IbmvethDriver *v, unsigned pool)
     return pool < IBMVETH_NUM_POOLS ? v->pool[pool].available : 0;
 }
 
+IbmvethDma ibmveth_dma(IbmvethDriver *v)
+{
+    return v->dma;
+}
+
 uint32_t ibmveth_pool_size(IbmvethDriver *v, unsigned pool)
 {
     return pool < IBMVETH_NUM_POOLS && v->pool[pool].active ?

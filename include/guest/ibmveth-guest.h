@@ -221,6 +221,10 @@ bool ibmveth_guest_del_multicast(IbmvethGuest *g, const uint8_t *addr,
 const char *ibmveth_guest_id(IbmvethGuest *g);
 const char *ibmveth_guest_dev(IbmvethGuest *g);
 const IbmvethGuestConf *ibmveth_guest_conf(IbmvethGuest *g);
+/* How the driver maps its rx buffers: the open one's (after an incoming
+ * migration the stream's, until the next open), or, while the interface
+ * is down, how the next open will.  Main thread. */
+IbmvethDma ibmveth_guest_dma(IbmvethGuest *g);
 void ibmveth_guest_get_stats(IbmvethGuest *g, IbmvethGuestStats *st);
 
 #endif

@@ -340,6 +340,8 @@ uint64_t ibmveth_tx_buffer(IbmvethDriver *v);
 
 /* Buffers of @pool posted to the device and not yet consumed. */
 unsigned ibmveth_posted(IbmvethDriver *v, unsigned pool);
+/* How its rx buffers are mapped: as opened, or as the adopted state's. */
+IbmvethDma ibmveth_dma(IbmvethDriver *v);
 /* The buffer size of @pool, 0 when inactive. */
 uint32_t ibmveth_pool_size(IbmvethDriver *v, unsigned pool);
 /* Buffers whose add hcall failed, summed over all replenishes (Linux's

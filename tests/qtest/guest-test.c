@@ -1344,6 +1344,58 @@ static void test_help(void)
     g_assert_nonnull(strstr(out, "poll=irq|spin"));
 }
 
+/* x-query-guest-stats' "dma" for g0 on @qts. */
+static char *guest_dma(QTestState *qts)
+{
+    g_autoptr(JsonObject) stats = qrig_guest_stats(qts);
+
+    return g_strdup(json_object_get_string_member(qrig_stats_guest(stats),
+                                                  "dma"));
+}
+
+/*
+ * x-query-guest-stats' "dma" is how the running driver maps: after an
+ * incoming migration the stream's (pools whole, from a source with
+ * dma=pool, as many TCEs mapped as there), then from the next open (an
+ * MTU change) the destination's -guest dma= (buffer by buffer, as
+ * test_dma_migration counts them).
+ */
+static void test_dma_migration_reports_driver(void)
+{
+    const unsigned per_buffer = 16 + 16 + 2 + 256 + 256 * 17 + 266 + 2 * 246;
+    g_autofree char *file = NULL, *uri = NULL, *dst_path = NULL;
+    g_autofree char *src_dma = NULL, *dst_dma = NULL, *reopened = NULL;
+    unsigned src_tces;
+    QTestState *dst;
+    QRig r;
+
+    rig_start(&r, "on", "fwd=rxonly,bulk-add=off,dma=pool");
+    qrig_wait_stat(r.qts, "guest.hcalls.H_ADD_LOGICAL_LAN_BUFFER", 1024);
+    src_dma = guest_dma(r.qts);
+    g_assert_cmpstr(src_dma, ==, "pool");
+    src_tces = mapped_tces(r.qts);
+    file = qrig_path(&r, "stream");
+    uri = g_strdup_printf("file:%s", file);
+    migrate_until_completed(r.qts, "migrate", uri);
+
+    dst_path = qrig_path(&r, "dst");
+    dst = qrig_spawn(&r, &(QRigOpts){
+        .dev_path = dst_path, .nic = ",id=net0,use-rx-buffer-pools=on",
+        .extra = "-guest ibmveth,id=g0,dev=net0,fwd=rxonly,bulk-add=off "
+                 "-incoming defer" });
+    migrate_until_completed(dst, "migrate-incoming", uri);
+    g_assert_cmpuint(mapped_tces(dst), ==, src_tces);
+    dst_dma = guest_dma(dst);
+    g_assert_cmpstr(dst_dma, ==, "pool");
+    guest_cmd_ok_on(dst, "{'execute': 'x-guest-set-mtu', 'arguments': "
+                    "{'id': 'g0', 'mtu': 1500}}");
+    reopened = guest_dma(dst);
+    g_assert_cmpstr(reopened, ==, "per-buffer");
+    g_assert_cmpuint(mapped_tces(dst), ==, per_buffer);
+    qtest_quit(dst);
+    qrig_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1379,5 +1431,7 @@ int main(int argc, char **argv)
     g_test_add_func("/guest/af-xdp/macswap", test_af_xdp_macswap);
     g_test_add_func("/guest/af-xdp/tx-through-reopen",
                     test_af_xdp_tx_through_reopen);
+    g_test_add_func("/guest/dma/migration-reports-driver",
+                    test_dma_migration_reports_driver);
     return g_test_run();
 }
