@@ -1532,35 +1532,45 @@ bool ibmveth_guest_set_mtu(IbmvethGuest *g, uint32_t mtu, GError **errp)
     return true;
 }
 
+typedef bool (*FeatureSetter)(const IbmvethBus *bus, IbmvethConf *conf,
+                              bool on, GError **errp);
+
 /* Linux's close and open around one feature's attribute hcalls
- * (ibmveth_set_csum_offload, ibmveth_set_tso); the open gets the same
- * memory the close gave back, since the pools are the same. */
-static void reopen_for_feature(IbmvethGuest *g,
-                               void (*set)(const IbmvethBus *,
-                                           IbmvethConf *, bool),
-                               bool on)
+ * (ibmveth_set_csum_offload, ibmveth_set_tso), which reopen whether the
+ * device took the change or not; the open gets the same memory the
+ * close gave back, since the pools are the same.  False, saying what
+ * the device answered, when Linux's function returns EIO. */
+static bool reopen_for_feature(IbmvethGuest *g, FeatureSetter set, bool on,
+                               GError **errp)
 {
     IbmvethBus bus = guest_bus(g);
     g_autoptr(GError) err = NULL;
+    bool taken;
 
     /* ibmveth_set_csum_offload and ibmveth_set_tso close and open only
      * a running interface. */
     if (g->link_down) {
-        set(&bus, &g->conf.drv, on);
-        return;
+        taken = set(&bus, &g->conf.drv, on, errp);
+    } else {
+        count_lost(g, GUEST_DROP_CLOSED);
+        close_driver(g);
+        taken = set(&bus, &g->conf.drv, on, errp);
+        if (!open_driver(g, &err)) {
+            g_error("guest %s: reopening for ethtool -K: %s", g->id,
+                    err->message);
+        }
     }
-    count_lost(g, GUEST_DROP_CLOSED);
-    close_driver(g);
-    set(&bus, &g->conf.drv, on);
-    if (!open_driver(g, &err)) {
-        g_error("guest %s: reopening for ethtool -K: %s", g->id,
-                err->message);
+    if (!taken) {
+        g_prefix_error(errp, "guest '%s': ", g->id);
     }
+    return taken;
 }
 
 bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
                                 GError **errp)
 {
+    g_autoptr(GError) csum_err = NULL, tso_err = NULL;
+
     if (!has_driver(g, errp)) {
         return false;
     }
@@ -1577,15 +1587,28 @@ bool ibmveth_guest_set_offloads(IbmvethGuest *g, bool rx_csum, bool tso,
         return false;
     }
     pause_all();
-    /* ibmveth_set_features: each feature that changes, in this order. */
+    /* ibmveth_set_features: each feature that changes, in this order,
+     * the second tried even when the first failed; the first error is
+     * the one returned. */
     if (rx_csum != g->conf.drv.rx_csum) {
-        reopen_for_feature(g, ibmveth_set_csum_offload, rx_csum);
+        reopen_for_feature(g, ibmveth_set_csum_offload, rx_csum, &csum_err);
     }
     if (tso != g->conf.drv.large_send) {
-        reopen_for_feature(g, ibmveth_set_tso, tso);
+        reopen_for_feature(g, ibmveth_set_tso, tso, &tso_err);
     }
     resume_all();
-    return tap_offloads(g, errp);
+    if (!tap_offloads(g, errp)) {
+        return false;
+    }
+    if (csum_err) {
+        g_propagate_error(errp, g_steal_pointer(&csum_err));
+        return false;
+    }
+    if (tso_err) {
+        g_propagate_error(errp, g_steal_pointer(&tso_err));
+        return false;
+    }
+    return true;
 }
 
 /*

@@ -600,36 +600,54 @@ static uint64_t read_attributes(IbmvethDriver *v, int64_t *rc)
 
 /* H_ILLAN_ATTRIBUTES(reset @clr, set @set); a refusal is undone with
  * the masks swapped, as ibmveth_set_csum_offload and ibmveth_set_tso
- * do.  True when it was taken. */
-static bool change_attributes(IbmvethDriver *v, uint64_t clr, uint64_t set)
+ * do.  Returns the change's rc. */
+static int64_t change_attributes(IbmvethDriver *v, uint64_t clr,
+                                 uint64_t set)
 {
-    if (HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, clr, set) == H_SUCCESS) {
-        return true;
+    int64_t rc = HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, clr, set);
+
+    if (rc != H_SUCCESS) {
+        HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, set, clr);
     }
-    HCALL_IN(v, H_ILLAN_ATTRIBUTES, v->unit, set, clr);
-    return false;
+    return rc;
 }
 
-void ibmveth_set_csum_offload(const IbmvethBus *bus, IbmvethConf *conf,
-                              bool on)
+bool ibmveth_set_csum_offload(const IbmvethBus *bus, IbmvethConf *conf,
+                              bool on, GError **errp)
 {
     IbmvethDriver d = { .bus = *bus, .unit = conf->unit };
     uint64_t v4 = IBMVETH_ILLAN_IPV4_TCP_CSUM, v6 = IBMVETH_ILLAN_IPV6_TCP_CSUM;
-    int64_t rc;
+    int64_t rc, rc4, rc6;
     uint64_t attrs = read_attributes(&d, &rc);
-    bool ok4, ok6;
 
-    if (rc != H_SUCCESS || !(attrs & IBMVETH_ILLAN_PADDED_PKT_CSUM)) {
-        return;
+    if (rc != H_SUCCESS) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "the device refused "
+                    "rx-checksumming (H_ILLAN_ATTRIBUTES rc %" G_GINT64_FORMAT
+                    "); Linux's ibmveth returns EIO", rc);
+        return false;
     }
-    ok4 = change_attributes(&d, on ? 0 : v4, on ? v4 : 0);
-    ok6 = change_attributes(&d, on ? 0 : v6, on ? v6 : 0);
-    if (ok4 || ok6) {
-        conf->rx_csum = on;
+    if (!(attrs & IBMVETH_ILLAN_PADDED_PKT_CSUM)) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "the device reports no "
+                    "PADDED_PKT_CSUM, so rx-checksumming cannot change; "
+                    "Linux's ibmveth returns EIO");
+        return false;
     }
+    rc4 = change_attributes(&d, on ? 0 : v4, on ? v4 : 0);
+    rc6 = change_attributes(&d, on ? 0 : v6, on ? v6 : 0);
+    /* One of the two taken is enough for Linux. */
+    if (rc4 != H_SUCCESS && rc6 != H_SUCCESS) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "the device refused "
+                    "rx-checksumming (H_ILLAN_ATTRIBUTES rc %" G_GINT64_FORMAT
+                    " for IPv4, %" G_GINT64_FORMAT " for IPv6); Linux's "
+                    "ibmveth returns EIO", rc4, rc6);
+        return false;
+    }
+    conf->rx_csum = on;
+    return true;
 }
 
-void ibmveth_set_tso(const IbmvethBus *bus, IbmvethConf *conf, bool on)
+bool ibmveth_set_tso(const IbmvethBus *bus, IbmvethConf *conf, bool on,
+                     GError **errp)
 {
     IbmvethDriver d = { .bus = *bus, .unit = conf->unit };
     uint64_t bit = IBMVETH_ILLAN_LRG_SR_ENABLED;
@@ -638,11 +656,24 @@ void ibmveth_set_tso(const IbmvethBus *bus, IbmvethConf *conf, bool on)
 
     if (rc != H_SUCCESS || !(attrs & IBMVETH_ILLAN_LRG_SND_SUPPORT)) {
         conf->large_send = false;
-        return;
+        if (on) {
+            g_set_error(errp, IBMVETH_ERROR, 0, "the device reports no "
+                        "LRG_SND_SUPPORT (H_ILLAN_ATTRIBUTES rc %"
+                        G_GINT64_FORMAT "), and the old firmware's large "
+                        "send Linux's ibmveth falls back to is not modelled",
+                        rc);
+        }
+        return !on;
     }
-    if (change_attributes(&d, on ? 0 : bit, on ? bit : 0)) {
-        conf->large_send = on;
+    rc = change_attributes(&d, on ? 0 : bit, on ? bit : 0);
+    if (rc != H_SUCCESS) {
+        g_set_error(errp, IBMVETH_ERROR, 0, "the device refused "
+                    "tcp-segmentation-offload (H_ILLAN_ATTRIBUTES rc %"
+                    G_GINT64_FORMAT "); Linux's ibmveth returns EIO", rc);
+        return false;
     }
+    conf->large_send = on;
+    return true;
 }
 
 bool ibmveth_offers_bulk_add(const IbmvethBus *bus, uint32_t unit)
@@ -670,10 +701,10 @@ void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
     /* ibmveth_set_features with the features probe turned on: each
      * differs from the adapter's initial off. */
     if (conf->csum_offered) {
-        ibmveth_set_csum_offload(bus, conf, true);
+        ibmveth_set_csum_offload(bus, conf, true, NULL);
     }
     if (conf->tso_offered) {
-        ibmveth_set_tso(bus, conf, true);
+        ibmveth_set_tso(bus, conf, true, NULL);
     }
     if (want) {
         return;
@@ -681,10 +712,10 @@ void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
     /* "ethtool -K rx off tso off" before ifup: ibmveth_set_features
      * again, for the features that are on. */
     if (conf->rx_csum) {
-        ibmveth_set_csum_offload(bus, conf, false);
+        ibmveth_set_csum_offload(bus, conf, false, NULL);
     }
     if (conf->large_send) {
-        ibmveth_set_tso(bus, conf, false);
+        ibmveth_set_tso(bus, conf, false, NULL);
     }
 }
 

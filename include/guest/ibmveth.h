@@ -173,12 +173,16 @@ void ibmveth_probe_features(const IbmvethBus *bus, IbmvethConf *conf,
  * close and open: the attributes read, then with PADDED_PKT_CSUM the
  * IPv4 and IPv6 bits, or with LRG_SND_SUPPORT LRG_SR_ENABLED, turned
  * @on or off, a refused change undone.  @conf's rx_csum (large_send)
- * becomes @on when a change was taken; large_send is off without
- * LRG_SND_SUPPORT (Linux's old large send is not modelled).
+ * becomes @on when a change was taken (for checksums, either of the
+ * two); large_send is off without LRG_SND_SUPPORT (Linux's old large
+ * send is not modelled).  False, saying what the device answered, where
+ * Linux returns EIO, and when large send is asked for without
+ * LRG_SND_SUPPORT.
  */
-void ibmveth_set_csum_offload(const IbmvethBus *bus, IbmvethConf *conf,
-                              bool on);
-void ibmveth_set_tso(const IbmvethBus *bus, IbmvethConf *conf, bool on);
+bool ibmveth_set_csum_offload(const IbmvethBus *bus, IbmvethConf *conf,
+                              bool on, GError **errp);
+bool ibmveth_set_tso(const IbmvethBus *bus, IbmvethConf *conf, bool on,
+                     GError **errp);
 /* The probe's read alone, for callers that want bulk add and nothing
  * else of it: whether H_ILLAN_ATTRIBUTES offers RX_MULTI_BUFF_SUPPORT. */
 bool ibmveth_offers_bulk_add(const IbmvethBus *bus, uint32_t unit);
