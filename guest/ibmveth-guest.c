@@ -103,7 +103,7 @@ struct IbmvethGuest {
                                or stop */
     bool irq_raised;        /* atomic: the interrupt came (set by
                                whichever thread delivered, taken by the
-                               vCPU) */
+                               vCPU, or main with it parked) */
     bool napi_scheduled;    /* the vCPU polls, its interrupt off (vCPU;
                                main with it parked) */
     bool reset_pending;     /* atomic: an entry named no posted buffer;
@@ -121,7 +121,8 @@ struct IbmvethGuest {
     /* This poll's frames under rx_copybreak, copied out before their
      * buffers were posted again. */
     uint8_t rx_copy[IBMVETH_GUEST_BUDGET_MAX][IBMVETH_RX_COPYBREAK];
-    IbmvethGuestStats st;   /* written by the vCPU thread only */
+    IbmvethGuestStats st;   /* written by the vCPU, or main with it
+                               parked (STAT_ADD) */
     bool reboot;            /* a machine reset closed the driver: open it
                                again (main thread) */
     bool link_down;         /* ip link set down: no driver, the vCPU
@@ -206,7 +207,10 @@ static GuestHcall hcall_of_opcode(uint64_t opcode)
     return h;
 }
 
-/* Counters have one writer, the vCPU thread; readers load them whole. */
+/* Counters have one writer at a time: the vCPU thread, or main while
+ * the vCPU is parked (bus_hcall's counts during the open at boot, the
+ * x-guest-set-* commands, the adapter reset, a machine reset); readers
+ * load them whole. */
 #define STAT_ADD(g, field, n)                                             \
     __atomic_store_n(&(g)->st.field, (g)->st.field + (n), __ATOMIC_RELAXED)
 
