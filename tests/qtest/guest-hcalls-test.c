@@ -125,11 +125,14 @@ static void receive_frames(QRig *r, unsigned n, size_t len)
     }
 }
 
-static void qmp_ok(QRig *r, const char *cmd)
+/* The hcalls the QMP command @cmd (an admin's command) made happen. */
+static Hcalls hcalls_of(QRig *r, const char *cmd)
 {
+    Hcalls t0 = hcalls_now(r->qts);
     g_autoptr(JsonObject) rsp = qtest_qmp(r->qts, "%s", cmd);
 
     g_assert_true(json_object_has_member(rsp, "return"));
+    return hcalls_since(r->qts, &t0);
 }
 
 /*
@@ -193,24 +196,18 @@ static void test_qemu_device(void)
     check_row("1000 frames in, 64 bytes", &h, rx_64b);
     g_assert_cmpint(h.n[SIG], >=, 2);
 
-    t0 = hcalls_now(r.qts);
-    qmp_ok(&r, "{'execute': 'x-guest-set-mac', 'arguments': "
-           "{'id': 'g0', 'mac': '52:54:00:12:34:57'}}");
-    h = hcalls_since(r.qts, &t0);
+    h = hcalls_of(&r, "{'execute': 'x-guest-set-mac', 'arguments': "
+                  "{'id': 'g0', 'mac': '52:54:00:12:34:57'}}");
     check_row("MAC change", &h, mac);
 
-    t0 = hcalls_now(r.qts);
-    qmp_ok(&r, "{'execute': 'x-guest-add-multicast', 'arguments': "
-           "{'id': 'g0', 'mac': '01:00:5e:00:00:fb'}}");
-    h = hcalls_since(r.qts, &t0);
+    h = hcalls_of(&r, "{'execute': 'x-guest-add-multicast', 'arguments': "
+                  "{'id': 'g0', 'mac': '01:00:5e:00:00:fb'}}");
     check_row("multicast join", &h, join);
 
     /* The close unmaps the two list pages, the queue, the send buffer
      * and every buffer posted. */
-    t0 = hcalls_now(r.qts);
-    qmp_ok(&r, "{'execute': 'x-guest-set-link', 'arguments': "
-           "{'id': 'g0', 'up': false}}");
-    h = hcalls_since(r.qts, &t0);
+    h = hcalls_of(&r, "{'execute': 'x-guest-set-link', 'arguments': "
+                  "{'id': 'g0', 'up': false}}");
     link_down[STUFF] = 4 + posted;
     check_row("close (link down)", &h, link_down);
 
@@ -218,22 +215,14 @@ static void test_qemu_device(void)
      * rx-mode calls where the boot's first ifup makes three; the group
      * joined above is still listed, so even __dev_open's first call has
      * an address and is one hcall. */
-    t0 = hcalls_now(r.qts);
-    qmp_ok(&r, "{'execute': 'x-guest-set-link', 'arguments': "
-           "{'id': 'g0', 'up': true}}");
-    qrig_wait_stat_min(r.qts, "guest.hcalls.H_VIO_SIGNAL",
-                       t0.n[SIG] + link_up[SIG]);
-    h = hcalls_since(r.qts, &t0);
+    h = hcalls_of(&r, "{'execute': 'x-guest-set-link', 'arguments': "
+                  "{'id': 'g0', 'up': true}}");
     check_row("open (link up)", &h, link_up);
 
     /* ibmveth_change_mtu: a close, pools 0 to 2 active, an open; no rx
      * mode. */
-    t0 = hcalls_now(r.qts);
-    qmp_ok(&r, "{'execute': 'x-guest-set-mtu', 'arguments': "
-           "{'id': 'g0', 'mtu': 9000}}");
-    qrig_wait_stat_min(r.qts, "guest.hcalls.H_VIO_SIGNAL",
-                       t0.n[SIG] + mtu[SIG]);
-    h = hcalls_since(r.qts, &t0);
+    h = hcalls_of(&r, "{'execute': 'x-guest-set-mtu', 'arguments': "
+                  "{'id': 'g0', 'mtu': 9000}}");
     mtu[STUFF] = 4 + 1024;
     check_row("MTU 1500 -> 9000", &h, mtu);
 

@@ -1281,6 +1281,25 @@ static void migrate_until_completed(QTestState *qts, const char *cmd,
                      "%s to complete", cmd);
 }
 
+/* Migrates @r's illan through a file into a new one, which it returns:
+ * a rxonly guest without bulk adds, dma= as the -guest option's
+ * default. */
+static QTestState *migrate_through_file(QRig *r)
+{
+    g_autofree char *file = qrig_path(r, "stream");
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree char *dst_path = qrig_path(r, "dst");
+    QTestState *dst;
+
+    migrate_until_completed(r->qts, "migrate", uri);
+    dst = qrig_spawn(r, &(QRigOpts){
+        .dev_path = dst_path, .nic = ",id=net0,use-rx-buffer-pools=on",
+        .extra = "-guest ibmveth,id=g0,dev=net0,fwd=rxonly,bulk-add=off "
+                 "-incoming defer" });
+    migrate_until_completed(dst, "migrate-incoming", uri);
+    return dst;
+}
+
 /*
  * A guest mapping buffer by buffer migrates with its posted buffers
  * mapped and its free ones not: after 10 frames of 1000 bytes, the
@@ -1296,23 +1315,13 @@ static void test_dma_migration(void)
     const unsigned fixed = 16 + 16 + 2 + 256 + 256 * 17;
     const unsigned all = fixed + 266 + 2 * 246;
     const unsigned want = all - 15;
-    g_autofree char *file = NULL, *uri = NULL, *dst_path = NULL;
     QTestState *dst;
     QRig r;
 
     rig_start(&r, "on", "fwd=rxonly,bulk-add=off");
     receive_frames(&r, 1000, 10);
     g_assert_cmpuint(mapped_tces(r.qts), ==, want);
-    file = qrig_path(&r, "stream");
-    uri = g_strdup_printf("file:%s", file);
-    migrate_until_completed(r.qts, "migrate", uri);
-
-    dst_path = qrig_path(&r, "dst");
-    dst = qrig_spawn(&r, &(QRigOpts){
-        .dev_path = dst_path, .nic = ",id=net0,use-rx-buffer-pools=on",
-        .extra = "-guest ibmveth,id=g0,dev=net0,fwd=rxonly,bulk-add=off "
-                 "-incoming defer" });
-    migrate_until_completed(dst, "migrate-incoming", uri);
+    dst = migrate_through_file(&r);
     g_assert_cmpuint(mapped_tces(dst), ==, want);
     /* An MTU change closes (unmapping the lists, the queue, each posted
      * buffer and the tx buffer) and opens again with every buffer
@@ -1363,7 +1372,6 @@ static char *guest_dma(QTestState *qts)
 static void test_dma_migration_reports_driver(void)
 {
     const unsigned per_buffer = 16 + 16 + 2 + 256 + 256 * 17 + 266 + 2 * 246;
-    g_autofree char *file = NULL, *uri = NULL, *dst_path = NULL;
     g_autofree char *src_dma = NULL, *dst_dma = NULL, *reopened = NULL;
     unsigned src_tces;
     QTestState *dst;
@@ -1374,16 +1382,7 @@ static void test_dma_migration_reports_driver(void)
     src_dma = guest_dma(r.qts);
     g_assert_cmpstr(src_dma, ==, "pool");
     src_tces = mapped_tces(r.qts);
-    file = qrig_path(&r, "stream");
-    uri = g_strdup_printf("file:%s", file);
-    migrate_until_completed(r.qts, "migrate", uri);
-
-    dst_path = qrig_path(&r, "dst");
-    dst = qrig_spawn(&r, &(QRigOpts){
-        .dev_path = dst_path, .nic = ",id=net0,use-rx-buffer-pools=on",
-        .extra = "-guest ibmveth,id=g0,dev=net0,fwd=rxonly,bulk-add=off "
-                 "-incoming defer" });
-    migrate_until_completed(dst, "migrate-incoming", uri);
+    dst = migrate_through_file(&r);
     g_assert_cmpuint(mapped_tces(dst), ==, src_tces);
     dst_dma = guest_dma(dst);
     g_assert_cmpstr(dst_dma, ==, "pool");
