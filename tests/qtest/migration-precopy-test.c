@@ -18,6 +18,8 @@
  * above the guest's rings and buffers (which sit above 1 MiB). */
 #define WRITE_LEN       0x1000
 #define WRITE_BASE      (8ULL << 20)
+/* Where the guest's allocator starts. */
+#define GUEST_MEM_BASE  (1ULL << 20)
 
 static void set_parameters(QTestState *qts, const char *json)
 {
@@ -67,8 +69,9 @@ static char *start_pair(Rig *r)
 }
 
 /* Both processes' RAM, saved with pmemsave, byte for byte, but for the
- * write made at @skip (UINT64_MAX: none) after the source stopped. */
-static void assert_same_ram(Rig *r, uint64_t skip)
+ * write made at @skip (UINT64_MAX: none) after the source stopped, and,
+ * with @guest_late, the guest's own memory (see test_dirty_writes). */
+static void assert_same_ram(Rig *r, uint64_t skip, bool guest_late)
 {
     g_autofree char *a = rig_path(r, "src.ram"), *b = rig_path(r, "dst.ram");
     g_autofree char *cmd_a = g_strdup_printf(
@@ -87,7 +90,8 @@ static void assert_same_ram(Rig *r, uint64_t skip)
     g_assert_cmpuint(la, ==, RAM_SIZE);
     g_assert_cmpuint(lb, ==, RAM_SIZE);
     for (gsize i = 0; i < la; i += 4096) {
-        if (i + 4096 > skip && i < skip + WRITE_LEN) {
+        if ((i + 4096 > skip && i < skip + WRITE_LEN) ||
+            (guest_late && i + 4096 > GUEST_MEM_BASE && i < r->alloc.next)) {
             continue;
         }
         if (memcmp(da + i, db + i, 4096)) {
@@ -172,7 +176,7 @@ static void test_dirty_writes(void)
     g_autoptr(JsonObject) done = NULL;
     unsigned rounds_active = 0, round = 0, lost = 0;
     uint64_t stopped_at = UINT64_MAX;
-    bool saw_expected = false;
+    bool saw_expected = false, guest_late = false, delivered;
 
     migration_events_on(r.src);
     qtest_memset(r.src, FILL_BASE, 0x11, 4 << 20);
@@ -209,11 +213,21 @@ static void test_dirty_writes(void)
             stopped_at = at;
             continue;
         }
-        lost += !frame_to_source(&r);
+        delivered = frame_to_source(&r);
+        lost += !delivered;
+        /* The guest's refill after a frame (a qtest guest, which a stop
+         * does not park as it parks a vCPU) came before the switchover
+         * if the source still runs after it; otherwise its writes (the
+         * buffer's handle, the TCE list of a buffer of several pages)
+         * may stay on the source. */
+        g_free(run);
+        run = run_state(r.src);
+        guest_late |= delivered && strcmp(run, "running") != 0;
         round++;
     }
     g_test_message("%u rounds of writes, %u while active, %u frames came "
-                   "after the switchover", round, rounds_active, lost);
+                   "after the switchover%s", round, rounds_active, lost,
+                   guest_late ? ", a refill maybe after it" : "");
     g_assert_cmpuint(lost, <=, 1);
     g_assert_cmpuint(rounds_active, >=, 5);
     g_assert_true(saw_expected);
@@ -239,7 +253,7 @@ static void test_dirty_writes(void)
     g_assert_false(json_object_has_member(done, "expected-downtime"));
     g_assert_cmpuint(count_passes(r.src), ==,
                      ram_stat(done, "dirty-sync-count"));
-    assert_same_ram(&r, stopped_at);
+    assert_same_ram(&r, stopped_at, guest_late);
     guest_continues(&r);
     qtest_quit(r.src);
     qtest_quit(r.dst);
@@ -303,7 +317,7 @@ static void test_no_convergence(void)
     set_parameters(r.src, "{'avail-switchover-bandwidth': 1000000000}");
     assert_completed(r.dst);
     wait_migration_status(r.src, "completed");
-    assert_same_ram(&r, UINT64_MAX);
+    assert_same_ram(&r, UINT64_MAX, false);
     guest_continues(&r);
     qtest_quit(r.src);
     qtest_quit(r.dst);
