@@ -346,6 +346,11 @@ char *device_get_prop(DeviceState *dev, const char *name, GError **errp)
                     dev->klass->name, name);
         return NULL;
     }
+    /* Before realize no other thread has the device, and its lock may
+     * not be initialised yet. */
+    if (prop->get_live && dev->realized) {
+        return prop->get_live(dev);
+    }
     field = (char *)dev + prop->offset;
     switch (prop->type) {
     case PROP_BOOL:

@@ -2278,33 +2278,44 @@ bool spapr_vlan_rx_buffer_pools(SpaprVlanState *s)
     return s->use_rx_buffer_pools;
 }
 
+/* The MAC the guest set with H_CHANGE_LOGICAL_LAN_MAC, as QEMU's qom-get
+ * reports it; a built-in guest changes it from its vCPU thread. */
+static char *spapr_vlan_live_mac(DeviceState *dev)
+{
+    MACAddr mac = spapr_vlan_get_mac((SpaprVlanState *)dev);
+
+    return mac_format(&mac);
+}
+
 static const Property spapr_vlan_props[] = {
     { "mac", PROP_MACADDR, offsetof(SpaprVlanState, mac), NULL,
       "Ethernet MAC address, e.g. 52:54:00:12:34:56; unset means "
-      "52:54:00:12:34:56 and up" },
+      "52:54:00:12:34:56 and up", spapr_vlan_live_mac },
     { "netdev", PROP_NETDEV, offsetof(SpaprVlanState, netdev), NULL,
-      "id of the -netdev backend that carries its frames" },
+      "id of the -netdev backend that carries its frames", NULL },
     { "reg", PROP_UINT32, offsetof(SpaprVlanState, vdev.reg), "0xffffffff",
-      "VIO unit address; 0xffffffff assigns the next free from 0x71000000" },
+      "VIO unit address; 0xffffffff assigns the next free from 0x71000000",
+      NULL },
     { "use-rx-buffer-pools", PROP_BOOL,
       offsetof(SpaprVlanState, use_rx_buffer_pools), "on",
       "receive into size-sorted buffer pools (off: legacy page mode, "
-      "pinned by pseries-2.5 alias pseries-1.0)" },
+      "pinned by pseries-2.5 alias pseries-1.0)", NULL },
     { "offloads", PROP_BOOL, offsetof(SpaprVlanState, offloads), "on",
       "offer checksum offload, large send and bulk adds (off: QEMU's "
       "device tree, and H_FUNCTION for H_ILLAN_ATTRIBUTES and "
-      "H_ADD_LOGICAL_LAN_BUFFERS; pinned by pseries-2.5 alias pseries-1.0)" },
+      "H_ADD_LOGICAL_LAN_BUFFERS; pinned by pseries-2.5 alias pseries-1.0)",
+      NULL },
     { "lro", PROP_BOOL, offsetof(SpaprVlanState, lro), "on",
       "coalesce received TCP segments into large packets when the guest "
       "turns large send on (off for Linux guests that forward, as routers "
-      "or NAT hosts, and predate 6.6, 6.5.7 or 6.1.57)" },
+      "or NAT hosts, and predate 6.6, 6.5.7 or 6.1.57)", NULL },
     { "x-illan-subsections", PROP_BOOL,
       offsetof(SpaprVlanState, illan_subsections), "on",
       "migrate the guest's MAC, filters and attributes in illan's own "
       "subsections (off: QEMU 7.2's layout, which leaves them behind as "
-      "QEMU does; pinned by pseries-7.2 and older)" },
+      "QEMU does; pinned by pseries-7.2 and older)", NULL },
     { "bootindex", PROP_INT32, offsetof(SpaprVlanState, bootindex), "-1",
-      "boot order, as in QEMU; stored only, illan has no firmware" },
+      "boot order, as in QEMU; stored only, illan has no firmware", NULL },
     PROP_END
 };
 

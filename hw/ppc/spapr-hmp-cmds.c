@@ -4,7 +4,6 @@
  * address space), and device_add, which lists device types and their
  * properties but adds nothing: the VIO bus takes no hotplugged device.
  */
-#include "hw/ppc/spapr-qom.h"
 #include "hw/ppc/spapr.h"
 #include "hw/ppc/spapr_vio.h"
 #include "qemu/hmp-registry.h"
@@ -14,7 +13,7 @@
 
 static void print_prop(DeviceState *dev, const Property *p, GString *out)
 {
-    g_autofree char *v = spapr_qom_prop_text(dev, p);
+    g_autofree char *v = device_get_prop(dev, p->name, NULL);
     guint64 n;
 
     switch (p->type) {

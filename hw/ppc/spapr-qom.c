@@ -7,7 +7,6 @@
  * QEMU's errors.
  */
 #include "hw/ppc/spapr-qom.h"
-#include "hw/net/spapr_llan.h"
 #include "hw/ppc/spapr.h"
 #include "hw/ppc/spapr_vio.h"
 #include "hw/user-object.h"
@@ -358,21 +357,10 @@ static JsonNode *bool_node(bool b)
     return node;
 }
 
-char *spapr_qom_prop_text(DeviceState *dev, const Property *p)
-{
-    if (p->type == PROP_MACADDR && !strcmp(dev->klass->name,
-                                           TYPE_SPAPR_VLAN)) {
-        MACAddr mac = spapr_vlan_get_mac((SpaprVlanState *)dev);
-
-        return mac_format(&mac);
-    }
-    return device_get_prop(dev, p->name, NULL);
-}
-
 /* A property's value as JSON: booleans and integers keep their type. */
 static JsonNode *prop_value(DeviceState *dev, const Property *p)
 {
-    g_autofree char *text = spapr_qom_prop_text(dev, p);
+    g_autofree char *text = device_get_prop(dev, p->name, NULL);
     JsonNode *node = json_node_new(JSON_NODE_VALUE);
 
     switch (p->type) {

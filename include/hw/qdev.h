@@ -32,6 +32,10 @@ typedef struct Property {
     size_t offset;          /* of the field in the instance struct */
     const char *defval;     /* in option syntax; NULL leaves it unset */
     const char *description;
+    /* For a field another thread may change once realized: its value in
+     * option syntax (caller frees), read under the owner's lock.  NULL
+     * reads the field at @offset. */
+    char *(*get_live)(DeviceState *dev);
 } Property;
 
 #define PROP_END { .name = NULL }

@@ -198,7 +198,7 @@ static void test_qom_values(void)
     QRig r;
     JsonObject *rsp;
     JsonArray *list, *props;
-    g_autofree char *machine = NULL, *nope = NULL;
+    g_autofree char *machine = NULL, *nope = NULL, *qtree = NULL;
 
     rig_up(&r, NULL);
     add_ram_object(r.qts);
@@ -218,6 +218,8 @@ static void test_qom_values(void)
     g_assert_cmpint(qtest_hcallv(r.qts, H_CHANGE_LOGICAL_LAN_MAC, QRIG_UNIT,
                                  0x525400aabbccULL), ==, H_SUCCESS);
     check_prop(r.qts, "nic0", "mac", "\"52:54:00:aa:bb:cc\"");
+    qtree = hmp(r.qts, "info qtree");
+    g_assert_nonnull(strstr(qtree, "    mac = \"52:54:00:aa:bb:cc\"\r\n"));
     assert_error(qtest_qmp(r.qts, "{'execute': 'qom-get', 'arguments': "
                            "{'path': 'machine/nope', 'property': 'type'}}"),
                  "DeviceNotFound", "Device 'machine/nope' not found");

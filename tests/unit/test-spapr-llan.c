@@ -414,7 +414,7 @@ static void test_pool_stats_and_reset(void)
 /* Another kind of VIO device, to check that LAN hcalls refuse it. */
 static const Property other_vio_props[] = {
     { "reg", PROP_UINT32, offsetof(SpaprVioDevice, reg), "0xffffffff",
-      "unit address" },
+      "unit address", NULL },
     PROP_END
 };
 

@@ -16,14 +16,4 @@
 #ifndef HW_PPC_SPAPR_QOM_H
 #define HW_PPC_SPAPR_QOM_H
 
-#include "hw/qdev.h"
-
-#include <glib.h>
-
-/* A device property's current value in option syntax (caller frees).
- * spapr-vlan's "mac" is the one the guest set with
- * H_CHANGE_LOGICAL_LAN_MAC, read under the device's lock, since a
- * built-in guest changes it from its vCPU thread. */
-char *spapr_qom_prop_text(DeviceState *dev, const Property *p);
-
 #endif
