@@ -23,8 +23,17 @@ typedef struct QemuCond {
 } QemuCond;
 
 /* A failure here is a broken invariant (a lock used after it was freed,
- * unlocked by another thread), never an input error. */
-#define QEMU_THREAD_CHECK(call) g_assert((call) == 0)
+ * unlocked by another thread), never an input error.  As in QEMU, it
+ * aborts in every build: inside g_assert(), G_DISABLE_ASSERT would drop
+ * the call itself. */
+static inline void qemu_thread_check(int err, const char *func)
+{
+    if (err) {
+        g_error("%s: %s", func, g_strerror(err));
+    }
+}
+
+#define QEMU_THREAD_CHECK(call) qemu_thread_check((call), __func__)
 
 static inline void qemu_mutex_init(QemuMutex *m)
 {
