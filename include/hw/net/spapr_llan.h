@@ -1,41 +1,21 @@
 /*
  * spapr-vlan: the PAPR Interpartition Logical LAN device.
  *
- * Public: the device's type name and PAPR constants, and what the monitor
- * and tests may see of its state, through accessors that take the
- * device's locks.  The state itself is private to hw/net/spapr_llan.c.
+ * Public: the device's type name, its PAPR constants (from
+ * hw/net/spapr_llan_abi.h), and what the monitor and tests may see of its
+ * state, through accessors that take the device's locks.  The state itself
+ * is private to hw/net/spapr_llan.c.
  */
 #ifndef HW_NET_SPAPR_LLAN_H
 #define HW_NET_SPAPR_LLAN_H
 
 #include "hw/net/llan_offload.h"
 #include "hw/net/llan_rx_pools.h"
+#include "hw/net/spapr_llan_abi.h"
 #include "hw/ppc/spapr_vio.h"
 #include "net/net.h"
 
 #define TYPE_SPAPR_VLAN         "spapr-vlan"
-/* Entries in the multicast filter table (ibm,mac-address-filters). */
-#define LLAN_MCAST_FILTERS      16
-#define LLAN_MAX_TX_BDS         6
-#define LLAN_MAX_FRAME          65536
-
-/* H_ILLAN_ATTRIBUTES bits: what the guest may turn on... */
-#define ILLAN_IPV4_TCP_CSUM         0x2ULL
-#define ILLAN_IPV6_TCP_CSUM         0x4ULL
-#define ILLAN_LRG_SR_ENABLED        0x10000ULL
-/* ...and what the device always reports. */
-#define ILLAN_PADDED_PKT_CSUM       0x2000ULL
-#define ILLAN_LRG_SND_SUPPORT       0x8000ULL
-#define ILLAN_RX_MULTI_BUFF_SUPPORT 0x40000ULL
-
-/* Descriptor flags of H_SEND_LOGICAL_LAN (in the BD's control byte) and
- * of the receive queue's entries (its control byte). */
-#define LLAN_TX_LRG_SND             0x0400000000000000ULL
-#define LLAN_TX_NO_CSUM             0x0200000000000000ULL
-#define LLAN_TX_CSUM_GOOD           0x0100000000000000ULL
-#define LLAN_RXQ_LRG_PKT            0x04
-#define LLAN_RXQ_NO_CSUM            0x02
-#define LLAN_RXQ_CSUM_GOOD          0x01
 
 typedef struct SpaprVlanStats {
     uint64_t rx_frames;             /* delivered into guest buffers */
@@ -66,13 +46,6 @@ typedef struct SpaprVlanStats {
     } pools[LLAN_RX_MAX_POOLS];
     uint32_t rx_bufs;               /* buffers posted, all modes */
 } SpaprVlanStats;
-
-typedef struct SpaprVlanFilter {
-    bool filtering;                 /* off: every multicast frame is */
-    bool rx_multicast;              /* off: no multicast frame is */
-    unsigned nmcast;
-    MACAddr mcast[LLAN_MCAST_FILTERS];
-} SpaprVlanFilter;
 
 typedef struct SpaprVlanState SpaprVlanState;
 
