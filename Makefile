@@ -52,8 +52,9 @@ bench-deps:
 
 # The main job: real traffic through spapr-vlan, pools off against on
 # (scripts/demo.py says what it does, and what it skips without root).
+# RUN_ARGS go to scripts/demo.py: make run RUN_ARGS="--matrix-secs 0".
 run: deps all
-	scripts/demo.py --build $(BUILD)
+	scripts/demo.py --build $(BUILD) $(RUN_ARGS)
 
 check: deps
 	$(MAKE) all
