@@ -228,10 +228,11 @@ class Demo:
 
     def iperf_median(self, secs, addr, reverse, runs):
         """The median of @runs streams, and all of them; failed runs
-        count as 0."""
+        count as 0, and how many failed."""
         got = [self.iperf(secs, addr, reverse) for _ in range(runs)]
         vals = sorted(g or 0.0 for g in got)
-        return {"median": vals[len(vals) // 2], "runs": vals}
+        return {"median": vals[len(vals) // 2], "runs": vals,
+                "failed": got.count(None)}
 
     def tcp_matrix(self, tcp_secs, runs):
         """Mbit/s peer->guest and guest->peer for every configuration,
@@ -608,8 +609,10 @@ def mbit(cell):
     '3520 ±18%'
     >>> mbit({"median": 940.4, "runs": [940.4]}), mbit(None), mbit("EIO")
     ('940', 'failed', 'failed')
+    >>> mbit({"median": 0.0, "runs": [0.0, 0.0, 0.0], "failed": 3})
+    'failed'
     """
-    if isinstance(cell, dict):
+    if isinstance(cell, dict) and cell.get("failed") != len(cell["runs"]):
         med, lo, hi = cell["median"], cell["runs"][0], cell["runs"][-1]
         if len(cell["runs"]) == 1:
             return f"{med:.0f}"
@@ -635,6 +638,9 @@ def print_tcp_table(cells):
                           table, right=True):
         print(line)
     reasons = sorted({c for c in cells.values() if isinstance(c, str)})
+    if any(isinstance(c, dict) and c.get("failed") == len(c.get("runs", ()))
+           for c in cells.values()):
+        reasons.insert(0, "no iperf3 stream of the cell gave a result")
     for reason in reasons:
         print(textwrap.fill(f"failed: {reason}", WIDTH))
     return print_tcp_checks(cells)
