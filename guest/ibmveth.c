@@ -502,6 +502,15 @@ static uint64_t prepare_buffer(IbmvethDriver *v, const IbmvethPool *p,
     return ibmveth_bd(p->size, pool_buf_ioba(p, slot));
 }
 
+/* dma PER_BUFFER: the next @n free buffers of @p unmapped again. */
+static void unmap_buffers(IbmvethDriver *v, const IbmvethPool *p,
+                          unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        unmap(v, pool_buf_ioba(p, pool_peek_free(p, i)), p->size);
+    }
+}
+
 /* dma PER_BUFFER: the next @n free buffers of @p mapped for the device
  * to write, or none. */
 static bool map_buffers(IbmvethDriver *v, const IbmvethPool *p, unsigned n)
@@ -511,21 +520,11 @@ static bool map_buffers(IbmvethDriver *v, const IbmvethPool *p, unsigned n)
 
         if (!map_range(v, pool_buf_ioba(p, slot), pool_buf_addr(p, slot),
                        p->size, TCE_RW, NULL)) {
-            while (i-- > 0) {
-                unmap(v, pool_buf_ioba(p, pool_peek_free(p, i)), p->size);
-            }
+            unmap_buffers(v, p, i);
             return false;
         }
     }
     return true;
-}
-
-static void unmap_buffers(IbmvethDriver *v, const IbmvethPool *p,
-                          unsigned n)
-{
-    for (unsigned i = 0; i < n; i++) {
-        unmap(v, pool_buf_ioba(p, pool_peek_free(p, i)), p->size);
-    }
 }
 
 static int64_t add_buffers(IbmvethDriver *v, const uint64_t *bds,
