@@ -1,0 +1,50 @@
+/*
+ * QEMU's log: -d ITEM[,ITEM...] chooses what is written, -D FILE where
+ * (stderr by default).  Guest mistakes (LOG_GUEST_ERROR) and the log
+ * trace backend's lines go through it.  Off by default; a disabled item
+ * costs one relaxed load and a branch.
+ */
+#ifndef QEMU_LOG_H
+#define QEMU_LOG_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+/* QEMU's bit for -d guest_errors. */
+#define LOG_GUEST_ERROR (1 << 11)
+
+/* The -d items that are on; written by the main thread (options, HMP
+ * "log"), read by every thread. */
+extern int qemu_loglevel;
+
+static inline bool qemu_loglevel_mask(int mask)
+{
+    return (__atomic_load_n(&qemu_loglevel, __ATOMIC_RELAXED) & mask) != 0;
+}
+
+/* Writes one message to the log file (or stderr) at once: lines from
+ * several threads never interleave. */
+void qemu_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+#define qemu_log_mask(MASK, FMT, ...)                       \
+    do {                                                    \
+        if (G_UNLIKELY(qemu_loglevel_mask(MASK))) {         \
+            qemu_log(FMT, ## __VA_ARGS__);                  \
+        }                                                   \
+    } while (0)
+
+/* -d ITEMS: "guest_errors", "trace:PATTERN" (enables trace events),
+ * "help" (prints the items, *exit_now set).  Errors name the item. */
+bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp);
+
+/* -D FILE (and -trace file=FILE): opened for append at once, so a bad
+ * path fails at start; NULL goes back to stderr. */
+bool qemu_log_set_file(const char *path, GError **errp);
+
+/* -msg timestamp=on: trace lines start with "TID@SEC.USEC:", as
+ * QEMU's log backend writes them. */
+void qemu_log_set_timestamp(bool on);
+bool qemu_log_timestamp(void);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * QEMU's log (qemu/log.h): the -d items, the -D file, and the one write
+ * per message that keeps lines from several threads whole.
+ */
+#include "qemu/log.h"
+#include "qemu/option.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+int qemu_loglevel;
+
+/* Replaced only on the main thread, while the other threads may be
+ * writing: a lock, so that none writes to a closed file. */
+static GMutex log_lock;
+static FILE *log_file;
+static bool log_timestamp;
+
+typedef struct LogItem {
+    const char *name;
+    int mask;
+    const char *help;
+} LogItem;
+
+static const LogItem log_items[] = {
+    { "guest_errors", LOG_GUEST_ERROR,
+      "log when the guest does something invalid (an hcall refused for "
+      "the guest's mistake: its name, the argument and the rule)" },
+};
+
+void qemu_log(const char *fmt, ...)
+{
+    va_list ap;
+
+    g_mutex_lock(&log_lock);
+    va_start(ap, fmt);
+    vfprintf(log_file ? log_file : stderr, fmt, ap);
+    va_end(ap);
+    if (log_file) {
+        fflush(log_file);
+    }
+    g_mutex_unlock(&log_lock);
+}
+
+static void log_help(void)
+{
+    printf("Log items (comma separated):\n");
+    for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
+        printf("%-15s %s\n", log_items[i].name, log_items[i].help);
+    }
+}
+
+bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
+{
+    g_auto(GStrv) words = g_strsplit(items, ",", -1);
+    int mask = 0;
+
+    *exit_now = false;
+    for (char **w = words; *w; w++) {
+        bool found = false;
+
+        if (!strcmp(*w, "help")) {
+            log_help();
+            *exit_now = true;
+            return true;
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
+            if (!strcmp(*w, log_items[i].name)) {
+                mask |= log_items[i].mask;
+                found = true;
+            }
+        }
+        if (!found) {
+            g_set_error(errp, ILLAN_ERROR, 0, "-d %s: unknown log item '%s' "
+                        "(-d help lists them)", items, *w);
+            return false;
+        }
+    }
+    __atomic_store_n(&qemu_loglevel, mask, __ATOMIC_RELAXED);
+    return true;
+}
+
+bool qemu_log_set_file(const char *path, GError **errp)
+{
+    FILE *f = NULL;
+
+    if (path) {
+        f = fopen(path, "a");
+        if (!f) {
+            g_set_error(errp, ILLAN_ERROR, 0, "-D %s: %s", path,
+                        g_strerror(errno));
+            return false;
+        }
+    }
+    g_mutex_lock(&log_lock);
+    if (log_file) {
+        fclose(log_file);
+    }
+    log_file = f;
+    g_mutex_unlock(&log_lock);
+    return true;
+}
+
+void qemu_log_set_timestamp(bool on)
+{
+    __atomic_store_n(&log_timestamp, on, __ATOMIC_RELAXED);
+}
+
+bool qemu_log_timestamp(void)
+{
+    return __atomic_load_n(&log_timestamp, __ATOMIC_RELAXED);
+}
