@@ -2,8 +2,8 @@
 """Check the include graph against the layers of the source tree.
 
 From the top: system, monitor, guest, hw, net and migration, util
-(include/qemu).  A file may include headers of its own layer and of the
-layers below it, never of a layer above.
+(include/qemu) and trace (include/trace).  A file may include headers of
+its own layer and of the layers below it, never of a layer above.
 
 A module is a source file together with the header of the same name
 (util/runstate.c and include/qemu/runstate.h; the headers directly in
@@ -24,9 +24,9 @@ import re
 import sys
 
 LAYERS = {'system': 6, 'monitor': 5, 'guest': 4, 'hw': 3,
-          'net': 2, 'migration': 2, 'util': 1}
+          'net': 2, 'migration': 2, 'util': 1, 'trace': 1}
 SOURCE_DIRS = ['system', 'monitor', 'guest', 'hw', 'net', 'migration',
-               'util', 'include']
+               'util', 'trace', 'include']
 # Cycles among these modules are allowed.
 CYCLE_ALLOWED_UNDER = 'hw/ppc/'
 INCLUDE_RE = re.compile(r'\s*#\s*include\s+"([^"]+)"')

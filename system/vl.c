@@ -12,6 +12,7 @@
 #include "monitor/qmp.h"
 #include "net/announce.h"
 #include "net/net.h"
+#include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/option.h"
 #include "qemu/passed-fds.h"
@@ -23,6 +24,7 @@
 #include "system/preconfig.h"
 #include "system/process.h"
 #include "system/qtest.h"
+#include "trace/control.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +62,7 @@ typedef struct Config {
     GPtrArray *run_withs;
     GPtrArray *vgas;
     GPtrArray *objects;
+    GPtrArray *traces;
 } Config;
 
 /* What an option does with its argument. */
@@ -112,6 +115,7 @@ static const CmdOption cmd_options[] = {
     { "S", NULL, "do not start the machine (run state prelaunch)", OPT_FLAG, CFG(start_paused) },
     { "object", "memory-backend-ram,id=ID,size=SIZE", "create an object, listed under /objects (nothing uses it)", OPT_APPEND, CFG(objects) },
     { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process", OPT_SET, CFG(name) },
+    { "trace", "[enable=]PATTERN|events=FILE|file=FILE|help", "trace events (-trace help lists them; docs/system/tracing.md)", OPT_APPEND, CFG(traces) },
     { "version", NULL, "print the version and exit", OPT_VERSION, 0 },
     { "h", NULL, "print this help and exit", OPT_HELP, 0 },
     { "help", NULL, "print this help and exit", OPT_HELP, 0 },
@@ -162,7 +166,7 @@ static void config_free(Config *cfg)
                            cfg->mons, cfg->accels, cfg->displays,
                            cfg->audios, cfg->guests, cfg->globals,
                            cfg->run_withs, cfg->vgas,
-                           cfg->objects };
+                           cfg->objects, cfg->traces };
 
     for (size_t i = 0; i < G_N_ELEMENTS(lists); i++) {
         g_ptr_array_free(lists[i], TRUE);
@@ -809,6 +813,34 @@ static bool parse_run_with(Config *cfg, GError **errp)
     return true;
 }
 
+/* -trace, in order, before anything a trace event reports on is made;
+ * as parse_argv() does, false with *errp NULL after printing the list. */
+static bool apply_traces(const Config *cfg, GError **errp)
+{
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+    g_autofree char *file = NULL;
+    bool help = false;
+
+    for (guint i = 0; i < cfg->traces->len; i++) {
+        const char *arg = g_ptr_array_index(cfg->traces, i);
+
+        if (!trace_opt_parse(arg, &file, warnings, &help, errp)) {
+            return false;
+        }
+    }
+    for (guint i = 0; i < warnings->len; i++) {
+        fprintf(stderr, "%s\n", (char *)g_ptr_array_index(warnings, i));
+    }
+    if (help) {
+        return false;
+    }
+    if (file && !qemu_log_set_file(file, errp)) {
+        g_prefix_error(errp, "-trace file=%s: ", file);
+        return false;
+    }
+    return true;
+}
+
 /* -daemonize and -pidfile, before anything is opened, so that the daemon
  * owns it all and the pid file names the daemon. */
 static bool setup_process(Config *cfg, GError **errp)
@@ -843,6 +875,7 @@ int main(int argc, char **argv)
         .audios = g_ptr_array_new(), .guests = g_ptr_array_new(),
         .globals = g_ptr_array_new(), .run_withs = g_ptr_array_new(),
         .vgas = g_ptr_array_new(), .objects = g_ptr_array_new(),
+        .traces = g_ptr_array_new(),
     };
     Machine m = { .monitors = g_ptr_array_new_with_free_func(
                       monitor_spec_free) };
@@ -854,7 +887,8 @@ int main(int argc, char **argv)
     /* A client that hangs up must not kill us mid-reply. */
     signal(SIGPIPE, SIG_IGN);
     main_loop_init();
-    if (parse_argv(&cfg, argc, argv, &err) && setup_process(&cfg, &err)) {
+    if (parse_argv(&cfg, argc, argv, &err) && apply_traces(&cfg, &err) &&
+        setup_process(&cfg, &err)) {
         run(&cfg, &m, &err);
     }
     if (!err) {

@@ -88,8 +88,8 @@ bool qemu_log_set_file(const char *path, GError **errp)
     if (path) {
         f = fopen(path, "a");
         if (!f) {
-            g_set_error(errp, ILLAN_ERROR, 0, "-D %s: %s", path,
-                        g_strerror(errno));
+            g_set_error(errp, ILLAN_ERROR, 0, "Error opening logfile %s: %s",
+                        path, g_strerror(errno));
             return false;
         }
     }

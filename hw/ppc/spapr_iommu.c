@@ -9,6 +9,7 @@
 #include "migration/vmstate.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
+#include "trace/trace-hw_ppc.h"
 
 #include <string.h>
 
@@ -197,6 +198,8 @@ SpaprTceTable *spapr_tce_table_new(SpaprTceRegistry *reg, uint32_t liobn,
     tcet->liobn = liobn;
     tcet->nb_table = window >> SPAPR_TCE_PAGE_SHIFT;
     tcet->table = g_new0(uint64_t, tcet->nb_table);
+    /* QEMU's fd is the KVM table's; illan's tables are always its own. */
+    trace_spapr_iommu_new_table(liobn, tcet->table, -1);
     g_hash_table_insert(reg->by_liobn, GUINT_TO_POINTER(liobn), tcet);
     vmstate_register("spapr_iommu", liobn, &vmstate_spapr_tce_table,
                      &tce_image_ops, tcet);
@@ -268,9 +271,13 @@ bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
     uint64_t idx, tce, offset = ioba & ~SPAPR_TCE_PAGE_MASK;
 
     if (!tce_index(tcet, ioba, &idx)) {
+        /* QEMU's answer outside the window: no page, all-ones mask. */
+        trace_spapr_iommu_xlate(tcet->liobn, ioba, 0, 0, UINT32_MAX);
         return false;
     }
     tce = __atomic_load_n(&tcet->table[idx], __ATOMIC_RELAXED);
+    trace_spapr_iommu_xlate(tcet->liobn, ioba, tce & SPAPR_TCE_PAGE_MASK,
+                            tce & TCE_PERM_MASK, ~SPAPR_TCE_PAGE_MASK);
     if ((tce & TCE_PERM_MASK & dir) != (uint64_t)dir) {
         return false;
     }
@@ -376,7 +383,8 @@ bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
     return true;
 }
 
-/* The hcalls.  Argument checks follow PAPR as QEMU applies them. */
+/* The hcalls.  Argument checks follow PAPR as QEMU applies them, and
+ * each traces what QEMU's traces, at the same points. */
 
 static SpaprTceTable *hcall_table(SpaprMachineState *spapr, uint64_t liobn)
 {
@@ -387,26 +395,35 @@ static int64_t h_put_tce(SpaprMachineState *spapr, uint64_t opcode,
                          uint64_t *args)
 {
     SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+    uint64_t ioba = args[1];
+    int64_t ret = H_PARAMETER;
 
     (void)opcode;
-    if (!tcet || !spapr_tce_put(tcet, args[1] & SPAPR_TCE_PAGE_MASK, args[2])) {
-        return H_PARAMETER;
+    if (tcet) {
+        ioba &= SPAPR_TCE_PAGE_MASK;
+        ret = spapr_tce_put(tcet, ioba, args[2]) ? H_SUCCESS : H_PARAMETER;
     }
-    return H_SUCCESS;
+    trace_spapr_iommu_put(args[0], ioba, args[2], ret);
+    return ret;
 }
 
 static int64_t h_get_tce(SpaprMachineState *spapr, uint64_t opcode,
                          uint64_t *args)
 {
-    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
-    uint64_t tce;
+    uint64_t liobn = args[0], ioba = args[1], tce = 0;
+    SpaprTceTable *tcet = hcall_table(spapr, liobn);
+    int64_t ret = H_PARAMETER;
 
     (void)opcode;
-    if (!tcet || !spapr_tce_get(tcet, args[1] & SPAPR_TCE_PAGE_MASK, &tce)) {
-        return H_PARAMETER;
+    if (tcet) {
+        ioba &= SPAPR_TCE_PAGE_MASK;
+        if (spapr_tce_get(tcet, ioba, &tce)) {
+            args[0] = tce;
+            ret = H_SUCCESS;
+        }
     }
-    args[0] = tce;
-    return H_SUCCESS;
+    trace_spapr_iommu_get(liobn, ioba, ret, tce);
+    return ret;
 }
 
 static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
@@ -415,16 +432,21 @@ static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
     SpaprTceTable *tcet = hcall_table(spapr, args[0]);
     uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, npages = args[3];
 
+    int64_t ret = H_SUCCESS;
+
     (void)opcode;
     if (!tcet || npages > tcet->nb_table) {
         return H_PARAMETER;
     }
     for (uint64_t i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
         if (!spapr_tce_put(tcet, ioba, args[2])) {
-            return H_PARAMETER;
+            ret = H_PARAMETER;
+            break;
         }
     }
-    return H_SUCCESS;
+    /* The ioba where it stopped, as QEMU's. */
+    trace_spapr_iommu_stuff(args[0], ioba, args[2], npages, ret);
+    return ret;
 }
 
 static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
@@ -432,21 +454,25 @@ static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
 {
     SpaprTceTable *tcet = hcall_table(spapr, args[0]);
     uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, list = args[2];
-    uint64_t npages = args[3];
+    uint64_t npages = args[3], i, tce = 0;
+    int64_t ret = H_SUCCESS;
 
     (void)opcode;
     if (!tcet || npages > TCE_INDIRECT_MAX || (list & ~SPAPR_TCE_PAGE_MASK)) {
         return H_PARAMETER;
     }
-    for (uint64_t i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
-        uint64_t tce;
-
+    for (i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
         if (!guest_ram_ld_be(spapr_ram(spapr), list + i * 8, 8, &tce) ||
             !spapr_tce_put(tcet, ioba, tce)) {
-            return H_PARAMETER;
+            ret = H_PARAMETER;
+            break;
         }
     }
-    return H_SUCCESS;
+    /* As QEMU's: the hcall's ioba, and the index of the last entry put or
+     * of the first that failed. */
+    trace_spapr_iommu_indirect(args[0], args[1], list, i ? i - 1 : 0, tce,
+                               ret);
+    return ret;
 }
 
 static void spapr_tce_register(void)

@@ -39,7 +39,8 @@ void qemu_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp);
 
 /* -D FILE (and -trace file=FILE): opened for append at once, so a bad
- * path fails at start; NULL goes back to stderr. */
+ * path fails at start; NULL goes back to stderr.  The error is QEMU's,
+ * for the caller to prefix with its option. */
 bool qemu_log_set_file(const char *path, GError **errp);
 
 /* -msg timestamp=on: trace lines start with "TID@SEC.USEC:", as
