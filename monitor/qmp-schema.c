@@ -90,6 +90,9 @@ static const SchemaCommand commands[] = {
     { "query-migrate-parameters", NULL, "MigrationParameters" },
     { "getfd", "fdname:str", NULL },
     { "closefd", "fdname:str", NULL },
+    { "trace-event-get-state", "name:str *vcpu:int", "[TraceEventInfo]" },
+    { "trace-event-set-state", "name:str enable:bool "
+      "*ignore-unavailable:bool *vcpu:int", NULL },
 };
 
 static const SchemaEvent events[] = {
@@ -186,6 +189,8 @@ static const SchemaObject objects[] = {
       "page-size:int multifd-bytes:int pages-per-second:int "
       "precopy-bytes:int downtime-bytes:int postcopy-bytes:int "
       "dirty-sync-missed-zero-copy:int", NULL, NULL },
+    { "TraceEventInfo", "name:str state:TraceEventState vcpu:bool",
+      NULL, NULL },
     { "SchemaInfo", "name:str meta-type:SchemaMetaType *features:[str]",
       "meta-type", "builtin:SchemaInfoBuiltin enum:SchemaInfoEnum "
       "array:SchemaInfoArray object:SchemaInfoObject "
@@ -224,6 +229,7 @@ static const SchemaEnum enums[] = {
       "postcopy-preempt switchover-ack dirty-limit mapped-ram" },
     { "SocketAddressType", "inet unix" },
     { "RxState", "normal none all" },
+    { "TraceEventState", "unavailable disabled enabled" },
     { "SysEmuTarget", "ppc64" },
     { "SchemaMetaType", "builtin enum array object alternate command event" },
     { "JSONType", "string number int boolean null object array value" },

@@ -4,6 +4,7 @@
  */
 #include "qemu/log.h"
 #include "qemu/option.h"
+#include "trace/control.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -49,6 +50,8 @@ static void log_help(void)
     for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
         printf("%-15s %s\n", log_items[i].name, log_items[i].help);
     }
+    printf("trace:PATTERN   enable trace events\n"
+           "\nUse \"-d trace:help\" to get a list of trace events.\n\n");
 }
 
 bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
@@ -64,6 +67,15 @@ bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
             log_help();
             *exit_now = true;
             return true;
+        }
+        /* As QEMU: the events at once, their warnings on stderr without
+         * the option's name; "trace:" alone is an unknown item. */
+        if (g_str_has_prefix(*w, "trace:") && (*w)[6]) {
+            trace_enable_events(*w + 6, "illan: ", NULL, exit_now);
+            if (*exit_now) {
+                return true;
+            }
+            continue;
         }
         for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
             if (!strcmp(*w, log_items[i].name)) {

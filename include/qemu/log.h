@@ -34,7 +34,8 @@ void qemu_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
         }                                                   \
     } while (0)
 
-/* -d ITEMS: "guest_errors", "trace:PATTERN" (enables trace events),
+/* -d ITEMS: "guest_errors", "trace:PATTERN" (enables trace events;
+ * "trace:help" lists them, *exit_now set),
  * "help" (prints the items, *exit_now set).  Errors name the item. */
 bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp);
 

@@ -1,6 +1,8 @@
 /*
- * Trace events through QEMU's interface, on a real illan: -trace, its
- * log file, and the lines the sPAPR TCE hcalls write.
+ * Trace events through QEMU's interface, on a real illan: -trace (its
+ * forms, events files, warnings and errors), the log file, the lines the
+ * sPAPR TCE hcalls write, QMP trace-event-get-state/-set-state and HMP
+ * info trace-events/trace-event.
  */
 #include "hw/ppc/hcall.h"
 #include "libqtest.h"
@@ -102,11 +104,246 @@ static void test_help(void)
     g_assert_cmpstr(err, ==, "");
 }
 
+/* The other TCE hcalls' lines, with QEMU's arguments: stuff's ioba is
+ * where it stopped, indirect's iobaN the index of the last entry put. */
+static void test_iommu_hcall_lines(void)
+{
+    TraceRun r;
+    uint64_t list = 0x100000;
+    g_autofree char *log = NULL;
+
+    trace_run_start(&r, "-trace 'spapr_iommu_*' "
+                    "-trace -spapr_iommu_new_table");
+    g_assert_cmpint(qtest_hcallv(r.s, H_STUFF_TCE, LIOBN, 0x10123, 0x9003,
+                                 4), ==, H_SUCCESS);
+    qtest_writeq(r.s, list, 0x30003);
+    qtest_writeq(r.s, list + 8, 0x31003);
+    g_assert_cmpint(qtest_hcallv(r.s, H_PUT_TCE_INDIRECT, LIOBN, 0x20000,
+                                 list, 2), ==, H_SUCCESS);
+    g_assert_cmpint(qtest_hcallv(r.s, H_GET_TCE, 0x12345678, 0x5000), ==,
+                    H_PARAMETER);
+    log = trace_run_log(&r);
+    g_assert_cmpstr(log, ==,
+        "spapr_iommu_stuff liobn=0x71000000 ioba=0x14000 tcevalue=0x9003 "
+        "npages=4 ret=0\n"
+        "spapr_iommu_indirect liobn=0x71000000 ioba=0x20000 "
+        "tcelist=0x100000 iobaN=0x1 tceN=0x31003 ret=0\n"
+        "spapr_iommu_get liobn=0x12345678 ioba=0x5000 ret=-4 tce=0x0\n");
+    trace_run_end(&r);
+}
+
+/* An events file: comments, blank lines, -PATTERN, and QEMU's warning
+ * naming the file and line for a name that matches nothing; the new
+ * table is traced because -trace applies before the machine is built. */
+static void test_events_file(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("trace-test-XXXXXX", NULL);
+    g_autofree char *events = g_build_filename(dir, "events", NULL);
+    g_autofree char *dtb = g_build_filename(dir, "dtb", NULL);
+    g_autofree char *args = g_strdup_printf(
+        "-M pseries,dumpdtb=%s -device spapr-vlan -trace events=%s", dtb,
+        events);
+    g_autofree char *out = NULL, *err = NULL;
+    g_autofree char *warning = g_strdup_printf(
+        "illan:%s:4: warning: trace event 'nosuch_event' does not exist\n",
+        events);
+
+    g_assert_true(g_file_set_contents(events,
+        "# the TCE tables\n"
+        "\n"
+        "spapr_iommu_*\n"
+        "nosuch_event\n"
+        "nosuch_*\n"
+        "-spapr_iommu_?ut\n"
+        "-spapr_iommu_xlate\n", -1, NULL));
+    g_assert_cmpint(illan_run(args, &out, &err), ==, 0);
+    g_assert_true(g_str_has_prefix(err, warning));
+    g_assert_true(g_regex_match_simple(
+        "^spapr_iommu_new_table liobn=0x71000000 table=0x[0-9a-f]+ fd=-1\n$",
+        err + strlen(warning), 0, 0));
+    g_unlink(events);
+    g_unlink(dtb);
+    g_rmdir(dir);
+}
+
+/* -trace's errors: one line naming the option, status 1. */
+static void test_option_errors(void)
+{
+    static const struct {
+        const char *args;
+        const char *err;
+    } cases[] = {
+        { "-trace events=/nonexistent/events",
+          "illan: -trace events=/nonexistent/events: No such file or "
+          "directory\n" },
+        { "-trace bogus=1",
+          "illan: -trace bogus=1: Invalid parameter 'bogus'\n" },
+        { "-trace file=/nonexistent/log",
+          "illan: -trace file=/nonexistent/log: Error opening logfile "
+          "/nonexistent/log: No such file or directory\n" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *out = NULL, *err = NULL;
+
+        g_assert_cmpint(illan_run(cases[i].args, &out, &err), ==, 1);
+        g_assert_cmpstr(err, ==, cases[i].err);
+    }
+}
+
+static JsonNode *ret_of(JsonObject *rsp)
+{
+    if (!json_object_has_member(rsp, "return")) {
+        g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(),
+                                                         rsp);
+        g_autofree char *text = json_to_string(node, false);
+
+        g_error("no return: %s", text);
+    }
+    return json_object_get_member(rsp, "return");
+}
+
+/* Takes @rsp; its return as compact JSON. */
+static char *return_text(JsonObject *rsp)
+{
+    char *text = json_to_string(ret_of(rsp), false);
+
+    json_object_unref(rsp);
+    return text;
+}
+
+/* Takes @rsp; a GenericError with @desc. */
+static void assert_error(JsonObject *rsp, const char *desc)
+{
+    JsonObject *err;
+
+    g_assert_true(json_object_has_member(rsp, "error"));
+    err = json_object_get_object_member(rsp, "error");
+    g_assert_cmpstr(json_object_get_string_member(err, "class"), ==,
+                    "GenericError");
+    g_assert_cmpstr(json_object_get_string_member(err, "desc"), ==, desc);
+    json_object_unref(rsp);
+}
+
+static char *get_state(QTestState *s, const char *name)
+{
+    return return_text(qtest_qmp(s, "{'execute': 'trace-event-get-state', "
+                                 "'arguments': {'name': '%s'}}", name));
+}
+
+/* QMP: the states, QEMU's order (last match first), switching an event
+ * on and off for real, and QEMU's errors. */
+static void test_qmp(void)
+{
+    TraceRun r;
+    g_autofree char *log = NULL;
+    g_autofree char *put = NULL, *all = NULL, *none = NULL, *on = NULL;
+
+    trace_run_start(&r, "-trace spapr_iommu_get");
+    put = get_state(r.s, "spapr_iommu_put");
+    g_assert_cmpstr(put, ==, "[{\"name\":\"spapr_iommu_put\","
+                    "\"state\":\"disabled\",\"vcpu\":false}]");
+    all = get_state(r.s, "spapr_iommu_?e*");
+    g_assert_cmpstr(all, ==,
+        "[{\"name\":\"spapr_iommu_new_table\",\"state\":\"disabled\","
+        "\"vcpu\":false},"
+        "{\"name\":\"spapr_iommu_get\",\"state\":\"enabled\","
+        "\"vcpu\":false}]");
+    none = get_state(r.s, "nosuch*");
+    g_assert_cmpstr(none, ==, "[]");
+    assert_error(qtest_qmp(r.s, "{'execute': 'trace-event-get-state', "
+                           "'arguments': {'name': 'nosuch'}}"),
+                 "unknown event \"nosuch\"");
+    assert_error(qtest_qmp(r.s, "{'execute': 'trace-event-get-state', "
+                           "'arguments': {'name': '*', 'vcpu': 0}}"),
+                 "invalid vCPU index 0");
+    assert_error(qtest_qmp(r.s, "{'execute': 'trace-event-set-state', "
+                           "'arguments': {'name': 'nosuch', "
+                           "'enable': true}}"),
+                 "unknown event \"nosuch\"");
+
+    g_free(return_text(qtest_qmp(r.s, "{'execute': 'trace-event-set-state',"
+                                 " 'arguments': {'name': 'spapr_iommu_put',"
+                                 " 'enable': true}}")));
+    on = get_state(r.s, "spapr_iommu_put");
+    g_assert_cmpstr(on, ==, "[{\"name\":\"spapr_iommu_put\","
+                    "\"state\":\"enabled\",\"vcpu\":false}]");
+    g_assert_cmpint(qtest_hcallv(r.s, H_PUT_TCE, LIOBN, 0x1000, 0x3), ==,
+                    H_SUCCESS);
+    g_free(return_text(qtest_qmp(r.s, "{'execute': 'trace-event-set-state',"
+                                 " 'arguments': {'name': 'spapr_iommu_*',"
+                                 " 'enable': false}}")));
+    g_assert_cmpint(qtest_hcallv(r.s, H_PUT_TCE, LIOBN, 0x2000, 0x3), ==,
+                    H_SUCCESS);
+    g_assert_cmpint(qtest_hcallv(r.s, H_GET_TCE, LIOBN, 0x2000), ==,
+                    H_SUCCESS);
+    log = trace_run_log(&r);
+    g_assert_cmpstr(log, ==,
+        "spapr_iommu_put liobn=0x71000000 ioba=0x1000 tce=0x3 ret=0\n");
+    trace_run_end(&r);
+}
+
+static char *hmp(QTestState *s, const char *line)
+{
+    return return_text(qtest_qmp(s, "{'execute': 'human-monitor-command', "
+                                 "'arguments': {'command-line': '%s'}}",
+                                 line));
+}
+
+/* HMP: QEMU's "NAME : state N" lines and its error texts. */
+static void test_hmp(void)
+{
+    static const struct {
+        const char *line;
+        const char *reply;
+    } steps[] = {
+        { "info trace-events spapr_iommu_p*",
+          "\"spapr_iommu_put : state 0\\r\\n\"" },
+        { "trace-event spapr_iommu_put on", "\"\"" },
+        { "info trace-events spapr_iommu_*u*",
+          "\"spapr_iommu_stuff : state 0\\r\\n"
+          "spapr_iommu_put : state 1\\r\\n\"" },
+        { "trace-event spapr_iommu_put off", "\"\"" },
+        { "info trace-events spapr_iommu_put",
+          "\"spapr_iommu_put : state 0\\r\\n\"" },
+        { "info trace-events nosuch",
+          "\"unknown event \\\"nosuch\\\"\\r\\n\"" },
+        { "trace-event nosuch on",
+          "\"unknown event \\\"nosuch\\\"\\r\\n\"" },
+        { "trace-event spapr_iommu_put maybe",
+          "\"Expected 'on' or 'off'\\r\\n"
+          "Try \\\"help trace-event\\\" for more information\\r\\n\"" },
+        { "info trace-events spapr_iommu_put 0",
+          "\"invalid vCPU index 0\\r\\n\"" },
+        { "info trace-events spapr_iommu_put x",
+          "\"invalid char 'x' in expression\\r\\n"
+          "Try \\\"help info trace-events\\\" for more information"
+          "\\r\\n\"" },
+        { "trace-event spapr_iommu_put on -1",
+          "\"'trace-event' has failed: integer is for 32-bit values\\r\\n"
+          "Try \\\"help trace-event\\\" for more information\\r\\n\"" },
+    };
+    TraceRun r;
+
+    trace_run_start(&r, "");
+    for (size_t i = 0; i < G_N_ELEMENTS(steps); i++) {
+        g_autofree char *reply = hmp(r.s, steps[i].line);
+
+        g_assert_cmpstr(reply, ==, steps[i].reply);
+    }
+    trace_run_end(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/trace/iommu-put-line", test_iommu_put_line);
     g_test_add_func("/trace/off-writes-nothing", test_off_writes_nothing);
     g_test_add_func("/trace/help", test_help);
+    g_test_add_func("/trace/iommu-hcall-lines", test_iommu_hcall_lines);
+    g_test_add_func("/trace/events-file", test_events_file);
+    g_test_add_func("/trace/option-errors", test_option_errors);
+    g_test_add_func("/trace/qmp", test_qmp);
+    g_test_add_func("/trace/hmp", test_hmp);
     return g_test_run();
 }
