@@ -134,7 +134,8 @@ def header(group, backend):
                     '}', '']
             continue
         out += [f'extern bool trace_state_{ev.name};',
-                f'void trace_log_{ev.name}({ev.params()});', '',
+                f'void trace_log_{ev.name}({ev.params()}) '
+                '__attribute__((cold));', '',
                 f'static inline bool trace_event_get_state_{ev.name}(void)',
                 '{',
                 f'    return __atomic_load_n(&trace_state_{ev.name}, '

@@ -265,10 +265,30 @@ bool spapr_tce_get(const SpaprTceTable *tcet, uint64_t ioba, uint64_t *tce)
     return true;
 }
 
-bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
-                         DmaDirection dir, uint64_t *gpa, uint64_t *avail)
+/* What entry @tce grants a DMA at @ioba in direction @dir. */
+static inline bool tce_grant(const SpaprTceTable *tcet, uint64_t ioba,
+                             uint64_t tce, DmaDirection dir, uint64_t *gpa,
+                             uint64_t *avail)
 {
-    uint64_t idx, tce, offset = ioba & ~SPAPR_TCE_PAGE_MASK;
+    uint64_t offset = ioba & ~SPAPR_TCE_PAGE_MASK;
+
+    if ((tce & TCE_PERM_MASK & dir) != (uint64_t)dir) {
+        return false;
+    }
+    *gpa = (tce & SPAPR_TCE_PAGE_MASK) | offset;
+    *avail = SPAPR_TCE_PAGE_SIZE - offset;
+    return guest_ram_range_ok(tcet->ram, *gpa, *avail);
+}
+
+/* The translation with spapr_iommu_xlate on, apart so that the usual one
+ * stays a leaf: a call on its path would make every translation save and
+ * restore registers, not only the traced ones. */
+static bool G_GNUC_NO_INLINE translate_traced(const SpaprTceTable *tcet,
+                                              uint64_t ioba,
+                                              DmaDirection dir,
+                                              uint64_t *gpa, uint64_t *avail)
+{
+    uint64_t idx, tce;
 
     if (!tce_index(tcet, ioba, &idx)) {
         /* QEMU's answer outside the window: no page, all-ones mask. */
@@ -278,12 +298,23 @@ bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
     tce = __atomic_load_n(&tcet->table[idx], __ATOMIC_RELAXED);
     trace_spapr_iommu_xlate(tcet->liobn, ioba, tce & SPAPR_TCE_PAGE_MASK,
                             tce & TCE_PERM_MASK, ~SPAPR_TCE_PAGE_MASK);
-    if ((tce & TCE_PERM_MASK & dir) != (uint64_t)dir) {
+    return tce_grant(tcet, ioba, tce, dir, gpa, avail);
+}
+
+bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
+                         DmaDirection dir, uint64_t *gpa, uint64_t *avail)
+{
+    uint64_t idx;
+
+    if (G_UNLIKELY(trace_event_get_state_spapr_iommu_xlate())) {
+        return translate_traced(tcet, ioba, dir, gpa, avail);
+    }
+    if (!tce_index(tcet, ioba, &idx)) {
         return false;
     }
-    *gpa = (tce & SPAPR_TCE_PAGE_MASK) | offset;
-    *avail = SPAPR_TCE_PAGE_SIZE - offset;
-    return guest_ram_range_ok(tcet->ram, *gpa, *avail);
+    return tce_grant(tcet, ioba,
+                     __atomic_load_n(&tcet->table[idx], __ATOMIC_RELAXED),
+                     dir, gpa, avail);
 }
 
 /* The host address of [ioba, ioba + len) when it lies in one I/O page,
