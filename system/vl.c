@@ -45,6 +45,9 @@ typedef struct Config {
     const char *incoming;
     const char *dump_vmstate;
     const char *pidfile;
+    const char *log_items;      /* -d */
+    const char *log_file;       /* -D */
+    const char *msg;
     bool start_paused;
     bool daemonize;
     bool preconfig;
@@ -116,6 +119,9 @@ static const CmdOption cmd_options[] = {
     { "object", "memory-backend-ram,id=ID,size=SIZE", "create an object, listed under /objects (nothing uses it)", OPT_APPEND, CFG(objects) },
     { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process", OPT_SET, CFG(name) },
     { "trace", "[enable=]PATTERN|events=FILE|file=FILE|help", "trace events (-trace help lists them; docs/system/tracing.md)", OPT_APPEND, CFG(traces) },
+    { "d", "ITEM[,...]", "log the items (-d help lists them; guest_errors: hcalls refused for the guest's mistakes)", OPT_SET, CFG(log_items) },
+    { "D", "FILE", "write the log to FILE, appending, instead of stderr", OPT_SET, CFG(log_file) },
+    { "msg", "timestamp=on|off", "timestamp=on: trace lines start with the thread id and the time", OPT_SET, CFG(msg) },
     { "version", NULL, "print the version and exit", OPT_VERSION, 0 },
     { "h", NULL, "print this help and exit", OPT_HELP, 0 },
     { "help", NULL, "print this help and exit", OPT_HELP, 0 },
@@ -841,6 +847,35 @@ static bool apply_traces(const Config *cfg, GError **errp)
     return true;
 }
 
+/* -d, -D and -msg, first, so that everything after may log; *exit_now
+ * after -d help. */
+static bool setup_log(const Config *cfg, bool *exit_now, GError **errp)
+{
+    static const char *const known[] = { "timestamp", NULL };
+    g_autoptr(QemuOpts) msg = NULL;
+    const char *timestamp;
+    bool on = false;
+
+    *exit_now = false;
+    if (cfg->msg) {
+        msg = cmdline_parse_opt("msg", cfg->msg, NULL, known, errp);
+        if (!msg) {
+            return false;
+        }
+        timestamp = qemu_opt_get(msg, "timestamp");
+        if (timestamp && !qemu_parse_bool("timestamp", timestamp, &on, errp)) {
+            g_prefix_error(errp, "-msg %s: ", cfg->msg);
+            return false;
+        }
+        qemu_log_set_timestamp(on);
+    }
+    if (cfg->log_items &&
+        (!qemu_log_parse_items(cfg->log_items, exit_now, errp) || *exit_now)) {
+        return !*errp;
+    }
+    return !cfg->log_file || qemu_log_set_file(cfg->log_file, errp);
+}
+
 /* -daemonize and -pidfile, before anything is opened, so that the daemon
  * owns it all and the pid file names the daemon. */
 static bool setup_process(Config *cfg, GError **errp)
@@ -880,6 +915,7 @@ int main(int argc, char **argv)
     Machine m = { .monitors = g_ptr_array_new_with_free_func(
                       monitor_spec_free) };
     g_autoptr(GError) err = NULL;
+    bool log_help = false;
 
     /* Before anything is opened: these are what fd:N may name. */
     passed_fds_record_inherited();
@@ -887,7 +923,9 @@ int main(int argc, char **argv)
     /* A client that hangs up must not kill us mid-reply. */
     signal(SIGPIPE, SIG_IGN);
     main_loop_init();
-    if (parse_argv(&cfg, argc, argv, &err) && apply_traces(&cfg, &err) &&
+    if (parse_argv(&cfg, argc, argv, &err) &&
+        setup_log(&cfg, &log_help, &err) && !log_help &&
+        apply_traces(&cfg, &err) &&
         setup_process(&cfg, &err)) {
         run(&cfg, &m, &err);
     }

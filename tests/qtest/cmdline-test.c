@@ -181,6 +181,20 @@ static void test_misc_ok(void)
                   "exit-with-parent=off"));
     assert_contains(help, "-nographic");
     assert_contains(help, "accepted; does nothing: illan has no display");
+    assert_contains(help, "-d ITEM[,...]");
+    assert_contains(help, "-D FILE");
+    assert_contains(help, "-msg timestamp=on|off");
+    g_free(run_ok("-M pseries,dumpdtb=/dev/null -d guest_errors -D /dev/null "
+                  "-msg timestamp=on"));
+}
+
+/* -d help lists the items on stdout and exits 0, whatever follows. */
+static void test_log_help(void)
+{
+    g_autofree char *out = run_ok("-d help -M nosuch");
+
+    g_assert_true(g_str_has_prefix(out, "Log items (comma separated):\n"));
+    assert_contains(out, "\nguest_errors ");
 }
 
 /* Each error is one line naming the option, and exit status 1. */
@@ -297,6 +311,15 @@ static void test_errors(void)
         { "-chardev socket,id=m,fd=999", "descriptor is not open" },
         { "-chardev socket,id=m,fd=x", "fd= expects a descriptor number" },
         { "-chardev socket,id=m,fd=3,path=/tmp/x", "one of path=PATH and fd=N" },
+        { "-d bogus", "illan: -d bogus: unknown log item 'bogus' (-d help "
+          "lists them)" },
+        { "-d guest_errors,", "illan: -d guest_errors,: unknown log item ''" },
+        { "-d guest_errors -D /nonexistent/x.log",
+          "illan: -D /nonexistent/x.log: No such file or directory" },
+        { "-msg timestamp=maybe", "illan: -msg timestamp=maybe: Parameter "
+          "'timestamp' expects 'on' or 'off', not 'maybe'" },
+        { "-msg guest-name=on", "illan: -msg guest-name=on: Invalid "
+          "parameter 'guest-name'" },
         { "-M pseries,dumpdtb=/nonexistent/x.dtb",
           "cannot write /nonexistent/x.dtb: No such file or directory" },
     };
@@ -673,6 +696,7 @@ int main(int argc, char **argv)
                     test_machine_options_help);
     g_test_add_func("/cmdline/misc-ok", test_misc_ok);
     g_test_add_func("/cmdline/errors", test_errors);
+    g_test_add_func("/cmdline/log-help", test_log_help);
     g_test_add_func("/cmdline/signals", test_signals_exit_cleanly);
     g_test_add_func("/cmdline/machine-pools", test_machine_pools);
     g_test_add_func("/cmdline/global", test_global);
