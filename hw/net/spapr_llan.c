@@ -24,6 +24,7 @@
 #include "qemu/runstate.h"
 #include "qemu/thread.h"
 
+#include <inttypes.h>
 #include <libfdt.h>
 #include <string.h>
 
@@ -870,38 +871,93 @@ static void spapr_vlan_rx_run_end(void *opaque)
 
 /* The work of the hcalls, under the device lock. */
 
-static bool page_ok(SpaprVioDevice *dev, uint64_t addr)
+/* A page H_REGISTER_LOGICAL_LAN takes; @what names its argument. */
+static bool page_ok(SpaprVioDevice *dev, const char *what, uint64_t addr)
 {
-    return !(addr >> 32) && !(addr % LLAN_PAGE_SIZE) &&
-           spapr_vio_dma_valid(dev, addr, LLAN_PAGE_SIZE, DMA_BOTH);
+    const char *why =
+        addr >> 32 ? "is above 4 GiB" :
+        addr % LLAN_PAGE_SIZE ? "is not 4 KiB aligned" :
+        !spapr_vio_dma_valid(dev, addr, LLAN_PAGE_SIZE, DMA_BOTH) ?
+            "is not mapped for read and write" : NULL;
+
+    if (why) {
+        hcall_guest_error("h_register_logical_lan", "%s 0x%" PRIx64 " %s",
+                          what, addr, why);
+    }
+    return !why;
 }
 
-static bool bd_ok(SpaprVioDevice *dev, uint64_t bd, uint32_t align,
-                  uint32_t min_len)
+static bool bd_ok(SpaprVioDevice *dev, const char *hcall, const char *what,
+                  uint64_t bd, uint32_t align, uint32_t min_len)
 {
-    return !(LLAN_BD_ADDR(bd) % align) && !(LLAN_BD_LEN(bd) % align) &&
-           LLAN_BD_LEN(bd) >= min_len &&
-           spapr_vio_dma_valid(dev, LLAN_BD_ADDR(bd), LLAN_BD_LEN(bd), DMA_BOTH);
+    uint64_t addr = LLAN_BD_ADDR(bd);
+    uint32_t len = LLAN_BD_LEN(bd);
+
+    if (addr % align || len % align) {
+        hcall_guest_error(hcall, "%s 0x%" PRIx64 ": address 0x%" PRIx64
+                          " or length %" PRIu32 " is not a multiple of %"
+                          PRIu32, what, bd, addr, len, align);
+        return false;
+    }
+    if (len < min_len) {
+        hcall_guest_error(hcall, "%s 0x%" PRIx64 ": length %" PRIu32
+                          " is below the minimum of %" PRIu32, what, bd, len,
+                          min_len);
+        return false;
+    }
+    if (!spapr_vio_dma_valid(dev, addr, len, DMA_BOTH)) {
+        hcall_guest_error(hcall, "%s 0x%" PRIx64 ": %" PRIu32 " bytes at 0x%"
+                          PRIx64 " are not mapped for read and write", what,
+                          bd, len, addr);
+        return false;
+    }
+    return true;
+}
+
+/* The adapter must be registered for every LAN hcall but register and
+ * the attributes. */
+static bool open_ok(SpaprVlanState *s, const char *hcall)
+{
+    if (!s->isopen) {
+        hcall_guest_error(hcall, "unit 0x%" PRIx32 " is not registered "
+                          "(h_register_logical_lan first)", s->vdev.reg);
+    }
+    return s->isopen;
 }
 
 static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
                                uint64_t rec_queue, uint64_t filter_list)
 {
+    static const char hcall[] = "h_register_logical_lan";
     SpaprVioDevice *dev = &s->vdev;
 
     if (s->isopen) {
+        hcall_guest_error(hcall, "unit 0x%" PRIx32 " is already registered "
+                          "(h_free_logical_lan first)", dev->reg);
         return H_RESOURCE;
     }
-    if (!page_ok(dev, buf_list) || !page_ok(dev, filter_list) ||
-        !(rec_queue & LLAN_BD_VALID) ||
-        !bd_ok(dev, rec_queue, RXQ_ENTRY_SIZE, RXQ_ENTRY_SIZE)) {
+    if (!page_ok(dev, "buf_list", buf_list) ||
+        !page_ok(dev, "filter_list", filter_list)) {
         return H_PARAMETER;
     }
+    if (!(rec_queue & LLAN_BD_VALID)) {
+        hcall_guest_error(hcall, "rec_queue 0x%" PRIx64 " lacks the VALID "
+                          "bit", rec_queue);
+        return H_PARAMETER;
+    }
+    if (!bd_ok(dev, hcall, "rec_queue", rec_queue, RXQ_ENTRY_SIZE,
+               RXQ_ENTRY_SIZE)) {
+        return H_PARAMETER;
+    }
+    /* Checked above; only a TCE changed by another vCPU meanwhile fails. */
     if (!dma_st64(dev, buf_list + BUF_LIST_RXQ_BD, rec_queue & ~LLAN_BD_TOGGLE) ||
         !dma_st64(dev, buf_list + BUF_LIST_FILTER_BD,
                   LLAN_BD(LLAN_PAGE_SIZE, filter_list)) ||
         !dma_zero(dev, buf_list + 16, LLAN_PAGE_SIZE - 16) ||
         !dma_zero(dev, LLAN_BD_ADDR(rec_queue), LLAN_BD_LEN(rec_queue))) {
+        hcall_guest_error(hcall, "buf_list 0x%" PRIx64 " or rec_queue 0x%"
+                          PRIx64 " was unmapped during the call", buf_list,
+                          rec_queue);
         return H_PARAMETER;
     }
     s->buf_list = buf_list;
@@ -915,8 +971,10 @@ static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
     return H_SUCCESS;
 }
 
-/* Posts one receive buffer; the caller has checked the descriptor. */
-static int64_t add_buffer_locked(SpaprVlanState *s, uint64_t bd)
+/* Posts one receive buffer; the caller has checked the descriptor.  A
+ * full pool or page is our limit, not the guest's mistake. */
+static int64_t add_buffer_locked(SpaprVlanState *s, const char *hcall,
+                                 uint64_t bd)
 {
     if (s->use_rx_buffer_pools) {
         if (llan_rx_pools_add(&s->pools, bd) != LLAN_RX_POOL_ADDED) {
@@ -932,6 +990,8 @@ static int64_t add_buffer_locked(SpaprVlanState *s, uint64_t bd)
         case LLAN_PAGE_NONE:
             return H_RESOURCE;
         case LLAN_PAGE_DMA_ERROR:
+            hcall_guest_error(hcall, "buf_list 0x%" PRIx64 " is no longer "
+                              "mapped for read and write", s->buf_list);
             return H_PARAMETER;
         }
     }
@@ -941,9 +1001,9 @@ static int64_t add_buffer_locked(SpaprVlanState *s, uint64_t bd)
 
 /* The VALID bit is not checked, as on PAPR firmware and QEMU; buffers
  * need only 4-byte alignment (SLOF's are). */
-static bool rx_bd_ok(SpaprVlanState *s, uint64_t bd)
+static bool rx_bd_ok(SpaprVlanState *s, const char *hcall, uint64_t bd)
 {
-    return bd_ok(&s->vdev, bd, 4, 16);
+    return bd_ok(&s->vdev, hcall, "buffer", bd, 4, 16);
 }
 
 /* Undoes the first @n adds of a bulk call that failed part-way. */
@@ -974,11 +1034,11 @@ static int64_t add_buffers_locked(SpaprVlanState *s, const uint64_t *bds)
     uint32_t page_slots[8], saved_add_ptr = s->add_buf_ptr;
 
     for (unsigned i = 0; i < 8; i++) {
-        if (bds[i] && !rx_bd_ok(s, bds[i])) {
+        if (bds[i] && !rx_bd_ok(s, "h_add_logical_lan_buffers", bds[i])) {
             return H_PARAMETER;
         }
     }
-    if (!s->isopen) {
+    if (!open_ok(s, "h_add_logical_lan_buffers")) {
         return H_RESOURCE;
     }
     for (unsigned i = 0; i < 8; i++) {
@@ -987,7 +1047,7 @@ static int64_t add_buffers_locked(SpaprVlanState *s, const uint64_t *bds)
         if (!bds[i]) {
             continue;
         }
-        ret = add_buffer_locked(s, bds[i]);
+        ret = add_buffer_locked(s, "h_add_logical_lan_buffers", bds[i]);
         if (ret != H_SUCCESS) {
             unadd_buffers_locked(s, bds, i, page_slots);
             s->add_buf_ptr = saved_add_ptr;
@@ -1010,12 +1070,17 @@ static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
         total += LLAN_BD_LEN(bds[n++]);
     }
     if (total > LLAN_MAX_FRAME) {
+        hcall_guest_error("h_send_logical_lan", "the descriptors hold %"
+                          PRIu64 " bytes, more than the maximum frame of %u",
+                          total, LLAN_MAX_FRAME);
         return H_RESOURCE;
     }
     total = 0;
     for (unsigned i = 0; i < n; i++) {
         if (!spapr_vio_dma_read(&s->vdev, LLAN_BD_ADDR(bds[i]), s->tx_buf + total,
                                 LLAN_BD_LEN(bds[i]))) {
+            hcall_guest_error("h_send_logical_lan", "descriptor %u 0x%" PRIx64
+                              " is not mapped for reading", i, bds[i]);
             return H_DEST_PARM;
         }
         total += LLAN_BD_LEN(bds[i]);
@@ -1103,9 +1168,14 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
     qemu_mutex_unlock(&s->lock);
     qemu_mutex_lock(&s->tx_lock);
     if (!open) {
+        hcall_guest_error("h_send_logical_lan", "unit 0x%" PRIx32 " is not "
+                          "registered (h_register_logical_lan first)",
+                          s->vdev.reg);
         ret = H_DROPPED;
     } else if (args[7]) {
         /* No call is ever left half done, so a continuation is an error. */
+        hcall_guest_error("h_send_logical_lan", "continuation token 0x%"
+                          PRIx64 " continues no call", args[7]);
         ret = H_HARDWARE;
     } else {
         ret = gather_tx_frame(s, &args[1], &len);
@@ -1132,6 +1202,8 @@ static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
         return H_SUCCESS;
     }
     if (addr >> 48 || !(mac.a[0] & 1)) {
+        hcall_guest_error("h_multicast_ctrl", "address 0x%" PRIx64 " is not "
+                          "a 48-bit multicast MAC", addr);
         return H_PARAMETER;
     }
     for (unsigned i = 0; i < f->nmcast; i++) {
@@ -1143,6 +1215,8 @@ static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
         }
     }
     if (op == MCAST_OP_REMOVE) {
+        hcall_guest_error("h_multicast_ctrl", "address 0x%" PRIx64 " to "
+                          "remove is not in the filter table", addr);
         return H_NOT_FOUND;
     }
     if (f->nmcast == LLAN_MCAST_FILTERS) {
@@ -1162,9 +1236,15 @@ static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
 typedef int64_t (*VlanHcallFn)(SpaprVlanState *s, uint64_t *args);
 
 /* A MAC a guest may give the adapter: 48 bits, unicast, not zero. */
-static bool guest_mac_ok(uint64_t v)
+static bool guest_mac_ok(const char *hcall, uint64_t v)
 {
-    return v && !(v >> 48) && !(mac_from_u64(v).a[0] & 1);
+    bool ok = v && !(v >> 48) && !(mac_from_u64(v).a[0] & 1);
+
+    if (!ok) {
+        hcall_guest_error(hcall, "mac 0x%" PRIx64 " is not a 48-bit unicast "
+                          "MAC other than 0", v);
+    }
+    return ok;
 }
 
 /* The MAC in force becomes @v; a change is a filter change. */
@@ -1188,7 +1268,8 @@ static int64_t vlan_register(SpaprVlanState *s, uint64_t *args)
 {
     int64_t ret;
 
-    if (!s->isopen && args[4] && !guest_mac_ok(args[4])) {
+    if (!s->isopen && args[4] && !guest_mac_ok("h_register_logical_lan",
+                                               args[4])) {
         return H_PARAMETER;
     }
     ret = register_locked(s, args[1], args[2], args[3]);
@@ -1201,7 +1282,7 @@ static int64_t vlan_register(SpaprVlanState *s, uint64_t *args)
 static int64_t vlan_free(SpaprVlanState *s, uint64_t *args)
 {
     (void)args;
-    if (!s->isopen) {
+    if (!open_ok(s, "h_free_logical_lan")) {
         return H_RESOURCE;
     }
     vlan_close_locked(s);
@@ -1210,13 +1291,13 @@ static int64_t vlan_free(SpaprVlanState *s, uint64_t *args)
 
 static int64_t vlan_add_buffer(SpaprVlanState *s, uint64_t *args)
 {
-    if (!rx_bd_ok(s, args[1])) {
+    if (!rx_bd_ok(s, "h_add_logical_lan_buffer", args[1])) {
         return H_PARAMETER;
     }
-    if (!s->isopen) {
+    if (!open_ok(s, "h_add_logical_lan_buffer")) {
         return H_RESOURCE;
     }
-    return add_buffer_locked(s, args[1]);
+    return add_buffer_locked(s, "h_add_logical_lan_buffer", args[1]);
 }
 
 static int64_t vlan_add_buffers(SpaprVlanState *s, uint64_t *args)
@@ -1231,6 +1312,9 @@ static int64_t vlan_multicast_ctrl(SpaprVlanState *s, uint64_t *args)
     int64_t ret = H_SUCCESS;
 
     if (flags & ~MCAST_KNOWN_FLAGS) {
+        hcall_guest_error("h_multicast_ctrl", "flags 0x%" PRIx64 " set "
+                          "unknown bits 0x%" PRIx64, flags,
+                          (uint64_t)(flags & ~MCAST_KNOWN_FLAGS));
         return H_PARAMETER;
     }
     if (flags & MCAST_RECV_MODIFY) {
@@ -1252,7 +1336,7 @@ static int64_t vlan_multicast_ctrl(SpaprVlanState *s, uint64_t *args)
 
 static int64_t vlan_change_mac(SpaprVlanState *s, uint64_t *args)
 {
-    if (!guest_mac_ok(args[1])) {
+    if (!guest_mac_ok("h_change_logical_lan_mac", args[1])) {
         return H_PARAMETER;
     }
     set_mac_locked(s, args[1]);
@@ -1291,6 +1375,10 @@ static int64_t vlan_attributes(SpaprVlanState *s, uint64_t *args)
     uint64_t wanted = (cur & ~args[1]) | args[2];
 
     if ((wanted ^ cur) & ~changeable_attrs(s)) {
+        hcall_guest_error("h_illan_attributes", "reset 0x%" PRIx64 " set 0x%"
+                          PRIx64 " would change fixed attributes 0x%" PRIx64,
+                          args[1], args[2],
+                          (uint64_t)((wanted ^ cur) & ~changeable_attrs(s)));
         args[0] = cur;
         return H_CONSTRAINED;
     }
@@ -1311,14 +1399,19 @@ static const struct {
     VlanHcallFn fn;
     unsigned nout;
     bool beyond_qemu;
+    const char *name;       /* for -d guest_errors */
 } vlan_hcalls[] = {
-    { H_REGISTER_LOGICAL_LAN, vlan_register, 0, false },
-    { H_FREE_LOGICAL_LAN, vlan_free, 0, false },
-    { H_ADD_LOGICAL_LAN_BUFFER, vlan_add_buffer, 0, false },
-    { H_ADD_LOGICAL_LAN_BUFFERS, vlan_add_buffers, 0, true },
-    { H_MULTICAST_CTRL, vlan_multicast_ctrl, 0, false },
-    { H_CHANGE_LOGICAL_LAN_MAC, vlan_change_mac, 0, false },
-    { H_ILLAN_ATTRIBUTES, vlan_attributes, 1, true },
+    { H_REGISTER_LOGICAL_LAN, vlan_register, 0, false,
+      "h_register_logical_lan" },
+    { H_FREE_LOGICAL_LAN, vlan_free, 0, false, "h_free_logical_lan" },
+    { H_ADD_LOGICAL_LAN_BUFFER, vlan_add_buffer, 0, false,
+      "h_add_logical_lan_buffer" },
+    { H_ADD_LOGICAL_LAN_BUFFERS, vlan_add_buffers, 0, true,
+      "h_add_logical_lan_buffers" },
+    { H_MULTICAST_CTRL, vlan_multicast_ctrl, 0, false, "h_multicast_ctrl" },
+    { H_CHANGE_LOGICAL_LAN_MAC, vlan_change_mac, 0, false,
+      "h_change_logical_lan_mac" },
+    { H_ILLAN_ATTRIBUTES, vlan_attributes, 1, true, "h_illan_attributes" },
 };
 
 static void note_offloads(SpaprVioDevice *dev, void *opaque)
@@ -1342,6 +1435,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
 {
     SpaprVlanState *s = vlan_find(spapr, args[0]);
     VlanHcallFn fn = NULL;
+    const char *name = NULL;
     bool beyond_qemu = false, changed, release;
     int64_t ret;
 
@@ -1349,6 +1443,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
         if (vlan_hcalls[i].opcode == opcode) {
             fn = vlan_hcalls[i].fn;
             beyond_qemu = vlan_hcalls[i].beyond_qemu;
+            name = vlan_hcalls[i].name;
         }
     }
     g_assert(fn);
@@ -1356,6 +1451,8 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
         return H_FUNCTION;
     }
     if (!s) {
+        hcall_guest_error(name, "unit 0x%" PRIx64 " is not a logical LAN",
+                          args[0]);
         return H_PARAMETER;
     }
     qemu_mutex_lock(&s->lock);
@@ -1379,7 +1476,12 @@ static int64_t h_vlan_send(SpaprMachineState *spapr, uint64_t opcode,
     SpaprVlanState *s = vlan_find(spapr, args[0]);
 
     (void)opcode;
-    return s ? transmit(s, args) : H_PARAMETER;
+    if (!s) {
+        hcall_guest_error("h_send_logical_lan", "unit 0x%" PRIx64 " is not "
+                          "a logical LAN", args[0]);
+        return H_PARAMETER;
+    }
+    return transmit(s, args);
 }
 
 static void spapr_vlan_set_signal(SpaprVioDevice *dev, uint64_t mode)

@@ -11,6 +11,7 @@
 #include "qemu/option.h"
 #include "trace/trace-hw_ppc.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #define TCE_PERM_MASK           (TCE_READ | TCE_WRITE)
@@ -417,22 +418,48 @@ bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
 /* The hcalls.  Argument checks follow PAPR as QEMU applies them, and
  * each traces what QEMU's traces, at the same points. */
 
-static SpaprTceTable *hcall_table(SpaprMachineState *spapr, uint64_t liobn)
+static SpaprTceTable *hcall_table(SpaprMachineState *spapr, uint64_t liobn,
+                                  const char *hcall)
 {
-    return spapr_tce_find_by_liobn(spapr_tce_registry(spapr), liobn);
+    SpaprTceTable *tcet = spapr_tce_find_by_liobn(spapr_tce_registry(spapr),
+                                                  liobn);
+
+    if (!tcet) {
+        hcall_guest_error(hcall, "liobn 0x%" PRIx64 " names no TCE table",
+                          liobn);
+    }
+    return tcet;
+}
+
+static bool ioba_ok(const SpaprTceTable *tcet, uint64_t ioba,
+                    const char *hcall)
+{
+    uint64_t idx;
+
+    if (!tce_index(tcet, ioba, &idx)) {
+        hcall_guest_error(hcall, "ioba 0x%" PRIx64 " is outside the window "
+                          "of liobn 0x%" PRIx32 " (0x%" PRIx64 " bytes)",
+                          ioba, tcet->liobn,
+                          (uint64_t)tcet->nb_table << SPAPR_TCE_PAGE_SHIFT);
+        return false;
+    }
+    return true;
 }
 
 static int64_t h_put_tce(SpaprMachineState *spapr, uint64_t opcode,
                          uint64_t *args)
 {
-    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+    SpaprTceTable *tcet = hcall_table(spapr, args[0], __func__);
     uint64_t ioba = args[1];
     int64_t ret = H_PARAMETER;
 
     (void)opcode;
     if (tcet) {
         ioba &= SPAPR_TCE_PAGE_MASK;
-        ret = spapr_tce_put(tcet, ioba, args[2]) ? H_SUCCESS : H_PARAMETER;
+        if (ioba_ok(tcet, ioba, __func__)) {
+            spapr_tce_put(tcet, ioba, args[2]);
+            ret = H_SUCCESS;
+        }
     }
     trace_spapr_iommu_put(args[0], ioba, args[2], ret);
     return ret;
@@ -442,13 +469,14 @@ static int64_t h_get_tce(SpaprMachineState *spapr, uint64_t opcode,
                          uint64_t *args)
 {
     uint64_t liobn = args[0], ioba = args[1], tce = 0;
-    SpaprTceTable *tcet = hcall_table(spapr, liobn);
+    SpaprTceTable *tcet = hcall_table(spapr, liobn, __func__);
     int64_t ret = H_PARAMETER;
 
     (void)opcode;
     if (tcet) {
         ioba &= SPAPR_TCE_PAGE_MASK;
-        if (spapr_tce_get(tcet, ioba, &tce)) {
+        if (ioba_ok(tcet, ioba, __func__)) {
+            spapr_tce_get(tcet, ioba, &tce);
             args[0] = tce;
             ret = H_SUCCESS;
         }
@@ -460,20 +488,26 @@ static int64_t h_get_tce(SpaprMachineState *spapr, uint64_t opcode,
 static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
                            uint64_t *args)
 {
-    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+    SpaprTceTable *tcet = hcall_table(spapr, args[0], __func__);
     uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, npages = args[3];
-
     int64_t ret = H_SUCCESS;
 
     (void)opcode;
-    if (!tcet || npages > tcet->nb_table) {
+    if (!tcet) {
+        return H_PARAMETER;
+    }
+    if (npages > tcet->nb_table) {
+        hcall_guest_error(__func__, "npages %" PRIu64 " is more than the "
+                          "%" PRIu32 " entries of liobn 0x%" PRIx32, npages,
+                          tcet->nb_table, tcet->liobn);
         return H_PARAMETER;
     }
     for (uint64_t i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
-        if (!spapr_tce_put(tcet, ioba, args[2])) {
+        if (!ioba_ok(tcet, ioba, __func__)) {
             ret = H_PARAMETER;
             break;
         }
+        spapr_tce_put(tcet, ioba, args[2]);
     }
     /* The ioba where it stopped, as QEMU's. */
     trace_spapr_iommu_stuff(args[0], ioba, args[2], npages, ret);
@@ -483,21 +517,38 @@ static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
 static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
                                   uint64_t *args)
 {
-    SpaprTceTable *tcet = hcall_table(spapr, args[0]);
+    SpaprTceTable *tcet = hcall_table(spapr, args[0], __func__);
     uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, list = args[2];
     uint64_t npages = args[3], i, tce = 0;
     int64_t ret = H_SUCCESS;
 
     (void)opcode;
-    if (!tcet || npages > TCE_INDIRECT_MAX || (list & ~SPAPR_TCE_PAGE_MASK)) {
+    if (!tcet) {
+        return H_PARAMETER;
+    }
+    if (npages > TCE_INDIRECT_MAX) {
+        hcall_guest_error(__func__, "npages %" PRIu64 " is more than the "
+                          "%zu entries of one list page", npages,
+                          (size_t)TCE_INDIRECT_MAX);
+        return H_PARAMETER;
+    }
+    if (list & ~SPAPR_TCE_PAGE_MASK) {
+        hcall_guest_error(__func__, "tce_list 0x%" PRIx64 " is not 4 KiB "
+                          "aligned", list);
         return H_PARAMETER;
     }
     for (i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
-        if (!guest_ram_ld_be(spapr_ram(spapr), list + i * 8, 8, &tce) ||
-            !spapr_tce_put(tcet, ioba, tce)) {
+        if (!guest_ram_ld_be(spapr_ram(spapr), list + i * 8, 8, &tce)) {
+            hcall_guest_error(__func__, "tce_list 0x%" PRIx64 " entry %" PRIu64
+                              " is outside guest RAM", list, i);
             ret = H_PARAMETER;
             break;
         }
+        if (!ioba_ok(tcet, ioba, __func__)) {
+            ret = H_PARAMETER;
+            break;
+        }
+        spapr_tce_put(tcet, ioba, tce);
     }
     /* As QEMU's: the hcall's ioba, and the index of the last entry put or
      * of the first that failed. */

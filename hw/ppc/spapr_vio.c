@@ -8,6 +8,7 @@
 #include "qemu/module.h"
 #include "qemu/option.h"
 
+#include <inttypes.h>
 #include <libfdt.h>
 #include <string.h>
 
@@ -419,7 +420,15 @@ static int64_t h_vio_signal(SpaprMachineState *spapr, uint64_t opcode,
     SpaprVioDevice *dev = spapr_vio_find_by_reg(spapr_vio_bus(spapr), args[0]);
 
     (void)opcode;
-    if (!dev || (args[1] & ~SPAPR_VIO_CLASS(dev)->signal_mask)) {
+    if (!dev) {
+        hcall_guest_error(__func__, "unit 0x%" PRIx64 " does not exist",
+                          args[0]);
+        return H_PARAMETER;
+    }
+    if (args[1] & ~SPAPR_VIO_CLASS(dev)->signal_mask) {
+        hcall_guest_error(__func__, "mode 0x%" PRIx64 " sets bits outside "
+                          "the unit's mask 0x%" PRIx64, args[1],
+                          (uint64_t)SPAPR_VIO_CLASS(dev)->signal_mask);
         return H_PARAMETER;
     }
     if (SPAPR_VIO_CLASS(dev)->set_signal) {

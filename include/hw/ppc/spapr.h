@@ -13,6 +13,7 @@
 #include "hw/ppc/hcall.h"
 #include "hw/irq.h"
 #include "qemu/guest-ram.h"
+#include "qemu/log.h"
 #include "qemu/option.h"
 
 typedef struct SpaprMachineState SpaprMachineState;
@@ -35,6 +36,12 @@ void spapr_register_hypercall(uint64_t opcode, SpaprHcallFn fn,
  * output registers are valid: none when the call failed (r3 < 0). */
 int64_t spapr_hypercall(SpaprMachineState *spapr, uint64_t opcode,
                         uint64_t args[HCALL_NARGS], unsigned *nout);
+
+/* An hcall refused for the guest's mistake: one line under -d
+ * guest_errors, "HCALL: what was wrong", HCALL in QEMU's lower case
+ * (h_register_logical_lan), as QEMU's hcall_dprintf() prefixes it. */
+#define hcall_guest_error(hcall, fmt, ...) \
+    qemu_log_mask(LOG_GUEST_ERROR, "%s: " fmt "\n", hcall, ## __VA_ARGS__)
 
 /* XICS numbering: interrupt sources start at this base. */
 #define SPAPR_IRQ_BASE      0x1000
