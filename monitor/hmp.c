@@ -8,6 +8,7 @@
  * command and print its result as QEMU's HMP does.
  */
 #include "qemu/hmp-registry.h"
+#include "qemu/log.h"
 #include "qemu/module.h"
 #include "qemu/option.h"
 #include "qemu/qmp-registry.h"
@@ -500,6 +501,26 @@ static void hmp_info_migrate_parameters(const char *args, GString *out)
     json_node_unref(ret);
 }
 
+/* log ITEM[,...]|none, as QEMU's: an unknown item prints the command's
+ * help line and changes nothing. */
+static void hmp_log(const char *args, GString *out)
+{
+    int mask = 0;
+
+    if (!*args) {
+        g_string_append(out, "Parameter 'items' is missing\n");
+        return;
+    }
+    if (strcmp(args, "none")) {
+        mask = qemu_str_to_log_mask(args);
+        if (!mask) {
+            list_commands(out, false, "log");
+            return;
+        }
+    }
+    qemu_set_log(mask);
+}
+
 static const HmpCommand hmp_commands[] = {
     { "help", "[cmd]", "show the help", hmp_help },
     { "info", "[subcommand]", "show various information about the system "
@@ -517,6 +538,8 @@ static const HmpCommand hmp_commands[] = {
       "usage of a capability for migration", hmp_migrate_set_capability },
     { "migrate_set_parameter", "parameter value", "Set the parameter for "
       "migration", hmp_migrate_set_parameter },
+    { "log", "item1[,...]", "activate logging of the specified items",
+      hmp_log },
     { "stop", "", "stop emulation", hmp_stop },
     { "cont", "", "resume emulation", hmp_cont },
     { "system_reset", "", "reset the system", hmp_system_reset },

@@ -44,6 +44,35 @@ void qemu_log(const char *fmt, ...)
     g_mutex_unlock(&log_lock);
 }
 
+static int log_item_mask(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
+        if (!strcmp(name, log_items[i].name)) {
+            return log_items[i].mask;
+        }
+    }
+    return 0;
+}
+
+int qemu_str_to_log_mask(const char *items)
+{
+    g_auto(GStrv) words = g_strsplit(items, ",", -1);
+    int mask = 0;
+
+    for (char **w = words; *w; w++) {
+        if (!log_item_mask(*w)) {
+            return 0;
+        }
+        mask |= log_item_mask(*w);
+    }
+    return mask;
+}
+
+void qemu_set_log(int mask)
+{
+    __atomic_store_n(&qemu_loglevel, mask, __ATOMIC_RELAXED);
+}
+
 static void log_help(void)
 {
     printf("Log items (comma separated):\n");
@@ -61,8 +90,6 @@ bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
 
     *exit_now = false;
     for (char **w = words; *w; w++) {
-        bool found = false;
-
         if (!strcmp(*w, "help")) {
             log_help();
             *exit_now = true;
@@ -77,19 +104,14 @@ bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
             }
             continue;
         }
-        for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
-            if (!strcmp(*w, log_items[i].name)) {
-                mask |= log_items[i].mask;
-                found = true;
-            }
-        }
-        if (!found) {
+        if (!log_item_mask(*w)) {
             g_set_error(errp, ILLAN_ERROR, 0, "-d %s: unknown log item '%s' "
                         "(-d help lists them)", items, *w);
             return false;
         }
+        mask |= log_item_mask(*w);
     }
-    __atomic_store_n(&qemu_loglevel, mask, __ATOMIC_RELAXED);
+    qemu_set_log(mask);
     return true;
 }
 

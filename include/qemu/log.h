@@ -39,6 +39,12 @@ void qemu_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
  * "help" (prints the items, *exit_now set).  Errors name the item. */
 bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp);
 
+/* QEMU's: the mask of the comma-separated @items, 0 when one is not an
+ * item; for HMP "log", which prints its own help. */
+int qemu_str_to_log_mask(const char *items);
+/* The items on from now on (HMP "log", "log none" for 0). */
+void qemu_set_log(int mask);
+
 /* -D FILE (and -trace file=FILE): opened for append at once, so a bad
  * path fails at start; NULL goes back to stderr.  The error is QEMU's,
  * for the caller to prefix with its option. */

@@ -1,7 +1,8 @@
 /*
  * -d guest_errors: every hcall refused for the guest's mistake writes one
  * line to the -D file naming the hcall, the argument and the rule; no
- * line without -d.
+ * line without -d; HMP "log" turns the item on and off in a running
+ * illan.
  */
 #include "hw/ppc/hcall.h"
 #include "libqtest.h"
@@ -299,6 +300,67 @@ static void test_off_by_default(void)
     log_free(&l);
 }
 
+static char *hmp(QTestState *qts, const char *line)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(qts, "{'execute': "
+                                          "'human-monitor-command', "
+                                          "'arguments': {'command-line': "
+                                          "'%s'}}", line);
+
+    g_assert_true(json_object_has_member(rsp, "return"));
+    return g_strdup(json_object_get_string_member(rsp, "return"));
+}
+
+static void change_mac_to_zero(QTestState *qts)
+{
+    g_assert_cmpint(qtest_hcallv(qts, H_CHANGE_LOGICAL_LAN_MAC, UNIT, 0),
+                    ==, H_PARAMETER);
+}
+
+/* HMP "log guest_errors" turns the item on in a running illan, "log
+ * none" off; a bad item prints the command's help and changes nothing. */
+static void test_hmp_log(void)
+{
+    static const char line[] = "h_change_logical_lan_mac: mac 0x0 is not a "
+                               "48-bit unicast MAC other than 0\n";
+    Log l = log_new();
+    g_autofree char *opts = g_strdup_printf("-D %s", l.path);
+    QTestState *qts = start("", opts);
+    g_autofree char *bad = NULL, *missing = NULL, *on = NULL, *off = NULL;
+    g_autofree char *before = NULL, *after_on = NULL, *after_off = NULL;
+    g_autofree char *after_bad = NULL;
+
+    change_mac_to_zero(qts);
+    before = log_read(&l);
+    g_assert_cmpstr(before, ==, "");
+
+    on = hmp(qts, "log guest_errors");
+    g_assert_cmpstr(on, ==, "");
+    change_mac_to_zero(qts);
+    after_on = log_read(&l);
+    g_assert_cmpstr(after_on, ==, line);
+
+    bad = hmp(qts, "log bogus");
+    g_assert_cmpstr(bad, ==, "log item1[,...] -- activate logging of the "
+                    "specified items\r\n");
+    missing = hmp(qts, "log");
+    g_assert_cmpstr(missing, ==, "Parameter 'items' is missing\r\n");
+    change_mac_to_zero(qts);
+    after_bad = log_read(&l);
+    g_assert_cmpstr(after_bad, ==, "h_change_logical_lan_mac: mac 0x0 is "
+                    "not a 48-bit unicast MAC other than 0\n"
+                    "h_change_logical_lan_mac: mac 0x0 is not a 48-bit "
+                    "unicast MAC other than 0\n");
+
+    off = hmp(qts, "log none");
+    g_assert_cmpstr(off, ==, "");
+    change_mac_to_zero(qts);
+    after_off = log_read(&l);
+    g_assert_cmpstr(after_off, ==, after_bad);
+    qtest_quit(qts);
+    log_free(&l);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -309,5 +371,6 @@ int main(int argc, char **argv)
         g_test_add_data_func(path, &refusals[i], test_refusal);
     }
     g_test_add_func("/guest-errors/off-by-default", test_off_by_default);
+    g_test_add_func("/guest-errors/hmp-log", test_hmp_log);
     return g_test_run();
 }
