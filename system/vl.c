@@ -873,7 +873,11 @@ static bool setup_log(const Config *cfg, bool *exit_now, GError **errp)
         (!qemu_log_parse_items(cfg->log_items, exit_now, errp) || *exit_now)) {
         return !*errp;
     }
-    return !cfg->log_file || qemu_log_set_file(cfg->log_file, errp);
+    if (cfg->log_file && !qemu_log_set_file(cfg->log_file, errp)) {
+        g_prefix_error(errp, "-D %s: ", cfg->log_file);
+        return false;
+    }
+    return true;
 }
 
 /* -daemonize and -pidfile, before anything is opened, so that the daemon

@@ -315,7 +315,8 @@ static void test_errors(void)
           "lists them)" },
         { "-d guest_errors,", "illan: -d guest_errors,: unknown log item ''" },
         { "-d guest_errors -D /nonexistent/x.log",
-          "illan: -D /nonexistent/x.log: No such file or directory" },
+          "illan: -D /nonexistent/x.log: Error opening logfile "
+          "/nonexistent/x.log: No such file or directory" },
         { "-msg timestamp=maybe", "illan: -msg timestamp=maybe: Parameter "
           "'timestamp' expects 'on' or 'off', not 'maybe'" },
         { "-msg guest-name=on", "illan: -msg guest-name=on: Invalid "
