@@ -446,6 +446,16 @@ static bool ioba_ok(const SpaprTceTable *tcet, uint64_t ioba,
     return true;
 }
 
+/* QEMU refuses a call that puts no entry: it still traces it. */
+static bool npages_ok(uint64_t npages, const char *hcall)
+{
+    if (!npages) {
+        hcall_guest_error(hcall, "npages 0: no entry to put");
+        return false;
+    }
+    return true;
+}
+
 static int64_t h_put_tce(SpaprMachineState *spapr, uint64_t opcode,
                          uint64_t *args)
 {
@@ -490,7 +500,7 @@ static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
 {
     SpaprTceTable *tcet = hcall_table(spapr, args[0], __func__);
     uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, npages = args[3];
-    int64_t ret = H_SUCCESS;
+    int64_t ret;
 
     (void)opcode;
     if (!tcet) {
@@ -502,6 +512,7 @@ static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
                           tcet->nb_table, tcet->liobn);
         return H_PARAMETER;
     }
+    ret = npages_ok(npages, __func__) ? H_SUCCESS : H_PARAMETER;
     for (uint64_t i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
         if (!ioba_ok(tcet, ioba, __func__)) {
             ret = H_PARAMETER;
@@ -520,7 +531,7 @@ static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
     SpaprTceTable *tcet = hcall_table(spapr, args[0], __func__);
     uint64_t ioba = args[1] & SPAPR_TCE_PAGE_MASK, list = args[2];
     uint64_t npages = args[3], i, tce = 0;
-    int64_t ret = H_SUCCESS;
+    int64_t ret;
 
     (void)opcode;
     if (!tcet) {
@@ -537,6 +548,7 @@ static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
                           "aligned", list);
         return H_PARAMETER;
     }
+    ret = npages_ok(npages, __func__) ? H_SUCCESS : H_PARAMETER;
     for (i = 0; i < npages; i++, ioba += SPAPR_TCE_PAGE_SIZE) {
         if (!guest_ram_ld_be(spapr_ram(spapr), list + i * 8, 8, &tce)) {
             hcall_guest_error(__func__, "tce_list 0x%" PRIx64 " entry %" PRIu64

@@ -53,6 +53,11 @@ static const Refusal refusals[] = {
     { "stuff-tce-npages", "", CLOSED, H_STUFF_TCE, 4, { UNIT, 0, 0, 0x10001 },
       H_PARAMETER, "h_stuff_tce: npages 65537 is more than the 65536 "
       "entries of liobn 0x71000000" },
+    { "stuff-tce-none", "", CLOSED, H_STUFF_TCE, 4, { UNIT, 0, 0, 0 },
+      H_PARAMETER, "h_stuff_tce: npages 0: no entry to put" },
+    { "put-tce-indirect-none", "", CLOSED, H_PUT_TCE_INDIRECT, 4,
+      { UNIT, 0, BUF_LIST, 0 }, H_PARAMETER, "h_put_tce_indirect: npages 0: "
+      "no entry to put" },
     { "stuff-tce-ioba", "", CLOSED, H_STUFF_TCE, 4,
       { UNIT, 0xFFFF000, 0, 2 }, H_PARAMETER, "h_stuff_tce: ioba "
       "0x10000000 is outside the window of liobn 0x71000000 (0x10000000 "
