@@ -3,10 +3,13 @@
 # that are missing, so that `make check` works on a fresh machine.
 set -euo pipefail
 
-# libclang-rt-14-dev: libFuzzer, for make fuzz.
+# libclang-rt-14-dev: libFuzzer, for make fuzz.  python3-matplotlib:
+# make bench's SVG charts, which make check's bench-charts test draws too
+# (so --bench has it as well).
 packages=(meson ninja-build pkg-config gcc libglib2.0-dev libfdt-dev
           device-tree-compiler libjson-glib-dev libxdp-dev libbpf-dev xdp-tools bpftool
-          clang llvm libclang-rt-14-dev iproute2 ethtool iputils-ping iperf3 python3)
+          clang llvm libclang-rt-14-dev iproute2 ethtool iputils-ping iperf3 python3
+          python3-matplotlib)
 # --bench (make bench): also DPDK's testpmd and its AF_XDP driver, the
 # peer the benchmark runs in the same run; Debian 12 ships dpdk-testpmd in
 # dpdk-dev.  Not for make check, which does not need them.

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """make bench: what a frame over af-xdp costs illan's threads in CPU, and
 how fast it carries frames, against a bare AF_XDP socket and DPDK's testpmd
 on the same machine in the same run.
@@ -29,6 +29,8 @@ import shutil
 import tempfile
 import threading
 import time
+
+import charts
 
 GEN_CPU = 0
 DUT_CPU = 1
@@ -1418,6 +1420,13 @@ def parse_args():
                         'per frame)')
     p.add_argument('--json', help='where the figures go '
                    '(default BUILD/bench.json)')
+    p.add_argument('--charts-dir', help='where the SVG charts go '
+                   '(default: beside the JSON)')
+    p.add_argument('--no-charts', action='store_true',
+                   help='write the JSON only, no SVG charts')
+    p.add_argument('--charts-only', metavar='JSON',
+                   help="draw the SVG charts of an earlier run's JSON and "
+                   'measure nothing')
     args = p.parse_args()
     if args.quick:
         args.runs = 1
@@ -1539,6 +1548,8 @@ def interrupted(signum, frame):
 
 def main():
     args = parse_args()
+    if args.charts_only:
+        return charts.write_charts(args.charts_only, args.charts_dir, 'bench')
     if os.geteuid() != 0:
         print('bench: needs root: it creates network namespaces and veth '
               'pairs and attaches XDP programs', file=sys.stderr)
@@ -1555,6 +1566,8 @@ def main():
         with open(args.json, 'w') as f:
             json.dump(report, f, indent=1)
     print(f'\nJSON: {args.json}')
+    if not args.no_charts:
+        charts.write_charts(args.json, args.charts_dir, 'bench')
     return 0
 
 
