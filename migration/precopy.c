@@ -8,6 +8,7 @@
 #include "migration/precopy.h"
 #include "migration/options.h"
 #include "qemu/option.h"
+#include "trace/trace-migration.h"
 
 #define WINDOW_US       100000
 /* Between two looks at the clock and the rate limit. */
@@ -129,6 +130,7 @@ static bool iterate(Precopy *p, SaveVMStream *s, const PrecopyHooks *hooks)
         uint64_t pending;
         bool ok;
 
+        trace_savevm_state_iterate();
         qemu_savevm_ram_part_open(s, false);
         ram_saver_begin_part(p->rs);
         ok = send_pass(p);
@@ -143,6 +145,8 @@ static bool iterate(Precopy *p, SaveVMStream *s, const PrecopyHooks *hooks)
             window_end(p, g_get_monotonic_time());
         }
         pending = ram_saver_sync(p->rs);
+        trace_migration_precopy_pass(load(&p->st->ram.dirty_sync_count),
+                                     pending, qemu_file_transferred(p->f));
         hooks->pass(load(&p->st->ram.dirty_sync_count), hooks->opaque);
         store(&p->st->ram.dirty_pages_rate, pending * G_USEC_PER_SEC /
               MAX(g_get_monotonic_time() - start, 1));
@@ -161,6 +165,7 @@ static bool complete(Precopy *p, SaveVMStream *s, SaveVMImages *images,
     uint64_t before = qemu_file_transferred(p->f);
     bool ok;
 
+    trace_savevm_state_complete_precopy();
     ram_saver_sync(p->rs);
     hooks->pass(load(&p->st->ram.dirty_sync_count), hooks->opaque);
     qemu_savevm_ram_part_open(s, true);

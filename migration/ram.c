@@ -5,6 +5,7 @@
  */
 #include "migration/ram.h"
 #include "qemu/option.h"
+#include "trace/trace-migration.h"
 
 #include <string.h>
 
@@ -102,6 +103,7 @@ uint64_t ram_saver_sync(RamSaver *rs)
 {
     set_pending(rs, guest_ram_dirty_sync(rs->ram, rs->bitmap));
     count(&rs->stats->dirty_sync_count, 1);
+    trace_migration_bitmap_sync_end(rs->pending);
     return rs->pending;
 }
 

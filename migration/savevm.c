@@ -10,6 +10,7 @@
 #include "qemu/bswap.h"
 #include "qemu/json-writer.h"
 #include "qemu/option.h"
+#include "trace/trace-migration.h"
 
 #include <errno.h>
 #include <string.h>
@@ -392,6 +393,7 @@ static void save_device(QEMUFile *f, const SavedDevice *d, uint32_t id,
                         JsonWriter *desc)
 {
     if (!d->vmsd->needed || d->vmsd->needed(d->image)) {
+        trace_savevm_section_start(d->idstr, id);
         put_section_header(f, QEMU_VM_SECTION_FULL, id, d->idstr,
                            d->instance_id, d->vmsd->version_id);
         json_writer_start_object(desc, NULL);
@@ -400,6 +402,7 @@ static void save_device(QEMUFile *f, const SavedDevice *d, uint32_t id,
         vmstate_save_state(f, d->vmsd, d->image, desc);
         json_writer_end_object(desc);
         put_section_footer(f, id);
+        trace_savevm_section_end(d->idstr, id, 0);
     }
 }
 
@@ -524,6 +527,7 @@ SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
     ConfigImage config = { .len = strlen(machine_type),
                            .name = (char *)machine_type };
 
+    trace_savevm_state_setup();
     s->f = f;
     s->desc = json_writer_new(false);
     s->layout = layout_get();
@@ -551,6 +555,7 @@ SaveVMStream *qemu_savevm_begin(QEMUFile *f, const char *machine_type,
 
 void qemu_savevm_ram_part_open(SaveVMStream *s, bool last)
 {
+    trace_savevm_section_start(RAM_SECTION_NAME, s->ram_id);
     put_section_header(s->f, last ? QEMU_VM_SECTION_END
                                   : QEMU_VM_SECTION_PART,
                        s->ram_id, NULL, 0, 0);
@@ -560,6 +565,7 @@ void qemu_savevm_ram_part_close(SaveVMStream *s)
 {
     ram_save_eos(s->f);
     put_section_footer(s->f, s->ram_id);
+    trace_savevm_section_end(RAM_SECTION_NAME, s->ram_id, 0);
 }
 
 void qemu_savevm_abandon(SaveVMStream *s)
@@ -616,6 +622,7 @@ bool qemu_savevm_state(QEMUFile *f, const char *machine_type, GuestRam *ram,
     ram_saver_begin_part(rs);
     ram_saver_send(rs, UINT64_MAX);
     qemu_savevm_ram_part_close(s);
+    trace_savevm_state_complete_precopy();
     qemu_savevm_ram_part_open(s, true);
     qemu_savevm_ram_part_close(s);
     ram_saver_free(rs);
@@ -759,6 +766,7 @@ static bool load_device(LoadState *ls, SaveStateEntry *se, uint32_t version,
         g_set_error(errp, ILLAN_ERROR, 0, "the section appears twice");
         return false;
     }
+    trace_vmstate_load(se->idstr, se->vmsd->name);
     se->image = g_malloc0(se->ops->size);
     se->ops->capture(se->obj, se->image);
     return vmstate_load_state(ls->f, se->vmsd, se->image,
@@ -977,6 +985,7 @@ static bool load_section_start(LoadState *ls, uint8_t type, GError **errp)
         g_prefix_error(errp, "section header: ");
         return false;
     }
+    trace_qemu_loadvm_state_section_startfull(id, idstr, instance, version);
     if (type == QEMU_VM_SECTION_FULL && !find_entry(idstr, instance) &&
         section_of_user_type(idstr)) {
         g_autofree char *hint = same_type_hint(idstr);
@@ -1016,6 +1025,7 @@ static bool load_section_part(LoadState *ls, uint8_t type, GError **errp)
     if (!qemu_file_check(ls->f, errp)) {
         return false;
     }
+    trace_qemu_loadvm_state_section_partend(id);
     if (ls->ram_started && id == ls->ram_section_id) {
         ok = ram_load(ls->f, ls->ram, false, errp) &&
              check_footer(ls->f, id, errp);
@@ -1096,6 +1106,7 @@ static bool load_sections(LoadState *ls, GError **errp)
             g_prefix_error(errp, "before the EOF marker: ");
             return false;
         }
+        trace_qemu_loadvm_state_section(type);
         switch (type) {
         case QEMU_VM_EOF:
             return ls->desc ? check_held_end(ls, errp)

@@ -28,6 +28,7 @@
 #include "qemu/passed-fds.h"
 #include "qemu/runstate.h"
 #include "qemu/thread.h"
+#include "trace/trace-net.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -919,6 +920,7 @@ static void report_link(AfXdpState *s, const char *state, const char *fmt,
     detail = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     s->link_changes++;
+    trace_af_xdp_link(s->id, state);
     fprintf(stderr, "illan: af-xdp netdev '%s': %s\n", s->id, detail);
     net_backend_link_event(s->nc, state, detail);
 }

@@ -41,6 +41,7 @@
 
 #include "qemu/option.h"
 #include "qemu/pause.h"
+#include "trace/trace-net.h"
 
 #ifndef SO_PREFER_BUSY_POLL
 #define SO_PREFER_BUSY_POLL 69
@@ -488,6 +489,7 @@ static void refill(XskQueue *q)
 {
     uint32_t idx = 0, n = MIN(q->rx_nfree,
                               xsk_prod_nb_free(&q->fill, q->rx_nfree));
+    bool wakeup;
 
     if (n == 0 || xsk_ring_prod__reserve(&q->fill, n, &idx) != n) {
         return;
@@ -497,7 +499,9 @@ static void refill(XskQueue *q)
             q->rx_free[--q->rx_nfree];
     }
     xsk_ring_prod__submit(&q->fill, n);
-    if (xsk_ring_prod__needs_wakeup(&q->fill)) {
+    wakeup = xsk_ring_prod__needs_wakeup(&q->fill);
+    trace_af_xdp_fill_refill(q->cfg.queue_id, n, wakeup);
+    if (wakeup) {
         STAT_ADD(q->stats.rx_wakeups, 1);
         recvfrom(q->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
     }
@@ -690,6 +694,8 @@ static void count_meta(XskQueue *q, const struct illan_xdp_meta *m,
         return;
     }
     STAT_ADD(q->stats.rx_meta_frames, taken);
+    trace_af_xdp_rx_meta(q->cfg.queue_id, taken, m->rx_hash, m->rx_hash_type,
+                         m->flags, m->rx_timestamp);
     __atomic_store_n(&q->stats.rx_meta_timestamp, m->rx_timestamp,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&q->stats.rx_meta_flags, m->flags, __ATOMIC_RELAXED);
@@ -764,6 +770,10 @@ static unsigned rx_batch(XskQueue *q)
     xsk_ring_cons__cancel(&q->rx, b.n - used);
     xsk_ring_cons__release(&q->rx, used);
     q->rx_held = taken < b.nframes;
+    trace_af_xdp_rx_batch(q->cfg.queue_id, b.n, b.nframes, taken);
+    if (q->rx_held) {
+        trace_af_xdp_rx_hold(q->cfg.queue_id, b.nframes - taken);
+    }
     refill(q);
     q->rx_since_sleep += taken;
     STAT_ADD(q->stats.rx_frames, taken);
@@ -791,6 +801,9 @@ static void reap_completions_locked(XskQueue *q)
                                                               idx + i);
     }
     xsk_ring_cons__release(&q->comp, n);
+    if (n) {
+        trace_af_xdp_tx_completed(q->cfg.queue_id, n);
+    }
 }
 
 /* Frames the kernel has not taken from the tx ring yet. */
@@ -871,6 +884,7 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
         tx_fill_locked(q, idx, data, len, ndesc);
     }
     qemu_mutex_unlock(&q->tx_lock);
+    trace_af_xdp_tx_frame(q->cfg.queue_id, len, ndesc, sent);
     STAT_ADD(*(sent ? &q->stats.tx_frames : &q->stats.tx_ring_full), 1);
     if (sent && ndesc > 1) {
         STAT_ADD(q->stats.tx_chains, 1);
@@ -1035,6 +1049,7 @@ void xsk_queue_drain_parked(XskQueue *q, bool on)
 
 void xsk_queue_rx_ready(XskQueue *q)
 {
+    trace_af_xdp_rx_resume(q->cfg.queue_id);
     if (!q->cfg.spin) {
         eventfd_write(q->wake_fd, 1);
     }

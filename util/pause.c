@@ -6,6 +6,7 @@
  */
 #include "qemu/pause.h"
 #include "qemu/thread.h"
+#include "trace/trace-util.h"
 
 struct PauseThread {
     char *name;
@@ -92,11 +93,12 @@ static bool all_parked_locked(void)
     return true;
 }
 
-void pause_all(void)
+void pause_all_from(const char *caller)
 {
     g_assert(!current);
     qemu_mutex_lock(&lock);
     __atomic_store_n(&depth, depth + 1, __ATOMIC_RELEASE);
+    trace_pause_park_requested(caller, depth, threads ? threads->len : 0);
     for (guint i = 0; threads && i < threads->len; i++) {
         PauseThread *t = g_ptr_array_index(threads, i);
 
@@ -107,6 +109,7 @@ void pause_all(void)
     while (!all_parked_locked()) {
         qemu_cond_wait(&cond, &lock);
     }
+    trace_pause_park_done(caller, threads ? threads->len : 0);
     qemu_mutex_unlock(&lock);
 }
 
@@ -115,6 +118,7 @@ void resume_all(void)
     qemu_mutex_lock(&lock);
     g_assert(depth > 0);
     __atomic_store_n(&depth, depth - 1, __ATOMIC_RELEASE);
+    trace_pause_resume(depth);
     if (depth == 0) {
         qemu_cond_broadcast(&cond);
     }

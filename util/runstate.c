@@ -6,6 +6,7 @@
  */
 #include "qemu/runstate.h"
 #include "qemu/pause.h"
+#include "trace/trace-util.h"
 
 #include <glib.h>
 
@@ -48,10 +49,15 @@ void runstate_set(RunState state)
 {
     RunState old = runstate_get();
 
+    trace_runstate_set(old, runstate_name(old), state, runstate_name(state));
     if (old == RUN_STATE_RUNNING && state != RUN_STATE_RUNNING) {
         pause_all();
     }
     __atomic_store_n(&current_state, state, __ATOMIC_RELEASE);
+    if ((old == RUN_STATE_RUNNING) != (state == RUN_STATE_RUNNING)) {
+        trace_vm_state_notify(state == RUN_STATE_RUNNING, state,
+                              runstate_name(state));
+    }
     if (old != state) {
         notify(RUNSTATE_EVENT_CHANGED, NULL);
     }

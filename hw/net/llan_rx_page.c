@@ -9,6 +9,7 @@
 #include "hw/net/llan_rx_page.h"
 #include "hw/net/llan_bd.h"
 #include "qemu/bswap.h"
+#include "trace/trace-hw_net.h"
 
 #include <string.h>
 
@@ -70,6 +71,9 @@ static LlanPageResult find_slot(SpaprVioDevice *dev, uint64_t buf_list,
                 return LLAN_PAGE_DMA_ERROR;
             }
             slot = ldn_be_p(page + at, 8);
+        }
+        if (want_buffer) {
+            trace_spapr_vlan_get_rx_bd_from_page(at, slot);
         }
         if (slot_answers(slot, want_buffer, need)) {
             *bd = slot;

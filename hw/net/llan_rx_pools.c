@@ -4,6 +4,7 @@
  */
 #include "hw/net/llan_rx_pools.h"
 #include "hw/net/llan_bd.h"
+#include "trace/trace-hw_net.h"
 
 #include <string.h>
 
@@ -45,8 +46,17 @@ static LlanRxPool *pool_of_size(LlanRxPools *pools, int32_t size)
     return NULL;
 }
 
-/* An empty pool for a new size, preferring unused ones (they sort last),
- * then the largest empty one. */
+/* @p's place in size order: the pool number the trace events give. */
+static int pool_number(const LlanRxPools *pools, const LlanRxPool *p)
+{
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        if (pools->sorted[i] == p) {
+            return i;
+        }
+    }
+    g_assert_not_reached();
+}
+
 static LlanRxPool *claim_empty_pool(LlanRxPools *pools, int32_t size)
 {
     for (int i = LLAN_RX_MAX_POOLS - 1; i >= 0; i--) {
@@ -55,6 +65,10 @@ static LlanRxPool *claim_empty_pool(LlanRxPools *pools, int32_t size)
         if (p->count == 0) {
             p->bufsize = size;
             llan_rx_pools_sort(pools);
+            if (trace_event_get_state_spapr_vlan_add_rxbuf_to_pool_create()) {
+                trace_spapr_vlan_add_rxbuf_to_pool_create(
+                    pool_number(pools, p), size);
+            }
             return p;
         }
     }
@@ -76,6 +90,10 @@ LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd)
         return LLAN_RX_POOL_FULL;
     }
     p->bds[p->count++] = bd;
+    if (trace_event_get_state_spapr_vlan_add_rxbuf_to_pool()) {
+        trace_spapr_vlan_add_rxbuf_to_pool(pool_number(pools, p), size,
+                                           p->count);
+    }
     return LLAN_RX_POOL_ADDED;
 }
 
@@ -88,8 +106,8 @@ void llan_rx_pools_unadd(LlanRxPools *pools, uint64_t bd)
     }
 }
 
-bool llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
-                                uint64_t *bd)
+int llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
+                               uint64_t *bd)
 {
     for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
         LlanRxPool *p = pools->sorted[i];
@@ -98,8 +116,19 @@ bool llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
             *bd = p->bds[--p->count];
             p->bds[p->count] = 0;
             p->hits++;
-            return true;
+            return i;
         }
     }
-    return false;
+    return -1;
+}
+
+unsigned llan_rx_pools_fitting(const LlanRxPools *pools, uint32_t need)
+{
+    unsigned n = 0;
+
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        n += pools->sorted[i]->count > 0 &&
+             (uint32_t)pools->sorted[i]->bufsize >= need;
+    }
+    return n;
 }

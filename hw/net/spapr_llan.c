@@ -23,6 +23,7 @@
 #include "qemu/option.h"
 #include "qemu/runstate.h"
 #include "qemu/thread.h"
+#include "trace/trace-hw_net.h"
 
 #include <inttypes.h>
 #include <libfdt.h>
@@ -163,6 +164,12 @@ SpaprVlanState *spapr_vlan_from_vio(SpaprVioDevice *dev)
     return (SpaprVlanState *)dev;
 }
 
+/* The device's id as QEMU's events give it ("" when it has none). */
+static const char *vlan_id(const SpaprVlanState *s)
+{
+    return s->vdev.qdev.id ? s->vdev.qdev.id : "";
+}
+
 static SpaprVlanState *vlan_find(SpaprMachineState *spapr, uint64_t reg)
 {
     return spapr_vlan_from_vio(spapr_vio_find_by_reg(spapr_vio_bus(spapr),
@@ -246,6 +253,7 @@ static bool rx_release_locked(SpaprVlanState *s)
         return false;
     }
     s->rx_held = false;
+    trace_spapr_vlan_rx_release(vlan_id(s));
     return true;
 }
 
@@ -255,6 +263,7 @@ static void spapr_vlan_reset(DeviceState *qdev)
     bool release;
 
     qemu_mutex_lock(&s->lock);
+    trace_spapr_vlan_reset(vlan_id(s));
     vlan_reset_locked(s);
     release = rx_release_locked(s);
     qemu_mutex_unlock(&s->lock);
@@ -291,18 +300,58 @@ static void count_no_buffer(SpaprVlanState *s, uint64_t frames)
     }
 }
 
+/* After a buffer of at least @need bytes was taken from @pool. */
+static void trace_pool_taken(const SpaprVlanState *s, uint32_t need, int pool)
+{
+    const LlanRxPool *p = s->pools.sorted[pool];
+    /* The pool just taken from still fits if it is not empty. */
+    unsigned fitted = llan_rx_pools_fitting(&s->pools, need) + !p->count;
+
+    trace_spapr_vlan_get_rx_bd_from_pool_found(pool, p->count, s->rx_bufs);
+    trace_spapr_vlan_rx_pool_choice(need, pool, p->bufsize,
+                                    fitted > 1 ? "best fit" : "only fit");
+}
+
+static bool tracing_pool_taken(void)
+{
+    return trace_event_get_state_spapr_vlan_get_rx_bd_from_pool_found() ||
+           trace_event_get_state_spapr_vlan_rx_pool_choice();
+}
+
+static int take_from_pool(SpaprVlanState *s, uint32_t need, uint64_t *bd)
+{
+    int pool = llan_rx_pool_take_best_fit(&s->pools, need, bd);
+
+    if (G_UNLIKELY(tracing_pool_taken()) && pool >= 0) {
+        trace_pool_taken(s, need, pool);
+    }
+    return pool;
+}
+
+static LlanPageResult take_from_page(SpaprVlanState *s, uint32_t need,
+                                     uint64_t *bd)
+{
+    LlanPageResult r = llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
+                                                   &s->use_buf_ptr, need, bd);
+
+    if (r == LLAN_PAGE_OK) {
+        trace_spapr_vlan_get_rx_bd_from_page_found(s->use_buf_ptr,
+                                                   s->rx_bufs);
+    }
+    return r;
+}
+
 /* Takes a buffer of at least @need bytes; false with *drop set when the
  * frame cannot have one. */
 static bool take_buffer(SpaprVlanState *s, RxBatch *b, uint32_t need,
                         uint64_t *bd, NetRxResult *drop)
 {
     if (s->use_rx_buffer_pools) {
-        if (llan_rx_pool_take_best_fit(&s->pools, need, bd)) {
+        if (take_from_pool(s, need, bd) >= 0) {
             return true;
         }
     } else {
-        switch (llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
-                                            &s->use_buf_ptr, need, bd)) {
+        switch (take_from_page(s, need, bd)) {
         case LLAN_PAGE_OK:
             return true;
         case LLAN_PAGE_DMA_ERROR:
@@ -398,6 +447,10 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
         }
         return false;
     }
+    if (G_UNLIKELY(trace_event_get_state_spapr_vlan_receive_wrote())) {
+        trace_spapr_vlan_receive_wrote(s->rxq_ptr, ldn_be_p(entry, 8),
+                                       ldn_be_p(entry + 8, 8));
+    }
     s->rxq_ptr += RXQ_ENTRY_SIZE;
     return s->rxq_ptr < qlen || wrap_rxq(s, b);
 }
@@ -451,9 +504,11 @@ static uint8_t rx_csum_apply_locked(SpaprVlanState *s, const RxCsum *c,
 
     switch (c->verdict) {
     case LLAN_RX_CSUM_GOOD:
+        trace_spapr_vlan_rx_csum(c->proto, "good");
         s->stats.rx_csum_good++;
         return LLAN_RXQ_CSUM_GOOD;
     case LLAN_RX_CSUM_PARTIAL:
+        trace_spapr_vlan_rx_csum(c->proto, "partial");
         s->stats.rx_csum_partial++;
         if (c->proto == LLAN_IPPROTO_UDP) {
             stn_be_p(be, 2, c->completed);
@@ -466,6 +521,7 @@ static uint8_t rx_csum_apply_locked(SpaprVlanState *s, const RxCsum *c,
     case LLAN_RX_CSUM_BAD:
         break;
     }
+    trace_spapr_vlan_rx_csum(c->proto, "bad");
     s->stats.rx_csum_bad++;
     return 0;
 }
@@ -493,6 +549,7 @@ static bool rx_csum_complete_locked(SpaprVlanState *s, const NetFrame *f,
     if (!spapr_vio_dma_write(&s->vdev, data + l4.csum_at, be, 2)) {
         return false;
     }
+    trace_spapr_vlan_rx_csum(l4.proto, "completed");
     s->stats.rx_csum_completed++;
     return true;
 }
@@ -546,6 +603,7 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     NetRxResult drop;
     uint8_t flags = 0;
 
+    trace_spapr_vlan_receive(vlan_id(s), s->rx_bufs);
     if (!s->isopen) {
         return NET_RX_DROP_NOT_REGISTERED;
     }
@@ -571,6 +629,7 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
                              f->data, f->len)) {
         return NET_RX_DROP_DMA_ERROR;
     }
+    trace_spapr_vlan_receive_dma_completed();
     if (offset == RX_LRO_OFFSET) {
         if (!dma_st64(&s->vdev, LLAN_BD_ADDR(bd) + RX_DATA_OFFSET, mss)) {
             return NET_RX_DROP_DMA_ERROR;
@@ -647,11 +706,9 @@ static unsigned lro_run(const RxOffload *off, const NetFrame *frames,
 static bool take_lro_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd)
 {
     if (s->use_rx_buffer_pools) {
-        return llan_rx_pool_take_best_fit(&s->pools, need, bd);
+        return take_from_pool(s, need, bd) >= 0;
     }
-    return llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
-                                       &s->use_buf_ptr, need, bd) ==
-           LLAN_PAGE_OK;
+    return take_from_page(s, need, bd) == LLAN_PAGE_OK;
 }
 
 /* Writes the merged frame's headers and each segment's data into the
@@ -700,6 +757,7 @@ static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
     if (!s->isopen || !filter_accepts(s, frames[0].data)) {
         return false;
     }
+    trace_spapr_vlan_receive(vlan_id(s), s->rx_bufs);
     for (unsigned k = 0; k < run; k++) {
         payload += segs[k].payload;
     }
@@ -718,6 +776,7 @@ static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
         write_rxq_entry(s, b, handle, RX_LRO_OFFSET, len,
                         LLAN_RXQ_LRG_PKT | LLAN_RXQ_NO_CSUM |
                         LLAN_RXQ_CSUM_GOOD, &frames[run - 1])) {
+        trace_spapr_vlan_rx_lro_merge(run, len, segs[0].payload);
         result = NET_RX_DELIVERED;
         s->stats.rx_frames++;
         s->stats.rx_bytes += len;
@@ -786,6 +845,7 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
         if (may_hold && nothing_posted_locked(s)) {
             s->rx_held = true;
             s->stats.rx_held++;
+            trace_spapr_vlan_rx_hold(vlan_id(s), n - i);
             break;
         }
         if (offload) {
@@ -844,6 +904,11 @@ static unsigned spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
             delivered++;
         } else {
             s->stats.rx_dropped[results[i]]++;
+            if (G_UNLIKELY(trace_event_get_state_spapr_vlan_rx_drop())) {
+                trace_spapr_vlan_rx_drop(vlan_id(s),
+                                         net_rx_result_name(results[i]),
+                                         frames[i].len);
+            }
         }
     }
     /* Held frames wait for buffers only the guest can post. */
@@ -986,6 +1051,7 @@ static int64_t add_buffer_locked(SpaprVlanState *s, const char *hcall,
         }
         switch (llan_rx_page_add(&s->vdev, s->buf_list, &s->add_buf_ptr, bd)) {
         case LLAN_PAGE_OK:
+            trace_spapr_vlan_add_rxbuf_to_page(s->add_buf_ptr, s->rx_bufs, bd);
             break;
         case LLAN_PAGE_NONE:
             return H_RESOURCE;
@@ -1066,9 +1132,14 @@ static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
     uint64_t total = 0;
     unsigned n = 0;
 
-    while (n < LLAN_MAX_TX_BDS && (bds[n] & LLAN_BD_VALID)) {
-        total += LLAN_BD_LEN(bds[n++]);
+    for (; n < LLAN_MAX_TX_BDS; n++) {
+        trace_spapr_vlan_h_send_logical_lan_buf_desc(bds[n]);
+        if (!(bds[n] & LLAN_BD_VALID)) {
+            break;
+        }
+        total += LLAN_BD_LEN(bds[n]);
     }
+    trace_spapr_vlan_h_send_logical_lan_total(n, total);
     if (total > LLAN_MAX_FRAME) {
         hcall_guest_error("h_send_logical_lan", "the descriptors hold %"
                           PRIu64 " bytes, more than the maximum frame of %u",
@@ -1108,6 +1179,12 @@ static bool old_large_send(const uint8_t *f, const LlanL4 *l4)
            ldn_be_p(f + LLAN_ETH_HLEN + 10, 2) == 0xFFFF;
 }
 
+static void count_offload_error(SpaprVlanState *s, LlanOffloadError why)
+{
+    s->tx.offload_errors[why]++;
+    trace_spapr_vlan_tx_offload_error(llan_offload_error_name(why));
+}
+
 /*
  * What the guest left to the device in the frame in tx_buf: with NO_CSUM
  * the TCP or UDP checksum, with LRG_SND (MSS in r12) or the old marking
@@ -1122,16 +1199,16 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
     LlanL4 l4;
 
     if (!llan_find_l4(s->tx_buf, len, &l4, &why)) {
-        s->tx.offload_errors[why]++;
+        count_offload_error(s, why);
         send_frame(s, s->tx_buf, len);
         return;
     }
     if (bd & LLAN_TX_LRG_SND) {
         mss = MIN(r12_mss, UINT16_MAX);
         if (l4.proto != LLAN_IPPROTO_TCP || !mss) {
-            s->tx.offload_errors[l4.proto != LLAN_IPPROTO_TCP
-                                 ? LLAN_OFFLOAD_NOT_TCP
-                                 : LLAN_OFFLOAD_MSS_ZERO]++;
+            count_offload_error(s, l4.proto != LLAN_IPPROTO_TCP
+                                   ? LLAN_OFFLOAD_NOT_TCP
+                                   : LLAN_OFFLOAD_MSS_ZERO);
             mss = 0;
         }
     } else if (old_large_send(s->tx_buf, &l4)) {
@@ -1139,12 +1216,15 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
         /* The marking must not reach the wire, segmented or not. */
         llan_ipv4_fill_csum(s->tx_buf + LLAN_ETH_HLEN);
         if (!mss) {
-            s->tx.offload_errors[LLAN_OFFLOAD_MSS_ZERO]++;
+            count_offload_error(s, LLAN_OFFLOAD_MSS_ZERO);
         }
     }
     if (mss) {
+        unsigned segments = llan_tso(s->tx_buf, &l4, mss, send_frame, s);
+
+        trace_spapr_vlan_tx_tso(len, mss, segments);
         s->tx.segmented++;
-        s->tx.segments += llan_tso(s->tx_buf, &l4, mss, send_frame, s);
+        s->tx.segments += segments;
         return;
     }
     llan_fill_l4_csum(s->tx_buf, &l4);
@@ -1163,8 +1243,10 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
     int64_t ret;
     bool open;
 
+    trace_spapr_vlan_h_send_logical_lan(args[0], args[7]);
     qemu_mutex_lock(&s->lock);
     open = s->isopen;
+    trace_spapr_vlan_h_send_logical_lan_rxbufs(s->rx_bufs);
     qemu_mutex_unlock(&s->lock);
     qemu_mutex_lock(&s->tx_lock);
     if (!open) {
@@ -1291,6 +1373,7 @@ static int64_t vlan_free(SpaprVlanState *s, uint64_t *args)
 
 static int64_t vlan_add_buffer(SpaprVlanState *s, uint64_t *args)
 {
+    trace_spapr_vlan_h_add_logical_lan_buffer(args[0], args[1]);
     if (!rx_bd_ok(s, "h_add_logical_lan_buffer", args[1])) {
         return H_PARAMETER;
     }
@@ -1414,6 +1497,50 @@ static const struct {
     { H_ILLAN_ATTRIBUTES, vlan_attributes, 1, true, "h_illan_attributes" },
 };
 
+static void trace_add_buffers(uint64_t reg, const uint64_t *bds, int64_t ret)
+{
+    unsigned count = 0;
+    uint64_t first = 0;
+
+    for (unsigned i = 0; i < 8; i++) {
+        if (bds[i] && !count++) {
+            first = bds[i];
+        }
+    }
+    trace_spapr_vlan_h_add_logical_lan_buffers(reg, count, first, ret);
+}
+
+/* The hcalls QEMU does not trace, once done: @reg is the unit address,
+ * @args the arguments after it (r5..), the outputs written back. */
+static void trace_hcall(uint64_t opcode, uint64_t reg, const uint64_t *args,
+                        int64_t ret)
+{
+    switch (opcode) {
+    case H_REGISTER_LOGICAL_LAN:
+        trace_spapr_vlan_h_register_logical_lan(reg, args[1], args[2],
+                                                args[3], ret);
+        break;
+    case H_FREE_LOGICAL_LAN:
+        trace_spapr_vlan_h_free_logical_lan(reg, ret);
+        break;
+    case H_ADD_LOGICAL_LAN_BUFFERS:
+        if (trace_event_get_state_spapr_vlan_h_add_logical_lan_buffers()) {
+            trace_add_buffers(reg, &args[1], ret);
+        }
+        break;
+    case H_MULTICAST_CTRL:
+        trace_spapr_vlan_h_multicast_ctrl(reg, args[1], args[2], ret);
+        break;
+    case H_CHANGE_LOGICAL_LAN_MAC:
+        trace_spapr_vlan_h_change_logical_lan_mac(reg, args[1], ret);
+        break;
+    case H_ILLAN_ATTRIBUTES:
+        trace_spapr_vlan_h_illan_attributes(reg, args[1], args[2], args[0],
+                                            ret);
+        break;
+    }
+}
+
 static void note_offloads(SpaprVioDevice *dev, void *opaque)
 {
     SpaprVlanState *s = spapr_vlan_from_vio(dev);
@@ -1434,6 +1561,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
                       uint64_t *args)
 {
     SpaprVlanState *s = vlan_find(spapr, args[0]);
+    uint64_t reg = args[0];
     VlanHcallFn fn = NULL;
     const char *name = NULL;
     bool beyond_qemu = false, changed, release;
@@ -1457,6 +1585,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     }
     qemu_mutex_lock(&s->lock);
     ret = fn(s, args);
+    trace_hcall(opcode, reg, args, ret);
     changed = s->rx_filter_changed;
     s->rx_filter_changed = false;
     release = rx_release_locked(s);

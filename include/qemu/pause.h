@@ -41,8 +41,10 @@ void pause_thread_free(PauseThread *t);
  * so the caller looks again at whatever told it to stop. */
 bool pause_point(PauseThread *t);
 
-/* Main thread only. */
-void pause_all(void);
+/* Main thread only.  pause_all() names its caller in the trace events
+ * (pause_park_requested, pause_park_done) as the reason. */
+void pause_all_from(const char *caller);
+#define pause_all() pause_all_from(__func__)
 void resume_all(void);
 
 #endif
