@@ -3,6 +3,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 PLAIN_BUILD ?= build-plain
+# The same as BUILD with every trace event compiled out: make bench's
+# trace part holds BUILD's events, off, against it.
+NOTRACE_BUILD ?= build-notrace
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = fuzz-llan fuzz-migration fuzz-qtest fuzz-qmp fuzz-options
@@ -132,8 +135,14 @@ check-qemu: deps
 # namespaces (root; ~25 minutes;
 # docs/devel/benchmarks.md).  Not part of check.  BENCH_ARGS passes
 # options, e.g. BENCH_ARGS="--only raw".
-bench: bench-deps all
-	tests/bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+$(NOTRACE_BUILD)/build.ninja:
+	meson setup $(NOTRACE_BUILD) --buildtype=debugoptimized -Db_lto=true \
+	    -Dtrace_backends=nop
+
+bench: bench-deps all $(NOTRACE_BUILD)/build.ninja
+	ninja -C $(NOTRACE_BUILD) illan
+	tests/bench/bench.py --build $(BUILD) --notrace-build $(NOTRACE_BUILD) \
+	    $(BENCH_ARGS)
 
 # Ten minutes (SOAK_SECONDS) of af-xdp traffic both ways through a
 # fwd=macswap guest while links flap, the interface is re-created, the

@@ -679,11 +679,13 @@ def illan_argv(args, ns, point, qmp_path):
     if args.guest_opts:
         guest += ',' + args.guest_opts
     return ['ip', 'netns', 'exec', ns.dut, 'taskset', '-c', args.illan_cpus,
-            os.path.join(args.build, 'illan'), '-M', 'pseries', '-nodefaults',
+            os.path.join(trace_build(args, point), 'illan'), '-M', 'pseries',
+            '-nodefaults',
             '-device', f'spapr-vlan,id=net0,netdev=n0,mac={NIC_MAC},'
             f'use-rx-buffer-pools={point["pools"]}',
             '-netdev', netdev, '-guest', guest,
-            '-qmp', f'unix:{qmp_path},server=on,wait=off']
+            '-qmp', f'unix:{qmp_path},server=on,wait=off'] + \
+        trace_argv(point, os.path.dirname(qmp_path))
 
 
 def wait_guest(qmp, proc):
@@ -740,11 +742,12 @@ def illan_run(args, ns, point):
     with tempfile.TemporaryDirectory(prefix='illan-bench-') as tmp:
         illan, qmp = start_illan(args, ns, point, tmp)
         try:
-            return illan_window(args, ns, point, illan, qmp)
+            result = illan_window(args, ns, point, illan, qmp)
         except (QmpError, OSError) as e:
             raise Failed(f'{e}; {illan.stderr()}')
         finally:
             stop_illan(illan, qmp)
+        return dict(result, **trace_log_size(point, tmp))
 
 
 def illan_window(args, ns, point, illan, qmp):
@@ -763,6 +766,73 @@ def illan_window(args, ns, point, illan, qmp):
         gen.stop()
     return dict(illan_figures(point, a, b, use),
                 cost=illan_cost(point['fwd'], a, b, thr), threads=thr)
+
+
+# --- trace events ----------------------------------------------------------
+
+# "A trace event that is off costs one predictable branch": one point run
+# from a tree with the events compiled out (-Dtrace_backends=nop), from
+# BUILD with every event off, and from BUILD with every event a received
+# frame can write on, logging to a file in the run's temporary directory:
+# the device's, the af-xdp queue's and the TCE translation's under its DMA.
+TRACE_HOW = ('nop', 'off', 'on')
+TRACE_DATA_PATH = ('spapr_vlan_*', 'af_xdp_*', 'spapr_iommu_*')
+TRACE_LOG = 'trace.log'
+
+
+def trace_points():
+    return [{'trace': t, 'fwd': 'rxonly', 'size': s, 'pools': 'on',
+             'mode': 'native', 'wait': 'poll'}
+            for s in PEER_SIZES for t in TRACE_HOW]
+
+
+def trace_build(args, point):
+    return args.notrace_build if point.get('trace') == 'nop' else args.build
+
+
+def trace_argv(point, tmp):
+    if point.get('trace') != 'on':
+        return []
+    argv = []
+    for pattern in TRACE_DATA_PATH:
+        argv += ['-trace', pattern]
+    return argv + ['-trace', f'file={os.path.join(tmp, TRACE_LOG)}']
+
+
+def trace_log_size(point, tmp):
+    if point.get('trace') != 'on':
+        return {}
+    return {'trace_log_bytes': os.path.getsize(os.path.join(tmp, TRACE_LOG))}
+
+
+def measure_trace(args, ns, point):
+    """measure(), with every run's I/O and vCPU ns a frame: the spread the
+    nop and off rows are to be read against."""
+    costs = []
+
+    def one_run(args, ns, point):
+        run = illan_run(args, ns, point)
+        costs.append(run['cost'])
+        return run
+
+    result = measure(args, ns, point, one_run)
+    for thread in ('io', 'vcpu'):
+        result[f'runs_{thread}_ns'] = [c[thread]['ns'] for c in costs]
+    return result
+
+
+def trace_vs_off(results):
+    """Each row's I/O and vCPU ns a frame over the same size's row with
+    the events off."""
+    off = {r['size']: r['cost'] for r in results
+           if r['trace'] == 'off' and 'failed' not in r}
+    for r in results:
+        base = off.get(r['size'])
+        if 'failed' in r or not base:
+            continue
+        for thread in ('io', 'vcpu'):
+            r[f'{thread}_vs_off'] = ratio(r['cost'][thread]['ns'],
+                                          base[thread]['ns'])
 
 
 # The points the targets name: each of their runs comes right after a run
@@ -1293,6 +1363,28 @@ ADJACENT_HEADER = ['size', 'raw ns/frame (cpu)', 'raw copy ns/frame (cpu)',
                    'gen ns/frame: raw / raw copy / illan']
 
 
+TRACE_HEADER = ['point', 'illan', 'I/O ns/frame (cpu)', 'I/O vs off',
+                'vCPU ns/frame (cpu)', 'vCPU vs off', 'all ns/frame (cpu)',
+                'Mpps', 'drops/s', 'log MB', 'runs (Mpps)',
+                'runs I/O ns/frame', 'runs vCPU ns/frame']
+TRACE_BUILT = {'nop': 'events compiled out', 'off': 'all events off',
+               'on': 'data-path events on'}
+
+
+def trace_row(r, failed='FAILED'):
+    head = [label(r), TRACE_BUILT[r['trace']]]
+    if 'failed' in r:
+        return failed_row(head, TRACE_HEADER, failed)
+    c = r['cost']
+    log = r.get('trace_log_bytes')
+    return head + [fmt_cost(c['io']), fmt(r.get('io_vs_off')),
+                   fmt_cost(c['vcpu']), fmt(r.get('vcpu_vs_off')),
+                   fmt_cost(c['all']), fmt(r['mpps']), fmt_drops(r['drops']),
+                   '-' if log is None else fmt(log / 1e6, 0), runs_cell(r),
+                   ' '.join(fmt(n, 0) for n in r['runs_io_ns']),
+                   ' '.join(fmt(n, 0) for n in r['runs_vcpu_ns'])]
+
+
 def adjacent_row(r, failed='FAILED'):
     head = [r['size']]
     if 'failed' in r:
@@ -1386,7 +1478,7 @@ def machine():
 
 # --- main ----------------------------------------------------------------
 
-PARTS = ('raw', 'testpmd', 'illan', 'latency')
+PARTS = ('raw', 'testpmd', 'illan', 'latency', 'trace')
 
 
 def parse_args():
@@ -1398,7 +1490,8 @@ def parse_args():
     p.add_argument('--runs', type=int, default=3, help='runs per point')
     p.add_argument('--only', metavar='PART', action='append',
                    choices=PARTS, help='measure this part only: raw, '
-                   'testpmd, illan or latency (repeatable; default all)')
+                   'testpmd, illan, latency or trace (repeatable; default '
+                   'all)')
     p.add_argument('--full', action='store_true',
                    help='every fwd, size, pools, mode and wait')
     p.add_argument('--quick', action='store_true',
@@ -1409,6 +1502,9 @@ def parse_args():
                    '"raw/64/native/poll", "raw-txonly/64/native/poll"; '
                    'testpmd: "testpmd/macswap/64"); may be given more '
                    'than once')
+    p.add_argument('--notrace-build', default='build-notrace',
+                   help='meson build directory with -Dtrace_backends=nop, '
+                   'for the trace part')
     p.add_argument('--illan-cpus', default=str(DUT_CPU),
                    help='CPU list illan is pinned to (taskset -c)')
     p.add_argument('--netdev-opts', default='',
@@ -1434,6 +1530,12 @@ def parse_args():
     if args.secs < (1 if args.quick else 5):
         p.error('--secs is at least 5 (or 1 with --quick)')
     args.only = args.only or list(PARTS)
+    if 'trace' in args.only and \
+            not os.path.exists(os.path.join(args.notrace_build, 'illan')):
+        p.error(f'--notrace-build {args.notrace_build}: no illan there; '
+                f'build one: meson setup {args.notrace_build} '
+                '--buildtype=debugoptimized -Db_lto=true '
+                f'-Dtrace_backends=nop && ninja -C {args.notrace_build} illan')
     args.json = args.json or os.path.join(args.build, 'bench.json')
     return args
 
@@ -1447,7 +1549,8 @@ def header(args):
     points = sum(len(selected(args, pts)) for part, pts in (
         ('raw', raw_points()), ('testpmd', testpmd_points()),
         ('illan', illan_points(args.full)),
-        ('latency', latency_points())) if part in args.only)
+        ('latency', latency_points()), ('trace', trace_points()))
+        if part in args.only)
     if 'illan' in args.only:
         points += len(ADJACENT_FWDS) * sum(
             1 for p in selected(args, illan_points(args.full))
@@ -1464,7 +1567,10 @@ def label(point):
     """fwd/size/pools/mode/wait for illan; raw/size/mode/wait for the
     receive limit, raw-macswap/... and raw-txonly/... for the forwarding
     loop's and the sender's; testpmd/fwd/size for the peer;
-    latency/wake/core for the latency table's."""
+    latency/wake/core for the latency table's; trace/how/size for the
+    trace part's (how: nop, off, on)."""
+    if point.get('trace'):
+        return f"trace/{point['trace']}/{point['size']}"
     if point.get('peer'):
         return f"{point['peer']}/{point['fwd']}/{point['size']}"
     if point.get('latency'):
@@ -1533,6 +1639,16 @@ def bench(args, report):
                         'program to the entry visible in the device queue '
                         'and to the guest reading it',
                         LATENCY_HEADER, report['latency'], latency_row)
+        if 'trace' in args.only:
+            for point in selected(args, trace_points()):
+                r = measure_trace(args, ns, point)
+                report['trace'].append(r)
+                progress(r)
+            trace_vs_off(report['trace'])
+            print_table('Trace events: illan rxonly, pools on, native, poll; '
+                        'events compiled out, all off, and the data path\'s '
+                        'on (logging to a file)',
+                        TRACE_HEADER, report['trace'], trace_row)
 
 
 def progress(r):
@@ -1556,7 +1672,7 @@ def main():
         return 1
     signal.signal(signal.SIGTERM, interrupted)
     report = dict(header(args), secs=args.secs, runs=args.runs, raw=[],
-                  testpmd=[], illan=[], latency=[])
+                  testpmd=[], illan=[], latency=[], trace=[])
     try:
         bench(args, report)
     except KeyboardInterrupt:
