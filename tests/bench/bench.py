@@ -1530,7 +1530,7 @@ def parse_args():
     if args.secs < (1 if args.quick else 5):
         p.error('--secs is at least 5 (or 1 with --quick)')
     args.only = args.only or list(PARTS)
-    if 'trace' in args.only and \
+    if 'trace' in args.only and not args.charts_only and \
             not os.path.exists(os.path.join(args.notrace_build, 'illan')):
         p.error(f'--notrace-build {args.notrace_build}: no illan there; '
                 f'build one: meson setup {args.notrace_build} '
