@@ -120,7 +120,7 @@ static const CmdOption cmd_options[] = {
     { "name", "NAME[,process=PNAME]", "name the guest; process= also names the process", OPT_SET, CFG(name) },
     { "trace", "[enable=]PATTERN|events=FILE|file=FILE|help", "trace events (-trace help lists them; docs/system/tracing.md)", OPT_APPEND, CFG(traces) },
     { "d", "ITEM[,...]", "log the items (-d help lists them; guest_errors: hcalls refused for the guest's mistakes)", OPT_SET, CFG(log_items) },
-    { "D", "FILE", "write the log to FILE, appending, instead of stderr", OPT_SET, CFG(log_file) },
+    { "D", "FILE", "write the log to FILE, emptied first, instead of stderr", OPT_SET, CFG(log_file) },
     { "msg", "timestamp=on|off", "timestamp=on: trace lines start with the thread id and the time", OPT_SET, CFG(msg) },
     { "version", NULL, "print the version and exit", OPT_VERSION, 0 },
     { "h", NULL, "print this help and exit", OPT_HELP, 0 },
@@ -840,7 +840,7 @@ static bool apply_traces(const Config *cfg, GError **errp)
     if (help) {
         return false;
     }
-    if (file && !qemu_log_set_file(file, errp)) {
+    if (file && !qemu_log_set_file(file, true, errp)) {
         g_prefix_error(errp, "-trace file=%s: ", file);
         return false;
     }
@@ -873,7 +873,7 @@ static bool setup_log(const Config *cfg, bool *exit_now, GError **errp)
         (!qemu_log_parse_items(cfg->log_items, exit_now, errp) || *exit_now)) {
         return !*errp;
     }
-    if (cfg->log_file && !qemu_log_set_file(cfg->log_file, errp)) {
+    if (cfg->log_file && !qemu_log_set_file(cfg->log_file, false, errp)) {
         g_prefix_error(errp, "-D %s: ", cfg->log_file);
         return false;
     }

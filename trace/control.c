@@ -169,9 +169,9 @@ bool trace_opt_parse(const char *arg, char **file, GPtrArray *warnings,
         g_prefix_error(errp, "-trace %s: ", arg);
         return false;
     }
-    if (qemu_opt_get(opts, "file")) {
-        g_free(*file);
-        *file = g_strdup(qemu_opt_get(opts, "file"));
-    }
+    /* As QEMU: every -trace sets the file, so one without file= cancels
+     * an earlier one and -D decides again. */
+    g_free(*file);
+    *file = g_strdup(qemu_opt_get(opts, "file"));
     return true;
 }

@@ -115,12 +115,12 @@ bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
     return true;
 }
 
-bool qemu_log_set_file(const char *path, GError **errp)
+bool qemu_log_set_file(const char *path, bool append, GError **errp)
 {
     FILE *f = NULL;
 
     if (path) {
-        f = fopen(path, "a");
+        f = fopen(path, append ? "a" : "w");
         if (!f) {
             g_set_error(errp, ILLAN_ERROR, 0, "Error opening logfile %s: %s",
                         path, g_strerror(errno));

@@ -45,10 +45,11 @@ int qemu_str_to_log_mask(const char *items);
 /* The items on from now on (HMP "log", "log none" for 0). */
 void qemu_set_log(int mask);
 
-/* -D FILE (and -trace file=FILE): opened for append at once, so a bad
- * path fails at start; NULL goes back to stderr.  The error is QEMU's,
- * for the caller to prefix with its option. */
-bool qemu_log_set_file(const char *path, GError **errp);
+/* -D FILE (emptied, @append false) and -trace file=FILE (@append true),
+ * as QEMU opens them: at once, so a bad path fails at start; NULL goes
+ * back to stderr.  The error is QEMU's, for the caller to prefix with
+ * its option. */
+bool qemu_log_set_file(const char *path, bool append, GError **errp);
 
 /* -msg timestamp=on: trace lines start with "TID@SEC.USEC:", as
  * QEMU's log backend writes them. */

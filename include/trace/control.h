@@ -65,7 +65,8 @@ bool trace_enable_events_file(const char *path, GPtrArray *warnings,
 
 /*
  * -trace ARG: [enable=]PATTERN, events=FILE, file=FILE (the log file,
- * as -D; later ones win), help.  Sets *@file when file= is given.
+ * in -D's place), help.  Sets *@file to its file=, NULL without one,
+ * as QEMU does.
  */
 bool trace_opt_parse(const char *arg, char **file, GPtrArray *warnings,
                      bool *help, GError **errp);

@@ -191,6 +191,110 @@ static void test_option_errors(void)
     }
 }
 
+/* A directory of its own for one illan that dumps its device tree and
+ * exits, with its log files. */
+typedef struct DumpRun {
+    char *dir;
+    char *dtb;
+    char *a;
+    char *b;
+} DumpRun;
+
+static DumpRun dump_run_new(void)
+{
+    DumpRun d = { .dir = g_dir_make_tmp("trace-test-XXXXXX", NULL) };
+
+    g_assert_nonnull(d.dir);
+    d.dtb = g_build_filename(d.dir, "dtb", NULL);
+    d.a = g_build_filename(d.dir, "a.log", NULL);
+    d.b = g_build_filename(d.dir, "b.log", NULL);
+    return d;
+}
+
+/* illan -M pseries,dumpdtb=... -device spapr-vlan and the options
+ * @args_fmt makes of @path (and @path2); its stderr. */
+static char *dump_run(const DumpRun *d, const char *args_fmt,
+                      const char *path, const char *path2)
+{
+    g_autofree char *args_tail = g_strdup_printf(args_fmt, path, path2);
+    g_autofree char *args = g_strdup_printf(
+        "-M pseries,dumpdtb=%s -device spapr-vlan %s", d->dtb, args_tail);
+    g_autofree char *out = NULL;
+    char *err = NULL;
+
+    g_assert_cmpint(illan_run(args, &out, &err), ==, 0);
+    return err;
+}
+
+static char *file_text(const char *path)
+{
+    char *text = NULL;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    return text;
+}
+
+static void dump_run_free(DumpRun *d)
+{
+    g_unlink(d->dtb);
+    g_unlink(d->a);
+    g_unlink(d->b);
+    g_rmdir(d->dir);
+    g_free(d->dtb);
+    g_free(d->a);
+    g_free(d->b);
+    g_free(d->dir);
+}
+
+#define NEW_TABLE_LINE \
+    "spapr_iommu_new_table liobn=0x71000000 table=0x[0-9a-f]+ fd=-1\n"
+
+/* As QEMU: -D empties its file at start, -trace file= appends. */
+static void test_log_file_modes(void)
+{
+    DumpRun d = dump_run_new();
+    g_autofree char *err_a = NULL, *err_b = NULL;
+    g_autofree char *a = NULL, *b = NULL;
+
+    g_assert_true(g_file_set_contents(d.a, "OLDLINE\n", -1, NULL));
+    g_assert_true(g_file_set_contents(d.b, "OLDLINE\n", -1, NULL));
+    err_a = dump_run(&d, "-d guest_errors -D %s", d.a, NULL);
+    err_b = dump_run(&d, "-trace enable=spapr_iommu_new_table,file=%s",
+                     d.b, NULL);
+    a = file_text(d.a);
+    b = file_text(d.b);
+    g_assert_cmpstr(a, ==, "");
+    g_assert_true(g_regex_match_simple("^OLDLINE\n" NEW_TABLE_LINE "$", b,
+                                       0, 0));
+    g_assert_cmpstr(err_a, ==, "");
+    g_assert_cmpstr(err_b, ==, "");
+    dump_run_free(&d);
+}
+
+/* As QEMU: each -trace sets the trace file, none when it has no file=,
+ * so the last -trace decides; without one, -D does. */
+static void test_log_file_precedence(void)
+{
+    DumpRun d = dump_run_new();
+    g_autofree char *err1 = NULL, *err2 = NULL;
+    g_autofree char *a1 = NULL, *a2 = NULL, *b2 = NULL;
+
+    err1 = dump_run(&d, "-D %s -trace enable=spapr_iommu_new_table,file=%s "
+                    "-trace enable=spapr_iommu_put", d.a, d.b);
+    g_assert_false(g_file_test(d.b, G_FILE_TEST_EXISTS));
+    a1 = file_text(d.a);
+    g_assert_true(g_regex_match_simple("^" NEW_TABLE_LINE "$", a1, 0, 0));
+    err2 = dump_run(&d, "-D %s -trace enable=spapr_iommu_new_table,file=%s",
+                    d.a, d.b);
+    a2 = file_text(d.a);
+    b2 = file_text(d.b);
+    g_assert_cmpstr(a2, ==, "");
+    g_assert_true(g_regex_match_simple("^" NEW_TABLE_LINE "$", b2, 0, 0));
+    g_assert_cmpstr(err1, ==, "");
+    g_assert_cmpstr(err2, ==, "");
+    dump_run_free(&d);
+}
+
 static JsonNode *ret_of(JsonObject *rsp)
 {
     if (!json_object_has_member(rsp, "return")) {
@@ -343,6 +447,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/iommu-hcall-lines", test_iommu_hcall_lines);
     g_test_add_func("/trace/events-file", test_events_file);
     g_test_add_func("/trace/option-errors", test_option_errors);
+    g_test_add_func("/trace/log-file-modes", test_log_file_modes);
+    g_test_add_func("/trace/log-file-precedence", test_log_file_precedence);
     g_test_add_func("/trace/qmp", test_qmp);
     g_test_add_func("/trace/hmp", test_hmp);
     return g_test_run();

@@ -154,6 +154,7 @@ static void test_opt_parse(void)
     g_assert_cmpstr(g_ptr_array_index(warnings, 0), ==,
                     "illan: -trace nosuch: warning: trace event 'nosuch' "
                     "does not exist");
+    g_assert_null(file);
     g_assert_false(help);
     g_assert_no_error(err);
 
@@ -201,7 +202,7 @@ static void xlate_setup(XlateFixture *f)
 
     g_assert_no_error(err);
     close(fd);
-    g_assert_true(qemu_log_set_file(f->log, &err));
+    g_assert_true(qemu_log_set_file(f->log, true, &err));
     f->ram = guest_ram_new(16 * 1024 * 1024, &err);
     g_assert_no_error(err);
     f->reg = spapr_tce_registry_new();
@@ -216,7 +217,7 @@ static char *xlate_teardown(XlateFixture *f)
 {
     char *text = NULL;
 
-    g_assert_true(qemu_log_set_file(NULL, NULL));
+    g_assert_true(qemu_log_set_file(NULL, false, NULL));
     g_assert_true(g_file_get_contents(f->log, &text, NULL, NULL));
     g_unlink(f->log);
     g_free(f->log);
