@@ -29,9 +29,11 @@ const TraceEvent *trace_event_find(const char *name)
     return NULL;
 }
 
+/* QEMU's rule: '*' makes a pattern; '?' still matches one character
+ * inside one (g_pattern_match_simple), as in QEMU. */
 bool trace_event_is_pattern(const char *text)
 {
-    return strpbrk(text, "*?") != NULL;
+    return strchr(text, '*') != NULL;
 }
 
 bool trace_pattern_match(const char *pattern, const char *name)
@@ -90,7 +92,8 @@ static void warn(GPtrArray *warnings, const char *prefix, const char *name,
 }
 
 /* As QEMU: a pattern changes the events it matches and says nothing
- * when it matches none; a plain name must name an available event. */
+ * when it matches none; text without '*' changes the first event it
+ * matches, which must be available, and warns when none. */
 void trace_enable_events(const char *line, const char *prefix,
                          GPtrArray *warnings, bool *help)
 {
@@ -105,7 +108,7 @@ void trace_enable_events(const char *line, const char *prefix,
         return;
     }
     if (!trace_event_is_pattern(pattern)) {
-        ev = trace_event_find(pattern);
+        ev = trace_event_next(pattern, &pos);
         if (!ev) {
             warn(warnings, prefix, pattern, "does not exist");
         } else if (!trace_event_available(ev)) {

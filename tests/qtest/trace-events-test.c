@@ -48,10 +48,11 @@ static char *trace_log_args(const TraceLog *t, const char *events)
     g_auto(GStrv) patterns = g_strsplit(events ? events : "", ",", -1);
     GString *args = g_string_new(NULL);
 
-    g_string_printf(args, "-trace file=%s", t->path);
     for (char **p = patterns; *p && **p; p++) {
-        g_string_append_printf(args, " -trace '%s'", *p);
+        g_string_append_printf(args, "-trace '%s' ", *p);
     }
+    /* Last: as in QEMU, a later -trace without file= would cancel it. */
+    g_string_append_printf(args, "-trace file=%s", t->path);
     return g_string_free(args, FALSE);
 }
 

@@ -26,7 +26,7 @@ static void trace_run_start(TraceRun *r, const char *trace_args)
     g_assert_nonnull(r->dir);
     r->log = g_build_filename(r->dir, "log", NULL);
     r->s = qtest_initf("-nodefaults -device spapr-vlan -m 256M "
-                       "-trace file=%s %s", r->log, trace_args);
+                       "-D %s %s", r->log, trace_args);
 }
 
 static char *trace_run_log(const TraceRun *r)
@@ -358,6 +358,10 @@ static void test_qmp(void)
     assert_error(qtest_qmp(r.s, "{'execute': 'trace-event-get-state', "
                            "'arguments': {'name': 'nosuch'}}"),
                  "unknown event \"nosuch\"");
+    /* As QEMU: '?' alone makes no pattern. */
+    assert_error(qtest_qmp(r.s, "{'execute': 'trace-event-get-state', "
+                           "'arguments': {'name': 'spapr_iommu_pu?'}}"),
+                 "unknown event \"spapr_iommu_pu?\"");
     assert_error(qtest_qmp(r.s, "{'execute': 'trace-event-get-state', "
                            "'arguments': {'name': '*', 'vcpu': 0}}"),
                  "invalid vCPU index 0");
@@ -414,6 +418,8 @@ static void test_hmp(void)
           "\"unknown event \\\"nosuch\\\"\\r\\n\"" },
         { "trace-event nosuch on",
           "\"unknown event \\\"nosuch\\\"\\r\\n\"" },
+        { "trace-event spapr_iommu_??? on",
+          "\"unknown event \\\"spapr_iommu_???\\\"\\r\\n\"" },
         { "trace-event spapr_iommu_put maybe",
           "\"Expected 'on' or 'off'\\r\\n"
           "Try \\\"help trace-event\\\" for more information\\r\\n\"" },

@@ -34,7 +34,8 @@ static bool enabled(const char *name)
 static void test_patterns(void)
 {
     g_assert_true(trace_event_is_pattern("spapr_*"));
-    g_assert_true(trace_event_is_pattern("spapr_iommu_?et"));
+    /* As QEMU: only '*' makes a pattern. */
+    g_assert_false(trace_event_is_pattern("spapr_iommu_?et"));
     g_assert_false(trace_event_is_pattern("spapr_iommu_get"));
     g_assert_true(trace_pattern_match("*", "spapr_iommu_get"));
     g_assert_true(trace_pattern_match("spapr_iommu_?et", "spapr_iommu_get"));
@@ -79,6 +80,17 @@ static void test_enable_line(void)
     g_assert_false(trace_event_get_state_spapr_iommu_get());
     trace_enable_events("nosuch_*", "P: ", warnings, &help);
     g_assert_cmpuint(warnings->len, ==, 0);
+
+    /* As QEMU: without '*', only the first event matched changes. */
+    all_off();
+    trace_enable_events("spapr_iommu_???", "P: ", warnings, &help);
+    g_assert_true(enabled("spapr_iommu_put"));
+    g_assert_false(enabled("spapr_iommu_get"));
+    trace_enable_events("nosuch?", "P: ", warnings, &help);
+    g_assert_cmpuint(warnings->len, ==, 1);
+    g_assert_cmpstr(g_ptr_array_index(warnings, 0), ==,
+                    "P: warning: trace event 'nosuch?' does not exist");
+    g_ptr_array_set_size(warnings, 0);
     trace_enable_events("nosuch", "P: ", warnings, &help);
     g_assert_cmpuint(warnings->len, ==, 1);
     g_assert_cmpstr(g_ptr_array_index(warnings, 0), ==,
