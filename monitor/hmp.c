@@ -117,6 +117,11 @@ static void hmp_help(const char *args, GString *out)
         g_string_append_printf(out, "unknown command: '%s'\n", word);
         return;
     }
+    /* As QEMU's help_cmd(): "log" shows its items. */
+    if (!strcmp(word, "log")) {
+        qemu_log_items_help(out, "log");
+        return;
+    }
     list_commands(out, false, word);
 }
 
@@ -501,22 +506,29 @@ static void hmp_info_migrate_parameters(const char *args, GString *out)
     json_node_unref(ret);
 }
 
-/* log ITEM[,...]|none, as QEMU's: an unknown item prints the command's
- * help line and changes nothing. */
+/* log ITEM[,...]|none, as QEMU's: an unknown item prints the items and
+ * changes nothing; trace: items switch events, warnings in the reply. */
 static void hmp_log(const char *args, GString *out)
 {
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+    bool help = false;
     int mask = 0;
 
     if (!*args) {
-        g_string_append(out, "Parameter 'items' is missing\n");
+        g_string_append(out, "log: string expected\n"
+                        "Try \"help log\" for more information\n");
         return;
     }
     if (strcmp(args, "none")) {
-        mask = qemu_str_to_log_mask(args);
-        if (!mask) {
-            list_commands(out, false, "log");
+        if (!qemu_str_to_log_mask(args, &mask)) {
+            qemu_log_items_help(out, "log");
             return;
         }
+        qemu_log_enable_trace_items(args, "", warnings, &help);
+    }
+    for (guint i = 0; i < warnings->len; i++) {
+        g_string_append_printf(out, "%s\n",
+                               (char *)g_ptr_array_index(warnings, i));
     }
     qemu_set_log(mask);
 }

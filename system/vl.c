@@ -819,8 +819,9 @@ static bool parse_run_with(Config *cfg, GError **errp)
     return true;
 }
 
-/* -trace, in order, before anything a trace event reports on is made;
- * as parse_argv() does, false with *errp NULL after printing the list. */
+/* -trace, in order, then -d's trace: items (as QEMU, so these win),
+ * before anything a trace event reports on is made; as parse_argv()
+ * does, false with *errp NULL after printing the list. */
 static bool apply_traces(const Config *cfg, GError **errp)
 {
     g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
@@ -833,6 +834,10 @@ static bool apply_traces(const Config *cfg, GError **errp)
         if (!trace_opt_parse(arg, &file, warnings, &help, errp)) {
             return false;
         }
+    }
+    if (cfg->log_items) {
+        qemu_log_enable_trace_items(cfg->log_items, "illan: ", warnings,
+                                    &help);
     }
     for (guint i = 0; i < warnings->len; i++) {
         fprintf(stderr, "%s\n", (char *)g_ptr_array_index(warnings, i));
@@ -847,8 +852,8 @@ static bool apply_traces(const Config *cfg, GError **errp)
     return true;
 }
 
-/* -d, -D and -msg, first, so that everything after may log; *exit_now
- * after -d help. */
+/* -d's mask, -D and -msg, first, so that everything after may log;
+ * *exit_now after -d help. */
 static bool setup_log(const Config *cfg, bool *exit_now, GError **errp)
 {
     static const char *const known[] = { "timestamp", NULL };

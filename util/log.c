@@ -44,28 +44,50 @@ void qemu_log(const char *fmt, ...)
     g_mutex_unlock(&log_lock);
 }
 
-static int log_item_mask(const char *name)
+static const LogItem *log_item_find(const char *name)
 {
     for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
         if (!strcmp(name, log_items[i].name)) {
-            return log_items[i].mask;
+            return &log_items[i];
         }
     }
-    return 0;
+    return NULL;
 }
 
-int qemu_str_to_log_mask(const char *items)
+/* QEMU's "trace:PATTERN"; "trace:" alone is an unknown item. */
+static bool is_trace_item(const char *word)
+{
+    return g_str_has_prefix(word, "trace:") && word[6];
+}
+
+/* Adds @word's item to *@mask; false when it is no item.  trace: words
+ * are items with no mask bit. */
+static bool add_item(const char *word, int *mask)
+{
+    const LogItem *item;
+
+    if (is_trace_item(word)) {
+        return true;
+    }
+    item = log_item_find(word);
+    if (!item) {
+        return false;
+    }
+    *mask |= item->mask;
+    return true;
+}
+
+bool qemu_str_to_log_mask(const char *items, int *mask)
 {
     g_auto(GStrv) words = g_strsplit(items, ",", -1);
-    int mask = 0;
 
+    *mask = 0;
     for (char **w = words; *w; w++) {
-        if (!log_item_mask(*w)) {
-            return 0;
+        if (!add_item(*w, mask)) {
+            return false;
         }
-        mask |= log_item_mask(*w);
     }
-    return mask;
+    return true;
 }
 
 void qemu_set_log(int mask)
@@ -73,14 +95,19 @@ void qemu_set_log(int mask)
     __atomic_store_n(&qemu_loglevel, mask, __ATOMIC_RELAXED);
 }
 
-static void log_help(void)
+void qemu_log_items_help(GString *out, const char *command)
 {
-    printf("Log items (comma separated):\n");
-    for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
-        printf("%-15s %s\n", log_items[i].name, log_items[i].help);
+    g_string_append(out, "Log items (comma separated):\n");
+    if (!strcmp(command, "log")) {
+        g_string_append_printf(out, "%-15s %s\n", "none", "remove all logs");
     }
-    printf("trace:PATTERN   enable trace events\n"
-           "\nUse \"-d trace:help\" to get a list of trace events.\n\n");
+    for (size_t i = 0; i < G_N_ELEMENTS(log_items); i++) {
+        g_string_append_printf(out, "%-15s %s\n", log_items[i].name,
+                               log_items[i].help);
+    }
+    g_string_append_printf(out, "trace:PATTERN   enable trace events\n"
+                           "\nUse \"%s trace:help\" to get a list of trace "
+                           "events.\n\n", command);
 }
 
 bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
@@ -91,28 +118,33 @@ bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
     *exit_now = false;
     for (char **w = words; *w; w++) {
         if (!strcmp(*w, "help")) {
-            log_help();
+            g_autoptr(GString) help = g_string_new(NULL);
+
+            qemu_log_items_help(help, "-d");
+            fputs(help->str, stdout);
             *exit_now = true;
             return true;
         }
-        /* As QEMU: the events at once, their warnings on stderr without
-         * the option's name; "trace:" alone is an unknown item. */
-        if (g_str_has_prefix(*w, "trace:") && (*w)[6]) {
-            trace_enable_events(*w + 6, "illan: ", NULL, exit_now);
-            if (*exit_now) {
-                return true;
-            }
-            continue;
-        }
-        if (!log_item_mask(*w)) {
+        if (!add_item(*w, &mask)) {
             g_set_error(errp, ILLAN_ERROR, 0, "-d %s: unknown log item '%s' "
                         "(-d help lists them)", items, *w);
             return false;
         }
-        mask |= log_item_mask(*w);
     }
     qemu_set_log(mask);
     return true;
+}
+
+void qemu_log_enable_trace_items(const char *items, const char *prefix,
+                                 GPtrArray *warnings, bool *help)
+{
+    g_auto(GStrv) words = g_strsplit(items, ",", -1);
+
+    for (char **w = words; *w && !*help; w++) {
+        if (is_trace_item(*w)) {
+            trace_enable_events(*w + 6, prefix, warnings, help);
+        }
+    }
 }
 
 bool qemu_log_set_file(const char *path, bool append, GError **errp)

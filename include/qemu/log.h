@@ -34,14 +34,21 @@ void qemu_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
         }                                                   \
     } while (0)
 
-/* -d ITEMS: "guest_errors", "trace:PATTERN" (enables trace events;
- * "trace:help" lists them, *exit_now set),
- * "help" (prints the items, *exit_now set).  Errors name the item. */
+/* -d ITEMS: "guest_errors", "trace:PATTERN" (left for
+ * qemu_log_enable_trace_items), "help" (prints the items, *exit_now
+ * set).  Sets the mask; errors name the item. */
 bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp);
 
-/* QEMU's: the mask of the comma-separated @items, 0 when one is not an
- * item; for HMP "log", which prints its own help. */
-int qemu_str_to_log_mask(const char *items);
+/* The trace:PATTERN items of -d or HMP "log", in order, as
+ * trace_enable_events() takes them; as QEMU, -d's after every -trace. */
+void qemu_log_enable_trace_items(const char *items, const char *prefix,
+                                 GPtrArray *warnings, bool *help);
+
+/* For HMP "log": *@mask of the comma-separated @items (trace: items
+ * add no bit); false when one is no item. */
+bool qemu_str_to_log_mask(const char *items, int *mask);
+/* QEMU's list of the items, for "-d help" or HMP "log" (@command). */
+void qemu_log_items_help(GString *out, const char *command);
 /* The items on from now on (HMP "log", "log none" for 0). */
 void qemu_set_log(int mask);
 

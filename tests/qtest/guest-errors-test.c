@@ -322,8 +322,22 @@ static void change_mac_to_zero(QTestState *qts)
                     ==, H_PARAMETER);
 }
 
+/* What QEMU's HMP prints for "help log" and for a bad item, with
+ * illan's items. */
+#define LOG_ITEMS \
+    "Log items (comma separated):\r\n" \
+    "none            remove all logs\r\n" \
+    "guest_errors    log when the guest does something invalid (an hcall " \
+    "refused for the guest's mistake: its name, the argument and the " \
+    "rule)\r\n" \
+    "trace:PATTERN   enable trace events\r\n" \
+    "\r\n" \
+    "Use \"log trace:help\" to get a list of trace events.\r\n" \
+    "\r\n"
+
 /* HMP "log guest_errors" turns the item on in a running illan, "log
- * none" off; a bad item prints the command's help and changes nothing. */
+ * none" off; a bad item prints QEMU's list of the items and changes
+ * nothing. */
 static void test_hmp_log(void)
 {
     static const char line[] = "h_change_logical_lan_mac: mac 0x0 is not a "
@@ -333,7 +347,7 @@ static void test_hmp_log(void)
     QTestState *qts = start("", opts);
     g_autofree char *bad = NULL, *missing = NULL, *on = NULL, *off = NULL;
     g_autofree char *before = NULL, *after_on = NULL, *after_off = NULL;
-    g_autofree char *after_bad = NULL;
+    g_autofree char *after_bad = NULL, *help = NULL;
 
     change_mac_to_zero(qts);
     before = log_read(&l);
@@ -346,10 +360,12 @@ static void test_hmp_log(void)
     g_assert_cmpstr(after_on, ==, line);
 
     bad = hmp(qts, "log bogus");
-    g_assert_cmpstr(bad, ==, "log item1[,...] -- activate logging of the "
-                    "specified items\r\n");
+    g_assert_cmpstr(bad, ==, LOG_ITEMS);
+    help = hmp(qts, "help log");
+    g_assert_cmpstr(help, ==, LOG_ITEMS);
     missing = hmp(qts, "log");
-    g_assert_cmpstr(missing, ==, "Parameter 'items' is missing\r\n");
+    g_assert_cmpstr(missing, ==, "log: string expected\r\n"
+                    "Try \"help log\" for more information\r\n");
     change_mac_to_zero(qts);
     after_bad = log_read(&l);
     g_assert_cmpstr(after_bad, ==, "h_change_logical_lan_mac: mac 0x0 is "
@@ -366,6 +382,22 @@ static void test_hmp_log(void)
     log_free(&l);
 }
 
+/* As QEMU's: "log ...,trace:PATTERN" switches trace events on, and says
+ * so in the monitor when one does not exist. */
+static void test_hmp_log_trace(void)
+{
+    QTestState *qts = start("", "");
+    g_autofree char *on = hmp(qts, "log guest_errors,trace:spapr_iommu_get");
+    g_autofree char *state = hmp(qts, "info trace-events spapr_iommu_get");
+    g_autofree char *nosuch = hmp(qts, "log trace:nosuch");
+
+    g_assert_cmpstr(on, ==, "");
+    g_assert_cmpstr(state, ==, "spapr_iommu_get : state 1\r\n");
+    g_assert_cmpstr(nosuch, ==, "warning: trace event 'nosuch' does not "
+                    "exist\r\n");
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -377,5 +409,6 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/guest-errors/off-by-default", test_off_by_default);
     g_test_add_func("/guest-errors/hmp-log", test_hmp_log);
+    g_test_add_func("/guest-errors/hmp-log-trace", test_hmp_log_trace);
     return g_test_run();
 }

@@ -295,6 +295,18 @@ static void test_log_file_precedence(void)
     dump_run_free(&d);
 }
 
+/* As QEMU: -d's trace: items apply after every -trace, so they win. */
+static void test_log_trace_after_trace(void)
+{
+    DumpRun d = dump_run_new();
+    g_autofree char *err = dump_run(&d, "-d trace:spapr_iommu_new_table "
+                                    "-trace -spapr_iommu_new_table",
+                                    NULL, NULL);
+
+    g_assert_true(g_regex_match_simple("^" NEW_TABLE_LINE "$", err, 0, 0));
+    dump_run_free(&d);
+}
+
 static JsonNode *ret_of(JsonObject *rsp)
 {
     if (!json_object_has_member(rsp, "return")) {
@@ -455,6 +467,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace/option-errors", test_option_errors);
     g_test_add_func("/trace/log-file-modes", test_log_file_modes);
     g_test_add_func("/trace/log-file-precedence", test_log_file_precedence);
+    g_test_add_func("/trace/log-trace-after-trace",
+                    test_log_trace_after_trace);
     g_test_add_func("/trace/qmp", test_qmp);
     g_test_add_func("/trace/hmp", test_hmp);
     return g_test_run();

@@ -182,16 +182,21 @@ static void test_opt_parse(void)
     g_clear_error(&err);
 }
 
-/* -d trace:PATTERN switches events on; "trace:" alone is no item. */
+/* -d trace:PATTERN switches events on once applied (after -trace);
+ * "trace:" alone is no item. */
 static void test_log_items(void)
 {
     GError *err = NULL;
-    bool exit_now = true;
+    bool exit_now = true, help = false;
 
     all_off();
     g_assert_true(qemu_log_parse_items("trace:spapr_iommu_?et", &exit_now,
                                        &err));
     g_assert_false(exit_now);
+    g_assert_false(enabled("spapr_iommu_get"));
+    qemu_log_enable_trace_items("guest_errors,trace:spapr_iommu_?et", "",
+                                NULL, &help);
+    g_assert_false(help);
     g_assert_true(enabled("spapr_iommu_get"));
     g_assert_false(enabled("spapr_iommu_put"));
     g_assert_false(qemu_log_parse_items("trace:", &exit_now, &err));
