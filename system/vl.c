@@ -121,7 +121,7 @@ static const CmdOption cmd_options[] = {
     { "trace", "[enable=]PATTERN|events=FILE|file=FILE|help", "trace events (-trace help lists them; docs/system/tracing.md)", OPT_APPEND, CFG(traces) },
     { "d", "ITEM[,...]", "log the items (-d help lists them; guest_errors: hcalls refused for the guest's mistakes)", OPT_SET, CFG(log_items) },
     { "D", "FILE", "write the log to FILE, emptied first, instead of stderr", OPT_SET, CFG(log_file) },
-    { "msg", "timestamp=on|off", "timestamp=on: trace lines start with the thread id and the time", OPT_SET, CFG(msg) },
+    { "msg", "timestamp=on|off", "timestamp=on: trace lines start with the thread id and the time (guest-name= is accepted and ignored)", OPT_SET, CFG(msg) },
     { "version", NULL, "print the version and exit", OPT_VERSION, 0 },
     { "h", NULL, "print this help and exit", OPT_HELP, 0 },
     { "help", NULL, "print this help and exit", OPT_HELP, 0 },
@@ -828,14 +828,15 @@ static bool apply_traces(const Config *cfg, GError **errp)
     g_autofree char *file = NULL;
     bool help = false;
 
-    for (guint i = 0; i < cfg->traces->len; i++) {
+    /* As QEMU, the first help ends the run. */
+    for (guint i = 0; i < cfg->traces->len && !help; i++) {
         const char *arg = g_ptr_array_index(cfg->traces, i);
 
         if (!trace_opt_parse(arg, &file, warnings, &help, errp)) {
             return false;
         }
     }
-    if (cfg->log_items) {
+    if (cfg->log_items && !help) {
         qemu_log_enable_trace_items(cfg->log_items, "illan: ", warnings,
                                     &help);
     }
@@ -856,7 +857,8 @@ static bool apply_traces(const Config *cfg, GError **errp)
  * *exit_now after -d help. */
 static bool setup_log(const Config *cfg, bool *exit_now, GError **errp)
 {
-    static const char *const known[] = { "timestamp", NULL };
+    /* guest-name is QEMU's, accepted: illan prints no guest name. */
+    static const char *const known[] = { "timestamp", "guest-name", NULL };
     g_autoptr(QemuOpts) msg = NULL;
     const char *timestamp;
     bool on = false;

@@ -132,18 +132,19 @@ bool trace_enable_events_file(const char *path, GPtrArray *warnings,
     unsigned lineno = 0;
 
     if (!f) {
-        g_set_error_literal(errp, ILLAN_ERROR, 0, g_strerror(errno));
+        g_set_error(errp, ILLAN_ERROR, 0, "%s: %s", path, g_strerror(errno));
         return false;
     }
+    /* As QEMU: a line is its text less the newline, spaces kept; only
+     * empty lines and those starting with '#' are skipped. */
     while (getline(&buf, &size, f) >= 0) {
-        char *line = g_strstrip(buf);
-
+        buf[strcspn(buf, "\n")] = '\0';
         lineno++;
-        if (line[0] && line[0] != '#') {
+        if (buf[0] && buf[0] != '#') {
             g_autofree char *prefix = g_strdup_printf("illan:%s:%u: ", path,
                                                       lineno);
 
-            trace_enable_events(line, prefix, warnings, help);
+            trace_enable_events(buf, prefix, warnings, help);
         }
     }
     free(buf);
@@ -168,8 +169,8 @@ bool trace_opt_parse(const char *arg, char **file, GPtrArray *warnings,
     if (enable) {
         trace_enable_events(enable, prefix, warnings, help);
     }
+    /* QEMU's error names the file alone. */
     if (events && !trace_enable_events_file(events, warnings, help, errp)) {
-        g_prefix_error(errp, "-trace %s: ", arg);
         return false;
     }
     /* As QEMU: every -trace sets the file, so one without file= cancels

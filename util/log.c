@@ -116,6 +116,12 @@ bool qemu_log_parse_items(const char *items, bool *exit_now, GError **errp)
     int mask = 0;
 
     *exit_now = false;
+    /* QEMU refuses an empty -d as it does an unknown item. */
+    if (!*items) {
+        g_set_error(errp, ILLAN_ERROR, 0, "-d : unknown log item '' "
+                    "(-d help lists them)");
+        return false;
+    }
     for (char **w = words; *w; w++) {
         if (!strcmp(*w, "help")) {
             g_autoptr(GString) help = g_string_new(NULL);

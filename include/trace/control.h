@@ -57,9 +57,9 @@ void trace_list_events(FILE *out);
  */
 void trace_enable_events(const char *line, const char *prefix,
                          GPtrArray *warnings, bool *help);
-/* -trace events=FILE: one line each; '#' comments and blank lines
- * skipped.  The error is the system's reason alone, for the caller to
- * prefix. */
+/* -trace events=FILE: one line each, as written less its newline;
+ * lines starting with '#' and empty ones skipped.  The error is QEMU's,
+ * "FILE: REASON". */
 bool trace_enable_events_file(const char *path, GPtrArray *warnings,
                               bool *help, GError **errp);
 

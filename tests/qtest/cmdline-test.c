@@ -186,6 +186,8 @@ static void test_misc_ok(void)
     assert_contains(help, "-msg timestamp=on|off");
     g_free(run_ok("-M pseries,dumpdtb=/dev/null -d guest_errors -D /dev/null "
                   "-msg timestamp=on"));
+    /* As QEMU, which accepts it; illan has no guest name to print. */
+    g_free(run_ok("-M pseries,dumpdtb=/dev/null -msg guest-name=on"));
 }
 
 /* -d help lists the items on stdout and exits 0, whatever follows. */
@@ -319,8 +321,9 @@ static void test_errors(void)
           "/nonexistent/x.log: No such file or directory" },
         { "-msg timestamp=maybe", "illan: -msg timestamp=maybe: Parameter "
           "'timestamp' expects 'on' or 'off', not 'maybe'" },
-        { "-msg guest-name=on", "illan: -msg guest-name=on: Invalid "
-          "parameter 'guest-name'" },
+        { "-msg guest-name=on,foo=1", "illan: -msg guest-name=on,foo=1: "
+          "Invalid parameter 'foo'" },
+        { "-d ''", "illan: -d : unknown log item '' (-d help lists them)" },
         { "-M pseries,dumpdtb=/nonexistent/x.dtb",
           "cannot write /nonexistent/x.dtb: No such file or directory" },
     };
