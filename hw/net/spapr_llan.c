@@ -1457,11 +1457,8 @@ static int64_t vlan_attributes(SpaprVlanState *s, uint64_t *args)
     uint64_t cur = current_attrs_locked(s);
     uint64_t wanted = (cur & ~args[1]) | args[2];
 
+    /* Declined, not the guest's mistake: no guest-error line. */
     if ((wanted ^ cur) & ~changeable_attrs(s)) {
-        hcall_guest_error("h_illan_attributes", "reset 0x%" PRIx64 " set 0x%"
-                          PRIx64 " would change fixed attributes 0x%" PRIx64,
-                          args[1], args[2],
-                          (uint64_t)((wanted ^ cur) & ~changeable_attrs(s)));
         args[0] = cur;
         return H_CONSTRAINED;
     }

@@ -38,7 +38,7 @@ typedef struct Refusal {
     unsigned nargs;
     uint64_t args[9];
     int64_t ret;
-    const char *line;
+    const char *line;   /* NULL: a refusal that is no guest mistake */
 } Refusal;
 
 static const Refusal refusals[] = {
@@ -197,9 +197,9 @@ static const Refusal refusals[] = {
     { "change-mac-multicast", "", OPEN, H_CHANGE_LOGICAL_LAN_MAC, 2,
       { UNIT, 0x01005E000001ULL }, H_PARAMETER, "h_change_logical_lan_mac: "
       "mac 0x1005e000001 is not a 48-bit unicast MAC other than 0" },
+    /* Well formed, declined by the device: no guest mistake, no line. */
     { "attributes-fixed", "", CLOSED, H_ILLAN_ATTRIBUTES, 3, { UNIT, 0, 1 },
-      H_CONSTRAINED, "h_illan_attributes: reset 0x0 set 0x1 would change "
-      "fixed attributes 0x1" },
+      H_CONSTRAINED, NULL },
     { "attributes-unit", "", CLOSED, H_ILLAN_ATTRIBUTES, 3,
       { UNIT + 1, 0, 0 }, H_PARAMETER, "h_illan_attributes: unit 0x71000001 "
       "is not a logical LAN" },
@@ -268,13 +268,14 @@ static void run_refusal(QTestState *qts, const Refusal *r)
                     ==, r->ret);
 }
 
-/* Each refusal, on an illan of its own: exactly its one line. */
+/* Each refusal, on an illan of its own: exactly its one line, or none. */
 static void test_refusal(gconstpointer data)
 {
     const Refusal *r = data;
     Log l = log_new();
     g_autofree char *opts = g_strdup_printf("-d guest_errors -D %s", l.path);
-    g_autofree char *want = g_strdup_printf("%s\n", r->line);
+    g_autofree char *want = r->line ? g_strdup_printf("%s\n", r->line)
+                                    : g_strdup("");
     QTestState *qts = start(r->device_opts, opts);
     g_autofree char *setup_text = log_read(&l);
     g_autofree char *text = NULL;
