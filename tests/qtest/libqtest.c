@@ -223,6 +223,18 @@ JsonObject *qtest_qmp(QTestState *s, const char *fmt, ...)
     return qtest_qmp_reply(s);
 }
 
+JsonNode *qtest_qmp_return(JsonObject *rsp)
+{
+    if (!json_object_has_member(rsp, "return")) {
+        g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(),
+                                                         rsp);
+        g_autofree char *text = json_to_string(node, false);
+
+        g_error("no return: %s", text);
+    }
+    return json_object_get_member(rsp, "return");
+}
+
 JsonObject *qtest_qmp_eventwait(QTestState *s, const char *event)
 {
     for (GList *l = s->events.head; l; l = l->next) {

@@ -42,6 +42,9 @@ JsonObject *qtest_qmp_reply(QTestState *s);
 JsonObject *qtest_qmp_reply_within(QTestState *s, double timeout_s);
 JsonObject *qtest_qmp_receive(QTestState *s);
 JsonObject *qtest_qmp_eventwait(QTestState *s, const char *event);
+/* The "return" of reply @rsp, owned by it; a reply without one fails
+ * the test, printing it. */
+JsonNode *qtest_qmp_return(JsonObject *rsp);
 bool qtest_qmp_event_pending(QTestState *s, const char *event);
 void qtest_qmp_send_raw(QTestState *s, const char *data, size_t len);
 

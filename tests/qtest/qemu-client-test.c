@@ -34,19 +34,6 @@ static void add_ram_object(QTestState *qts)
     json_object_unref(rsp);
 }
 
-/* The "return" of a reply (asserting there is one), owned by @rsp. */
-static JsonNode *ret_of(JsonObject *rsp)
-{
-    if (!json_object_has_member(rsp, "return")) {
-        g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(),
-                                                         rsp);
-        g_autofree char *text = json_to_string(node, false);
-
-        g_error("no return: %s", text);
-    }
-    return json_object_get_member(rsp, "return");
-}
-
 static void assert_error(JsonObject *rsp, const char *cls, const char *desc)
 {
     JsonObject *err;
@@ -62,7 +49,7 @@ static char *hmp(QTestState *qts, const char *line)
 {
     JsonObject *rsp = qtest_qmp(qts, "{'execute': 'human-monitor-command', "
                                 "'arguments': {'command-line': '%s'}}", line);
-    char *text = g_strdup(json_node_get_string(ret_of(rsp)));
+    char *text = g_strdup(json_node_get_string(qtest_qmp_return(rsp)));
 
     json_object_unref(rsp);
     return text;
@@ -72,7 +59,7 @@ static char *hmp(QTestState *qts, const char *line)
 static char *default_machine_type(QTestState *qts)
 {
     JsonObject *rsp = qtest_qmp(qts, "{'execute': 'query-machines'}");
-    JsonArray *list = json_node_get_array(ret_of(rsp));
+    JsonArray *list = json_node_get_array(qtest_qmp_return(rsp));
     char *type = NULL;
 
     for (guint i = 0; i < json_array_get_length(list); i++) {
@@ -109,7 +96,7 @@ static void walk_prop(Walk *w, const char *path, JsonObject *p)
     JsonObject *rsp = qtest_qmp(w->qts, "{'execute': 'qom-get', 'arguments':"
                                 " {'path': '%s', 'property': '%s'}}",
                                 path, name);
-    JsonNode *v = ret_of(rsp);
+    JsonNode *v = qtest_qmp_return(rsp);
 
     w->props++;
     if (g_str_has_prefix(type, "child<")) {
@@ -134,11 +121,11 @@ static void walk(Walk *w, const char *path, const char *type)
 {
     JsonObject *rsp = qtest_qmp(w->qts, "{'execute': 'qom-list', "
                                 "'arguments': {'path': '%s'}}", path);
-    JsonArray *props = json_node_get_array(ret_of(rsp));
+    JsonArray *props = json_node_get_array(qtest_qmp_return(rsp));
     JsonObject *t = qtest_qmp(w->qts, "{'execute': 'qom-get', 'arguments':"
                               " {'path': '%s', 'property': 'type'}}", path);
 
-    g_assert_cmpstr(json_node_get_string(ret_of(t)), ==, type);
+    g_assert_cmpstr(json_node_get_string(qtest_qmp_return(t)), ==, type);
     json_object_unref(t);
     g_assert_true(g_hash_table_insert(w->types, g_strdup(path),
                                       g_strdup(type)));
@@ -187,7 +174,7 @@ static void check_prop(QTestState *qts, const char *path, const char *prop,
     JsonObject *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
                                 "{'path': '%s', 'property': '%s'}}",
                                 path, prop);
-    g_autofree char *text = json_to_string(ret_of(rsp), false);
+    g_autofree char *text = json_to_string(qtest_qmp_return(rsp), false);
 
     g_assert_cmpstr(text, ==, json);
     json_object_unref(rsp);
@@ -228,7 +215,7 @@ static void test_qom_values(void)
                  "GenericError", nope);
     rsp = qtest_qmp(r.qts, "{'execute': 'qom-list-get', 'arguments': "
                     "{'paths': ['/objects/ram0', '/machine']}}");
-    list = json_node_get_array(ret_of(rsp));
+    list = json_node_get_array(qtest_qmp_return(rsp));
     g_assert_cmpuint(json_array_get_length(list), ==, 2);
     props = json_object_get_array_member(
         json_array_get_object_element(list, 0), "properties");
@@ -304,7 +291,7 @@ static void set_link(QTestState *qts, const char *name, bool up)
                                 " {'name': '%s', 'up': %s}}", name,
                                 up ? "true" : "false");
 
-    ret_of(rsp);
+    qtest_qmp_return(rsp);
     json_object_unref(rsp);
 }
 
@@ -370,7 +357,7 @@ static void test_device_list_properties(void)
     QTestState *qts = qtest_init("");
     JsonObject *rsp = qtest_qmp(qts, "{'execute': 'device-list-properties',"
                                 " 'arguments': {'typename': 'spapr-vlan'}}");
-    JsonArray *list = json_node_get_array(ret_of(rsp));
+    JsonArray *list = json_node_get_array(qtest_qmp_return(rsp));
 
     for (guint i = 0; i < json_array_get_length(list); i++) {
         JsonObject *p = json_array_get_object_element(list, i);
@@ -410,8 +397,8 @@ static void test_schema_complete(void)
     QTestState *qts = qtest_init("");
     JsonObject *schema_rsp = qtest_qmp(qts, "{'execute': 'query-qmp-schema'}");
     JsonObject *cmds_rsp = qtest_qmp(qts, "{'execute': 'query-commands'}");
-    JsonArray *schema = json_node_get_array(ret_of(schema_rsp));
-    JsonArray *cmds = json_node_get_array(ret_of(cmds_rsp));
+    JsonArray *schema = json_node_get_array(qtest_qmp_return(schema_rsp));
+    JsonArray *cmds = json_node_get_array(qtest_qmp_return(cmds_rsp));
     g_autoptr(GHashTable) described = g_hash_table_new(g_str_hash,
                                                        g_str_equal);
 
@@ -460,8 +447,8 @@ static void test_qom_list_types(void)
                                 "'arguments': {'abstract': true}}");
     JsonObject *devs = qtest_qmp(qts, "{'execute': 'qom-list-types', "
                                  "'arguments': {'implements': 'device'}}");
-    JsonArray *types = json_node_get_array(ret_of(all));
-    JsonArray *dl = json_node_get_array(ret_of(devs));
+    JsonArray *types = json_node_get_array(qtest_qmp_return(all));
+    JsonArray *dl = json_node_get_array(qtest_qmp_return(devs));
     g_autofree char *machine = default_machine_type(qts);
 
     g_assert_cmpstr(type_parent(types, "spapr-vlan"), ==, "vio-spapr-device");
@@ -482,7 +469,7 @@ static void test_blind_queries(void)
 {
     QTestState *qts = qtest_init("");
     JsonObject *rsp = qtest_qmp(qts, "{'execute': 'query-qmp-schema'}");
-    JsonArray *schema = json_node_get_array(ret_of(rsp));
+    JsonArray *schema = json_node_get_array(qtest_qmp_return(rsp));
     guint ran = 0;
 
     for (guint i = 0; i < json_array_get_length(schema); i++) {
@@ -495,7 +482,7 @@ static void test_blind_queries(void)
             continue;
         }
         r = qtest_qmp(qts, "{'execute': '%s'}", name);
-        ret_of(r);
+        qtest_qmp_return(r);
         json_object_unref(r);
         ran++;
     }
@@ -504,12 +491,12 @@ static void test_blind_queries(void)
 
     /* No -name, no name. */
     rsp = qtest_qmp(qts, "{'execute': 'query-name'}");
-    g_assert_cmpuint(json_object_get_size(json_node_get_object(ret_of(rsp))),
-                     ==, 0);
+    g_assert_cmpuint(json_object_get_size(
+                         json_node_get_object(qtest_qmp_return(rsp))), ==, 0);
     json_object_unref(rsp);
     rsp = qtest_qmp(qts, "{'execute': 'query-cpus-fast'}");
-    g_assert_cmpuint(json_array_get_length(json_node_get_array(ret_of(rsp))),
-                     ==, 0);
+    g_assert_cmpuint(json_array_get_length(
+                         json_node_get_array(qtest_qmp_return(rsp))), ==, 0);
     json_object_unref(rsp);
     assert_error(qtest_qmp(qts, "{'execute': 'query-kvm'}"),
                  "CommandNotFound", "The command query-kvm has not been "
@@ -522,7 +509,7 @@ static void test_query_machines(void)
     QTestState *qts = qtest_init("");
     JsonObject *rsp = qtest_qmp(qts, "{'execute': 'query-machines', "
                                 "'arguments': {'compat-props': true}}");
-    JsonArray *list = json_node_get_array(ret_of(rsp));
+    JsonArray *list = json_node_get_array(qtest_qmp_return(rsp));
     guint defaults = 0, compat = 0;
 
     for (guint i = 0; i < json_array_get_length(list); i++) {
@@ -531,7 +518,7 @@ static void test_query_machines(void)
                                   " 'arguments': {'typename': '%s-machine'}}",
                                   json_object_get_string_member(m, "name"));
 
-        ret_of(c);
+        qtest_qmp_return(c);
         json_object_unref(c);
         defaults += json_object_has_member(m, "is-default");
         compat += json_array_get_length(
@@ -550,7 +537,7 @@ static void test_query_machines(void)
 static char *version_line(QTestState *qts)
 {
     JsonObject *rsp = qtest_qmp(qts, "{'execute': 'query-version'}");
-    JsonObject *v = json_node_get_object(ret_of(rsp));
+    JsonObject *v = json_node_get_object(qtest_qmp_return(rsp));
     JsonObject *q = json_object_get_object_member(v, "qemu");
     char *line = g_strdup_printf("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT
                                  ".%" G_GINT64_FORMAT " %s\r\n",
@@ -678,7 +665,7 @@ static void test_hmp_errors(void)
     /* qmp-shell -H sends cpu-index 0 with every line. */
     rsp = qtest_qmp(qts, "{'execute': 'human-monitor-command', 'arguments': "
                     "{'command-line': 'info status', 'cpu-index': 0}}");
-    g_assert_cmpstr(json_node_get_string(ret_of(rsp)), ==,
+    g_assert_cmpstr(json_node_get_string(qtest_qmp_return(rsp)), ==,
                     "VM status: running\r\n");
     json_object_unref(rsp);
     qtest_quit(qts);

@@ -8,6 +8,7 @@
 #include "libqtest.h"
 
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LIOBN       0x71000000ULL
@@ -64,6 +65,42 @@ static void test_iommu_put_line(void)
     g_assert_cmpstr(log, ==,
         "spapr_iommu_put liobn=0x71000000 ioba=0x5000 tce=0x200003 ret=0\n"
         "spapr_iommu_put liobn=0x12345678 ioba=0x6abc tce=0x3 ret=-4\n");
+    trace_run_end(&r);
+}
+
+/* -msg timestamp=on from the command line: every line starts with
+ * QEMU's "TID@SEC.USEC:", the id of one of illan's threads. */
+static void test_timestamp_lines(void)
+{
+    TraceRun r;
+    g_autofree char *log = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(GRegex) re = g_regex_new(
+        "^([0-9]+)@[0-9]+\\.[0-9]{6}:spapr_iommu_put ", 0, 0, NULL);
+
+    trace_run_start(&r, "-msg timestamp=on -trace enable=spapr_iommu_put");
+    for (uint64_t ioba = 0x1000; ioba <= 0x3000; ioba += 0x1000) {
+        g_assert_cmpint(qtest_hcallv(r.s, H_PUT_TCE, LIOBN, ioba, 0x3), ==,
+                        H_SUCCESS);
+    }
+    log = trace_run_log(&r);
+    lines = g_strsplit(log, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 4);
+    g_assert_cmpstr(lines[3], ==, "");
+    for (size_t i = 0; i < 3; i++) {
+        g_autoptr(GMatchInfo) m = NULL;
+        g_autofree char *tid = NULL, *task = NULL;
+
+        if (!g_regex_match(re, lines[i], 0, &m)) {
+            g_error("line %zu not QEMU's timestamped form: '%s'", i,
+                    lines[i]);
+        }
+        tid = g_match_info_fetch(m, 1);
+        g_assert_cmpint(atoi(tid), >, 0);
+        task = g_strdup_printf("/proc/%d/task/%s", (int)qtest_pid(r.s),
+                               tid);
+        g_assert_true(g_file_test(task, G_FILE_TEST_IS_DIR));
+    }
     trace_run_end(&r);
 }
 
@@ -308,22 +345,10 @@ static void test_log_trace_after_trace(void)
     dump_run_free(&d);
 }
 
-static JsonNode *ret_of(JsonObject *rsp)
-{
-    if (!json_object_has_member(rsp, "return")) {
-        g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(),
-                                                         rsp);
-        g_autofree char *text = json_to_string(node, false);
-
-        g_error("no return: %s", text);
-    }
-    return json_object_get_member(rsp, "return");
-}
-
 /* Takes @rsp; its return as compact JSON. */
 static char *return_text(JsonObject *rsp)
 {
-    char *text = json_to_string(ret_of(rsp), false);
+    char *text = json_to_string(qtest_qmp_return(rsp), false);
 
     json_object_unref(rsp);
     return text;
@@ -462,6 +487,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/trace/iommu-put-line", test_iommu_put_line);
     g_test_add_func("/trace/off-writes-nothing", test_off_writes_nothing);
+    g_test_add_func("/trace/timestamp-lines", test_timestamp_lines);
     g_test_add_func("/trace/help", test_help);
     g_test_add_func("/trace/iommu-hcall-lines", test_iommu_hcall_lines);
     g_test_add_func("/trace/events-file", test_events_file);
