@@ -937,7 +937,8 @@ static void spapr_vlan_rx_run_end(void *opaque)
 /* The work of the hcalls, under the device lock. */
 
 /* A page H_REGISTER_LOGICAL_LAN takes; @what names its argument. */
-static bool page_ok(SpaprVioDevice *dev, const char *what, uint64_t addr)
+static bool page_ok(SpaprVioDevice *dev, const char *hcall, const char *what,
+                    uint64_t addr)
 {
     const char *why =
         addr >> 32 ? "is above 4 GiB" :
@@ -946,8 +947,7 @@ static bool page_ok(SpaprVioDevice *dev, const char *what, uint64_t addr)
             "is not mapped for read and write" : NULL;
 
     if (why) {
-        hcall_guest_error("h_register_logical_lan", "%s 0x%" PRIx64 " %s",
-                          what, addr, why);
+        hcall_guest_error(hcall, "%s 0x%" PRIx64 " %s", what, addr, why);
     }
     return !why;
 }
@@ -990,10 +990,10 @@ static bool open_ok(SpaprVlanState *s, const char *hcall)
     return s->isopen;
 }
 
-static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
-                               uint64_t rec_queue, uint64_t filter_list)
+static int64_t register_locked(SpaprVlanState *s, const char *hcall,
+                               uint64_t buf_list, uint64_t rec_queue,
+                               uint64_t filter_list)
 {
-    static const char hcall[] = "h_register_logical_lan";
     SpaprVioDevice *dev = &s->vdev;
 
     if (s->isopen) {
@@ -1001,8 +1001,8 @@ static int64_t register_locked(SpaprVlanState *s, uint64_t buf_list,
                           "(h_free_logical_lan first)", dev->reg);
         return H_RESOURCE;
     }
-    if (!page_ok(dev, "buf_list", buf_list) ||
-        !page_ok(dev, "filter_list", filter_list)) {
+    if (!page_ok(dev, hcall, "buf_list", buf_list) ||
+        !page_ok(dev, hcall, "filter_list", filter_list)) {
         return H_PARAMETER;
     }
     if (!(rec_queue & LLAN_BD_VALID)) {
@@ -1095,16 +1095,17 @@ static void unadd_buffers_locked(SpaprVlanState *s, const uint64_t *bds,
  * part of them would leave the device holding memory the guest reused.
  * The return code is that of the first descriptor that failed.
  */
-static int64_t add_buffers_locked(SpaprVlanState *s, const uint64_t *bds)
+static int64_t add_buffers_locked(SpaprVlanState *s, const char *hcall,
+                                  const uint64_t *bds)
 {
     uint32_t page_slots[8], saved_add_ptr = s->add_buf_ptr;
 
     for (unsigned i = 0; i < 8; i++) {
-        if (bds[i] && !rx_bd_ok(s, "h_add_logical_lan_buffers", bds[i])) {
+        if (bds[i] && !rx_bd_ok(s, hcall, bds[i])) {
             return H_PARAMETER;
         }
     }
-    if (!open_ok(s, "h_add_logical_lan_buffers")) {
+    if (!open_ok(s, hcall)) {
         return H_RESOURCE;
     }
     for (unsigned i = 0; i < 8; i++) {
@@ -1113,7 +1114,7 @@ static int64_t add_buffers_locked(SpaprVlanState *s, const uint64_t *bds)
         if (!bds[i]) {
             continue;
         }
-        ret = add_buffer_locked(s, "h_add_logical_lan_buffers", bds[i]);
+        ret = add_buffer_locked(s, hcall, bds[i]);
         if (ret != H_SUCCESS) {
             unadd_buffers_locked(s, bds, i, page_slots);
             s->add_buf_ptr = saved_add_ptr;
@@ -1312,10 +1313,12 @@ static int64_t mcast_table_op(SpaprVlanFilter *f, unsigned op, uint64_t addr)
  * The hcalls.  h_vlan() does what every one of them shares: the unit
  * address must name a logical LAN, the call runs under the device lock,
  * and a change to the receive filter is announced once the lock is
- * dropped.  Each function below gets the arguments r4.. (args[0] is the
- * unit address) and may write outputs back into them.
+ * dropped.  Each function below gets the hcall's name (for -d
+ * guest_errors) and the arguments r4.. (args[0] is the unit address), and
+ * may write outputs back into them.
  */
-typedef int64_t (*VlanHcallFn)(SpaprVlanState *s, uint64_t *args);
+typedef int64_t (*VlanHcallFn)(SpaprVlanState *s, const char *hcall,
+                               uint64_t *args);
 
 /* A MAC a guest may give the adapter: 48 bits, unicast, not zero. */
 static bool guest_mac_ok(const char *hcall, uint64_t v)
@@ -1346,56 +1349,60 @@ static void set_mac_locked(SpaprVlanState *s, uint64_t v)
  * while it was closed.  0 keeps the MAC in force, for a guest that
  * passes none.  Refused before anything changes.
  */
-static int64_t vlan_register(SpaprVlanState *s, uint64_t *args)
+static int64_t vlan_register(SpaprVlanState *s, const char *hcall,
+                             uint64_t *args)
 {
     int64_t ret;
 
-    if (!s->isopen && args[4] && !guest_mac_ok("h_register_logical_lan",
-                                               args[4])) {
+    if (!s->isopen && args[4] && !guest_mac_ok(hcall, args[4])) {
         return H_PARAMETER;
     }
-    ret = register_locked(s, args[1], args[2], args[3]);
+    ret = register_locked(s, hcall, args[1], args[2], args[3]);
     if (ret == H_SUCCESS && args[4]) {
         set_mac_locked(s, args[4]);
     }
     return ret;
 }
 
-static int64_t vlan_free(SpaprVlanState *s, uint64_t *args)
+static int64_t vlan_free(SpaprVlanState *s, const char *hcall,
+                         uint64_t *args)
 {
     (void)args;
-    if (!open_ok(s, "h_free_logical_lan")) {
+    if (!open_ok(s, hcall)) {
         return H_RESOURCE;
     }
     vlan_close_locked(s);
     return H_SUCCESS;
 }
 
-static int64_t vlan_add_buffer(SpaprVlanState *s, uint64_t *args)
+static int64_t vlan_add_buffer(SpaprVlanState *s, const char *hcall,
+                               uint64_t *args)
 {
     trace_spapr_vlan_h_add_logical_lan_buffer(args[0], args[1]);
-    if (!rx_bd_ok(s, "h_add_logical_lan_buffer", args[1])) {
+    if (!rx_bd_ok(s, hcall, args[1])) {
         return H_PARAMETER;
     }
-    if (!open_ok(s, "h_add_logical_lan_buffer")) {
+    if (!open_ok(s, hcall)) {
         return H_RESOURCE;
     }
-    return add_buffer_locked(s, "h_add_logical_lan_buffer", args[1]);
+    return add_buffer_locked(s, hcall, args[1]);
 }
 
-static int64_t vlan_add_buffers(SpaprVlanState *s, uint64_t *args)
+static int64_t vlan_add_buffers(SpaprVlanState *s, const char *hcall,
+                                uint64_t *args)
 {
-    return add_buffers_locked(s, &args[1]);
+    return add_buffers_locked(s, hcall, &args[1]);
 }
 
-static int64_t vlan_multicast_ctrl(SpaprVlanState *s, uint64_t *args)
+static int64_t vlan_multicast_ctrl(SpaprVlanState *s, const char *hcall,
+                                   uint64_t *args)
 {
     uint64_t flags = args[1];
     SpaprVlanFilter f = s->filter;
     int64_t ret = H_SUCCESS;
 
     if (flags & ~MCAST_KNOWN_FLAGS) {
-        hcall_guest_error("h_multicast_ctrl", "flags 0x%" PRIx64 " set "
+        hcall_guest_error(hcall, "flags 0x%" PRIx64 " set "
                           "unknown bits 0x%" PRIx64, flags,
                           (uint64_t)(flags & ~MCAST_KNOWN_FLAGS));
         return H_PARAMETER;
@@ -1417,9 +1424,10 @@ static int64_t vlan_multicast_ctrl(SpaprVlanState *s, uint64_t *args)
     return ret;
 }
 
-static int64_t vlan_change_mac(SpaprVlanState *s, uint64_t *args)
+static int64_t vlan_change_mac(SpaprVlanState *s, const char *hcall,
+                               uint64_t *args)
 {
-    if (!guest_mac_ok("h_change_logical_lan_mac", args[1])) {
+    if (!guest_mac_ok(hcall, args[1])) {
         return H_PARAMETER;
     }
     set_mac_locked(s, args[1]);
@@ -1452,11 +1460,13 @@ static uint64_t current_attrs_locked(const SpaprVlanState *s)
  * Parameter is for a unit address that names no adapter.  r4 is the
  * attributes in force either way.  Allowed open or closed.
  */
-static int64_t vlan_attributes(SpaprVlanState *s, uint64_t *args)
+static int64_t vlan_attributes(SpaprVlanState *s, const char *hcall,
+                               uint64_t *args)
 {
     uint64_t cur = current_attrs_locked(s);
     uint64_t wanted = (cur & ~args[1]) | args[2];
 
+    (void)hcall;
     /* Declined, not the guest's mistake: no guest-error line. */
     if ((wanted ^ cur) & ~changeable_attrs(s)) {
         args[0] = cur;
@@ -1581,7 +1591,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
         return H_PARAMETER;
     }
     qemu_mutex_lock(&s->lock);
-    ret = fn(s, args);
+    ret = fn(s, name, args);
     trace_hcall(opcode, reg, args, ret);
     changed = s->rx_filter_changed;
     s->rx_filter_changed = false;
