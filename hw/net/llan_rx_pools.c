@@ -89,11 +89,12 @@ LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd)
     if (p->count >= LLAN_RX_POOL_MAX_BDS) {
         return LLAN_RX_POOL_FULL;
     }
-    p->bds[p->count++] = bd;
+    /* QEMU's count: the buffers in the pool before this one. */
     if (trace_event_get_state_spapr_vlan_add_rxbuf_to_pool()) {
         trace_spapr_vlan_add_rxbuf_to_pool(pool_number(pools, p), size,
                                            p->count);
     }
+    p->bds[p->count++] = bd;
     return LLAN_RX_POOL_ADDED;
 }
 
