@@ -307,7 +307,9 @@ static void trace_pool_taken(const SpaprVlanState *s, uint32_t need, int pool)
     /* The pool just taken from still fits if it is not empty. */
     unsigned fitted = llan_rx_pools_fitting(&s->pools, need) + !p->count;
 
-    trace_spapr_vlan_get_rx_bd_from_pool_found(pool, p->count, s->rx_bufs);
+    /* QEMU's count: the pool's buffers with the one just taken. */
+    trace_spapr_vlan_get_rx_bd_from_pool_found(pool, p->count + 1,
+                                               s->rx_bufs);
     trace_spapr_vlan_rx_pool_choice(need, pool, p->bufsize,
                                     fitted > 1 ? "best fit" : "only fit");
 }
