@@ -94,16 +94,21 @@ static void set_pending(RamSaver *rs, uint64_t pages)
 /* The dirty log starts with every page marked: one sync takes them. */
 void ram_saver_mark_all(RamSaver *rs)
 {
+    uint64_t added;
+
     guest_ram_dirty_log_start(rs->ram);
-    set_pending(rs, guest_ram_dirty_sync(rs->ram, rs->bitmap));
+    set_pending(rs, guest_ram_dirty_sync(rs->ram, rs->bitmap, &added));
     guest_ram_dirty_log_stop(rs->ram);
 }
 
 uint64_t ram_saver_sync(RamSaver *rs)
 {
-    set_pending(rs, guest_ram_dirty_sync(rs->ram, rs->bitmap));
+    uint64_t added;
+
+    set_pending(rs, guest_ram_dirty_sync(rs->ram, rs->bitmap, &added));
     count(&rs->stats->dirty_sync_count, 1);
-    trace_migration_bitmap_sync_end(rs->pending);
+    /* QEMU's figure: the pages this sync found newly dirty. */
+    trace_migration_bitmap_sync_end(added);
     return rs->pending;
 }
 

@@ -227,14 +227,19 @@ size_t guest_ram_dirty_words(const GuestRam *ram)
     return ram->dirty_words;
 }
 
-uint64_t guest_ram_dirty_sync(GuestRam *ram, uint64_t *bitmap)
+uint64_t guest_ram_dirty_sync(GuestRam *ram, uint64_t *bitmap,
+                              uint64_t *added)
 {
     uint64_t pending = 0;
 
+    *added = 0;
     for (size_t i = 0; i < ram->dirty_words; i++) {
         if (__atomic_load_n(&ram->dirty[i], __ATOMIC_RELAXED)) {
-            bitmap[i] |= __atomic_exchange_n(&ram->dirty[i], 0,
-                                             __ATOMIC_ACQUIRE);
+            uint64_t marked = __atomic_exchange_n(&ram->dirty[i], 0,
+                                                  __ATOMIC_ACQUIRE);
+
+            *added += __builtin_popcountll(marked & ~bitmap[i]);
+            bitmap[i] |= marked;
         }
         pending += __builtin_popcountll(bitmap[i]);
     }

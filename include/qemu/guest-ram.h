@@ -57,8 +57,9 @@ void guest_ram_dirty_log_start(GuestRam *ram);
 void guest_ram_dirty_log_stop(GuestRam *ram);
 /* Moves the pages marked since the last sync into @bitmap (one bit per
  * page, guest_ram_dirty_words() words, bits ORed in) and returns how
- * many it moved. */
-uint64_t guest_ram_dirty_sync(GuestRam *ram, uint64_t *bitmap);
+ * many bits @bitmap has set; *@added is how many were not set before. */
+uint64_t guest_ram_dirty_sync(GuestRam *ram, uint64_t *bitmap,
+                              uint64_t *added);
 size_t guest_ram_dirty_words(const GuestRam *ram);
 /*
  * Copies one page while other threads may be writing it (a migration

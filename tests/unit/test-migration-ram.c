@@ -5,8 +5,11 @@
  */
 #include "migration/qemu-file.h"
 #include "migration/ram.h"
+#include "qemu/log.h"
+#include "trace/control.h"
 
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -76,9 +79,57 @@ static void test_zero_pages(void)
     guest_ram_free(dst);
 }
 
+/* QEMU's migration_bitmap_sync_end gives the pages a sync found newly
+ * dirty, not those still waiting to be sent. */
+static void test_sync_traces_new_pages(void)
+{
+    const TraceEvent *ev = trace_event_find("migration_bitmap_sync_end");
+    g_autoptr(GError) err = NULL;
+    g_autofree char *path = NULL, *log = NULL;
+    GuestRam *ram;
+    RamStats st = { 0 };
+    QEMUFile *f;
+    RamSaver *rs;
+    int fd;
+
+    if (!trace_event_available(ev)) {
+        g_test_skip("trace events compiled out");
+        return;
+    }
+    fd = g_file_open_tmp("test-migration-ram-XXXXXX", &path, &err);
+    g_assert_no_error(err);
+    g_assert_true(qemu_log_set_file(path, &err));
+    trace_event_set_enabled(ev, true);
+    ram = new_ram();
+    f = qemu_file_new_output(dup(fd));
+    rs = ram_saver_new(f, ram, &st);
+    guest_ram_dirty_log_start(ram);
+    g_assert_cmpuint(ram_saver_sync(rs), ==, PAGES);
+    g_assert_true(ram_saver_send(rs, UINT64_MAX));
+    g_assert_true(guest_ram_fill(ram, 0, 0x5A, 1));
+    g_assert_cmpuint(ram_saver_sync(rs), ==, 1);
+    /* Written again before it was sent: still one page, none new. */
+    g_assert_true(guest_ram_fill(ram, 0, 0xA5, 1));
+    g_assert_cmpuint(ram_saver_sync(rs), ==, 1);
+    guest_ram_dirty_log_stop(ram);
+    trace_event_set_enabled(ev, false);
+    g_assert_true(qemu_log_set_file(NULL, &err));
+    g_assert_true(g_file_get_contents(path, &log, NULL, &err));
+    g_assert_cmpstr(log, ==, "migration_bitmap_sync_end dirty_pages 16\n"
+                             "migration_bitmap_sync_end dirty_pages 1\n"
+                             "migration_bitmap_sync_end dirty_pages 0\n");
+    ram_saver_free(rs);
+    g_assert_true(qemu_file_close(f, NULL));
+    guest_ram_free(ram);
+    close(fd);
+    g_unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/migration-ram/zero-pages", test_zero_pages);
+    g_test_add_func("/migration-ram/sync-traces-new-pages",
+                    test_sync_traces_new_pages);
     return g_test_run();
 }
