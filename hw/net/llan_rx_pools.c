@@ -107,8 +107,8 @@ void llan_rx_pools_unadd(LlanRxPools *pools, uint64_t bd)
     }
 }
 
-int llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
-                               uint64_t *bd)
+bool llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
+                                uint64_t *bd, int *pool)
 {
     for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
         LlanRxPool *p = pools->sorted[i];
@@ -117,10 +117,11 @@ int llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
             *bd = p->bds[--p->count];
             p->bds[p->count] = 0;
             p->hits++;
-            return i;
+            *pool = i;
+            return true;
         }
     }
-    return -1;
+    return false;
 }
 
 unsigned llan_rx_pools_fitting(const LlanRxPools *pools, uint32_t need)

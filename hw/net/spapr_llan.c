@@ -320,14 +320,17 @@ static bool tracing_pool_taken(void)
            trace_event_get_state_spapr_vlan_rx_pool_choice();
 }
 
-static int take_from_pool(SpaprVlanState *s, uint32_t need, uint64_t *bd)
+static bool take_from_pool(SpaprVlanState *s, uint32_t need, uint64_t *bd)
 {
-    int pool = llan_rx_pool_take_best_fit(&s->pools, need, bd);
+    int pool;
 
-    if (G_UNLIKELY(tracing_pool_taken()) && pool >= 0) {
+    if (!llan_rx_pool_take_best_fit(&s->pools, need, bd, &pool)) {
+        return false;
+    }
+    if (G_UNLIKELY(tracing_pool_taken())) {
         trace_pool_taken(s, need, pool);
     }
-    return pool;
+    return true;
 }
 
 static LlanPageResult take_from_page(SpaprVlanState *s, uint32_t need,
@@ -349,7 +352,7 @@ static bool take_buffer(SpaprVlanState *s, RxBatch *b, uint32_t need,
                         uint64_t *bd, NetRxResult *drop)
 {
     if (s->use_rx_buffer_pools) {
-        if (take_from_pool(s, need, bd) >= 0) {
+        if (take_from_pool(s, need, bd)) {
             return true;
         }
     } else {
@@ -708,7 +711,7 @@ static unsigned lro_run(const RxOffload *off, const NetFrame *frames,
 static bool take_lro_buffer(SpaprVlanState *s, uint32_t need, uint64_t *bd)
 {
     if (s->use_rx_buffer_pools) {
-        return take_from_pool(s, need, bd) >= 0;
+        return take_from_pool(s, need, bd);
     }
     return take_from_page(s, need, bd) == LLAN_PAGE_OK;
 }

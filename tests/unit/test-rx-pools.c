@@ -39,34 +39,63 @@ static void test_best_fit_and_lifo(void)
 {
     g_autofree LlanRxPools *p = new_pools();
     uint64_t got;
+    int pool;
 
     llan_rx_pools_add(p, bd(65536, 0x100000));
     llan_rx_pools_add(p, bd(2048, 0x1000));
     llan_rx_pools_add(p, bd(2048, 0x2000));
     llan_rx_pools_add(p, bd(512, 0x3000));
-    /* 60 + 8 fits 512; 600 + 8 and 1514 + 8 need 2048, last in first. */
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 68, &got), >=, 0);
+    /* 60 + 8 fits 512; 600 + 8 and 1514 + 8 need 2048, last in first.
+     * The place is in size order: 512 first. */
+    g_assert_true(llan_rx_pool_take_best_fit(p, 68, &got, &pool));
     g_assert_cmphex(got, ==, bd(512, 0x3000));
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 1522, &got), >=, 0);
+    g_assert_cmpint(pool, ==, 0);
+    g_assert_true(llan_rx_pool_take_best_fit(p, 1522, &got, &pool));
     g_assert_cmphex(got, ==, bd(2048, 0x2000));
+    g_assert_cmpint(pool, ==, 1);
     /* The 512 pool is empty now: a small frame takes the next size up. */
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 68, &got), >=, 0);
+    g_assert_true(llan_rx_pool_take_best_fit(p, 68, &got, &pool));
     g_assert_cmphex(got, ==, bd(2048, 0x1000));
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 608, &got), >=, 0);
+    g_assert_cmpint(pool, ==, 1);
+    g_assert_true(llan_rx_pool_take_best_fit(p, 608, &got, &pool));
     g_assert_cmphex(got, ==, bd(65536, 0x100000));
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 68, &got), ==, -1);
+    g_assert_cmpint(pool, ==, 2);
+    g_assert_false(llan_rx_pool_take_best_fit(p, 68, &got, &pool));
     g_assert_cmpuint(p->sorted[0]->hits + p->sorted[1]->hits +
                      p->sorted[2]->hits, ==, 4);
+}
+
+/* The non-empty pools a frame could go to, for "best fit" or "only fit". */
+static void test_fitting(void)
+{
+    g_autofree LlanRxPools *p = new_pools();
+    uint64_t got;
+    int pool;
+
+    g_assert_cmpuint(llan_rx_pools_fitting(p, 16), ==, 0);
+    llan_rx_pools_add(p, bd(65536, 0x100000));
+    llan_rx_pools_add(p, bd(2048, 0x1000));
+    llan_rx_pools_add(p, bd(512, 0x3000));
+    g_assert_cmpuint(llan_rx_pools_fitting(p, 16), ==, 3);
+    g_assert_cmpuint(llan_rx_pools_fitting(p, 512), ==, 3);
+    g_assert_cmpuint(llan_rx_pools_fitting(p, 513), ==, 2);
+    g_assert_cmpuint(llan_rx_pools_fitting(p, 2049), ==, 1);
+    g_assert_cmpuint(llan_rx_pools_fitting(p, 65537), ==, 0);
+    /* An empty pool does not count. */
+    g_assert_true(llan_rx_pool_take_best_fit(p, 16, &got, &pool));
+    g_assert_cmpuint(llan_rx_pools_fitting(p, 16), ==, 2);
 }
 
 static void test_exact_fit_boundary(void)
 {
     g_autofree LlanRxPools *p = new_pools();
     uint64_t got;
+    int pool;
 
     llan_rx_pools_add(p, bd(512, 0x1000));
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 513, &got), ==, -1);
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 512, &got), >=, 0);
+    g_assert_false(llan_rx_pool_take_best_fit(p, 513, &got, &pool));
+    g_assert_true(llan_rx_pool_take_best_fit(p, 512, &got, &pool));
+    g_assert_cmpint(pool, ==, 0);
 }
 
 static void test_pool_limit(void)
@@ -86,6 +115,7 @@ static void test_five_sizes(void)
 {
     g_autofree LlanRxPools *p = new_pools();
     uint64_t got;
+    int pool;
 
     for (uint32_t i = 1; i <= 5; i++) {
         g_assert_cmpint(llan_rx_pools_add(p, bd(i * 512, 0)), ==,
@@ -94,8 +124,9 @@ static void test_five_sizes(void)
     g_assert_cmpint(llan_rx_pools_add(p, bd(6 * 512, 0)), ==,
                     LLAN_RX_POOL_NO_FREE_POOL);
     /* Once a pool drains, its slot takes the new size, sorted in place. */
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 1536, &got), >=, 0);
+    g_assert_true(llan_rx_pool_take_best_fit(p, 1536, &got, &pool));
     g_assert_cmphex(got, ==, bd(1536, 0));
+    g_assert_cmpint(pool, ==, 2);
     g_assert_cmpint(llan_rx_pools_add(p, bd(6 * 512, 0)), ==,
                     LLAN_RX_POOL_ADDED);
     for (int i = 1; i < LLAN_RX_MAX_POOLS; i++) {
@@ -108,6 +139,7 @@ static void test_unadd(void)
 {
     g_autofree LlanRxPools *p = new_pools();
     uint64_t got;
+    int pool;
 
     llan_rx_pools_add(p, bd(512, 0x1000));
     llan_rx_pools_add(p, bd(512, 0x2000));
@@ -116,7 +148,7 @@ static void test_unadd(void)
     /* Only the most recent add can be undone. */
     llan_rx_pools_unadd(p, bd(512, 0x3000));
     g_assert_cmpint(p->sorted[0]->count, ==, 1);
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 16, &got), >=, 0);
+    g_assert_true(llan_rx_pool_take_best_fit(p, 16, &got, &pool));
     g_assert_cmphex(got, ==, bd(512, 0x1000));
 }
 
@@ -124,6 +156,7 @@ static void test_reset(void)
 {
     g_autofree LlanRxPools *p = new_pools();
     uint64_t got;
+    int pool;
 
     llan_rx_pools_add(p, bd(512, 0x1000));
     llan_rx_pools_reset(p);
@@ -131,13 +164,14 @@ static void test_reset(void)
         g_assert_cmpint(p->sorted[i]->bufsize, ==, LLAN_RX_POOL_UNUSED);
         g_assert_cmpint(p->sorted[i]->count, ==, 0);
     }
-    g_assert_cmpint(llan_rx_pool_take_best_fit(p, 16, &got), ==, -1);
+    g_assert_false(llan_rx_pool_take_best_fit(p, 16, &got, &pool));
 }
 
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/rx-pools/sorted-by-size", test_sorted_by_size);
+    g_test_add_func("/rx-pools/fitting", test_fitting);
     g_test_add_func("/rx-pools/best-fit-and-lifo", test_best_fit_and_lifo);
     g_test_add_func("/rx-pools/exact-fit-boundary", test_exact_fit_boundary);
     g_test_add_func("/rx-pools/pool-limit", test_pool_limit);

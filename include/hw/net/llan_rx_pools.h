@@ -42,10 +42,10 @@ LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd);
 /* Undoes the last successful add of @bd (all-or-nothing bulk adds). */
 void llan_rx_pools_unadd(LlanRxPools *pools, uint64_t bd);
 /* Takes the most recently added buffer of the smallest non-empty pool
- * whose size is at least @need; returns that pool's place in size
- * order, -1 when none fits. */
-int llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
-                               uint64_t *bd);
+ * whose size is at least @need, with *@pool that pool's place in size
+ * order; false when none fits. */
+bool llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
+                                uint64_t *bd, int *pool);
 /* How many non-empty pools hold buffers of at least @need bytes. */
 unsigned llan_rx_pools_fitting(const LlanRxPools *pools, uint32_t need);
 /* Restores the order after the pool array was changed in place (by a
