@@ -806,18 +806,26 @@ def trace_log_size(point, tmp):
 
 
 def measure_trace(args, ns, point):
-    """measure(), with every run's I/O and vCPU ns a frame: the spread the
-    nop and off rows are to be read against."""
-    costs = []
+    return trace_summary(point, *kept_runs(args, ns, point, illan_run))
 
-    def one_run(args, ns, point):
-        run = illan_run(args, ns, point)
-        costs.append(run['cost'])
-        return run
 
-    result = measure(args, ns, point, one_run)
-    for thread in ('io', 'vcpu'):
-        result[f'runs_{thread}_ns'] = [c[thread]['ns'] for c in costs]
+def trace_summary(point, runs, errors):
+    """summarise(), with the I/O and vCPU ns a frame of each run kept (a
+    noisy run retried is not): the spread the nop and off rows are to be
+    read against.
+
+    >>> def run(mpps, io):
+    ...     return {'mpps': mpps, 'cost': {'io': {'ns': io},
+    ...                                    'vcpu': {'ns': io * 2}}}
+    >>> r = trace_summary({'trace': 'off'}, [run(1.0, 50), run(1.2, 40)], [])
+    >>> r['runs_io_ns'], r['runs_vcpu_ns'], r['cost']['io']['ns']
+    ([50, 40], [100, 80], 50)
+    """
+    result = summarise(point, runs, errors)
+    if runs:
+        for thread in ('io', 'vcpu'):
+            result[f'runs_{thread}_ns'] = [r['cost'][thread]['ns']
+                                           for r in runs]
     return result
 
 
@@ -1091,14 +1099,24 @@ def one_quiet_run(args, ns, point, one_run, errors):
 
 
 def measure(args, ns, point, one_run):
-    """Runs the point --runs times; the run with the median rate stands
-    for it, with every run's rate alongside."""
+    return summarise(point, *kept_runs(args, ns, point, one_run))
+
+
+def kept_runs(args, ns, point, one_run):
+    """The point's --runs runs (a noisy one's retries left out) and the
+    errors of those that failed."""
     ns.set_mode(point['mode'])
     runs, errors = [], []
     for _ in range(args.runs):
         run = one_quiet_run(args, ns, point, one_run, errors)
         if run:
             runs.append(run)
+    return runs, errors
+
+
+def summarise(point, runs, errors):
+    """The run with the median rate stands for the point, with every
+    run's rate alongside."""
     result = dict(point)
     if not runs:
         result['failed'] = errors[0]
