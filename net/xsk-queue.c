@@ -770,7 +770,11 @@ static unsigned rx_batch(XskQueue *q)
     xsk_ring_cons__cancel(&q->rx, b.n - used);
     xsk_ring_cons__release(&q->rx, used);
     q->rx_held = taken < b.nframes;
-    trace_af_xdp_rx_batch(q->cfg.queue_id, b.n, b.nframes, taken);
+    /* Guarded so that the arguments are loaded only when the event is
+     * on: the compiler loaded them ahead of trace_*()'s own check. */
+    if (G_UNLIKELY(trace_event_get_state_af_xdp_rx_batch())) {
+        trace_af_xdp_rx_batch(q->cfg.queue_id, b.n, b.nframes, taken);
+    }
     if (q->rx_held) {
         trace_af_xdp_rx_hold(q->cfg.queue_id, b.nframes - taken);
     }
@@ -884,7 +888,10 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
         tx_fill_locked(q, idx, data, len, ndesc);
     }
     qemu_mutex_unlock(&q->tx_lock);
-    trace_af_xdp_tx_frame(q->cfg.queue_id, len, ndesc, sent);
+    /* Guarded as af_xdp_rx_batch is. */
+    if (G_UNLIKELY(trace_event_get_state_af_xdp_tx_frame())) {
+        trace_af_xdp_tx_frame(q->cfg.queue_id, len, ndesc, sent);
+    }
     STAT_ADD(*(sent ? &q->stats.tx_frames : &q->stats.tx_ring_full), 1);
     if (sent && ndesc > 1) {
         STAT_ADD(q->stats.tx_chains, 1);

@@ -333,13 +333,19 @@ static bool take_from_pool(SpaprVlanState *s, uint32_t need, uint64_t *bd)
     return true;
 }
 
+static bool tracing_page_found(void)
+{
+    return trace_event_get_state_spapr_vlan_get_rx_bd_from_page_found();
+}
+
 static LlanPageResult take_from_page(SpaprVlanState *s, uint32_t need,
                                      uint64_t *bd)
 {
     LlanPageResult r = llan_rx_page_take_first_fit(&s->vdev, s->buf_list,
                                                    &s->use_buf_ptr, need, bd);
 
-    if (r == LLAN_PAGE_OK) {
+    /* Guarded as spapr_vlan_receive is. */
+    if (r == LLAN_PAGE_OK && G_UNLIKELY(tracing_page_found())) {
         trace_spapr_vlan_get_rx_bd_from_page_found(s->use_buf_ptr,
                                                    s->rx_bufs);
     }
@@ -608,7 +614,11 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
     NetRxResult drop;
     uint8_t flags = 0;
 
-    trace_spapr_vlan_receive(vlan_id(s), s->rx_bufs);
+    /* Guarded so that the id and count are loaded only when the event is
+     * on: the compiler loaded them ahead of trace_*()'s own check. */
+    if (G_UNLIKELY(trace_event_get_state_spapr_vlan_receive())) {
+        trace_spapr_vlan_receive(vlan_id(s), s->rx_bufs);
+    }
     if (!s->isopen) {
         return NET_RX_DROP_NOT_REGISTERED;
     }
@@ -762,7 +772,11 @@ static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
     if (!s->isopen || !filter_accepts(s, frames[0].data)) {
         return false;
     }
-    trace_spapr_vlan_receive(vlan_id(s), s->rx_bufs);
+    /* Guarded so that the id and count are loaded only when the event is
+     * on: the compiler loaded them ahead of trace_*()'s own check. */
+    if (G_UNLIKELY(trace_event_get_state_spapr_vlan_receive())) {
+        trace_spapr_vlan_receive(vlan_id(s), s->rx_bufs);
+    }
     for (unsigned k = 0; k < run; k++) {
         payload += segs[k].payload;
     }
