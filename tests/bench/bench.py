@@ -1499,6 +1499,59 @@ def machine():
 PARTS = ('raw', 'testpmd', 'illan', 'latency', 'trace')
 
 
+def build_options(tree):
+    out = subprocess.run(['meson', 'introspect', '--buildoptions', tree],
+                         capture_output=True, text=True, check=True).stdout
+    return {o['name']: o['value'] for o in json.loads(out)}
+
+
+def trace_tree_mismatch(build, nop):
+    """Why the nop tree cannot stand for BUILD with its events compiled
+    out, from the trees' meson options; None when it can.
+
+    >>> base = {'buildtype': 'debugoptimized', 'b_lto': True,
+    ...         'trace_backends': 'log'}
+    >>> trace_tree_mismatch(base, dict(base, trace_backends='nop'))
+    >>> trace_tree_mismatch(base, base)
+    "trace_backends is 'log', not 'nop'"
+    >>> trace_tree_mismatch(base, dict(base, trace_backends='nop',
+    ...                                b_lto=False, buildtype='debug'))
+    "b_lto is False, buildtype is 'debug' (BUILD: True, 'debugoptimized')"
+    """
+    if nop.get('trace_backends') != 'nop':
+        return f"trace_backends is {nop.get('trace_backends')!r}, not 'nop'"
+    names = sorted(n for n in build.keys() | nop.keys()
+                   if n != 'trace_backends' and build.get(n) != nop.get(n))
+    if not names:
+        return None
+    return (', '.join(f'{n} is {nop.get(n)!r}' for n in names) +
+            f" (BUILD: {', '.join(repr(build.get(n)) for n in names)})")
+
+
+def tree_is_stale(tree):
+    out = subprocess.run(['ninja', '-C', tree, '-n', 'illan'],
+                         capture_output=True, text=True).stdout
+    return 'no work to do' not in out
+
+
+def check_trace_trees(p, args):
+    """The trace part's nop row is read against BUILD's: the same build
+    but for the events, and both up to date."""
+    nop = args.notrace_build
+    setup = (f'meson setup {nop} --buildtype=debugoptimized -Db_lto=true '
+             f'-Dtrace_backends=nop && ninja -C {nop} illan')
+    if not os.path.exists(os.path.join(nop, 'illan')):
+        p.error(f'--notrace-build {nop}: no illan there; build one: {setup}')
+    why = trace_tree_mismatch(build_options(args.build), build_options(nop))
+    if why:
+        p.error(f'--notrace-build {nop}: {why}; configure it with the '
+                f'options of --build {args.build} and -Dtrace_backends=nop')
+    for tree in (args.build, nop):
+        if tree_is_stale(tree):
+            p.error(f'{tree}: illan is not up to date; run ninja -C {tree} '
+                    'illan')
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--build', default='build', help='meson build directory')
@@ -1548,12 +1601,8 @@ def parse_args():
     if args.secs < (1 if args.quick else 5):
         p.error('--secs is at least 5 (or 1 with --quick)')
     args.only = args.only or list(PARTS)
-    if 'trace' in args.only and not args.charts_only and \
-            not os.path.exists(os.path.join(args.notrace_build, 'illan')):
-        p.error(f'--notrace-build {args.notrace_build}: no illan there; '
-                f'build one: meson setup {args.notrace_build} '
-                '--buildtype=debugoptimized -Db_lto=true '
-                f'-Dtrace_backends=nop && ninja -C {args.notrace_build} illan')
+    if 'trace' in args.only and not args.charts_only:
+        check_trace_trees(p, args)
     args.json = args.json or os.path.join(args.build, 'bench.json')
     return args
 
