@@ -74,6 +74,11 @@ def find(points, **key):
     return None
 
 
+def points_of(report, name):
+    """A part's points; none from a JSON older than the part."""
+    return report.get(name, [])
+
+
 def ns(point, thread):
     if point is None:
         return None
@@ -81,7 +86,8 @@ def ns(point, thread):
 
 
 def umems(report):
-    found = {p.get('umem', UMEM_DEFAULT) for p in ok(report['illan'])}
+    found = {p.get('umem', UMEM_DEFAULT)
+             for p in ok(points_of(report, 'illan'))}
     return sorted(found, key=lambda u: (u != UMEM_DEFAULT, u))
 
 
@@ -89,14 +95,16 @@ def cost_series(report):
     """(name, colour, hatch, value(size, fwd)) of every bar a cost chart
     may hold, in the order they stand in a group."""
     def raw(loop):
-        return lambda size, fwd: find(report['raw'], size=size, **RAW_AT,
+        return lambda size, fwd: find(points_of(report, 'raw'), size=size,
+                                      **RAW_AT,
                                       fwd=loop or RAW_LOOP[fwd])
 
     def testpmd(size, fwd):
-        return find(report['testpmd'], size=size, fwd=fwd)
+        return find(points_of(report, 'testpmd'), size=size, fwd=fwd)
 
     def illan(umem):
-        return lambda size, fwd: find(report['illan'], size=size, fwd=fwd,
+        return lambda size, fwd: find(points_of(report, 'illan'),
+                                      size=size, fwd=fwd,
                                       umem=umem, **ILLAN_AT)
 
     def bar(point_of, thread):
@@ -183,7 +191,7 @@ def latency_label(point):
 def latency_figure(plt, report):
     """Each point's quantiles in us, XDP program to device queue and to
     guest side by side; None without a latency point that has samples."""
-    points = [p for p in ok(report['latency'])
+    points = [p for p in ok(points_of(report, 'latency'))
               if p['device']['samples'] and p['guest']['samples']]
     if not points:
         return None
@@ -236,16 +244,17 @@ def draw(report, out_dir, stem='bench'):
 
 
 def write_charts(json_path, out_dir=None, prog='charts'):
-    """The charts of json_path into out_dir (default: beside it), their
-    paths printed; 1 with one line on standard error if matplotlib is
-    missing."""
-    with open(json_path) as f:
-        report = json.load(f)
+    """The charts of json_path into out_dir (default: beside it, made if
+    missing), their paths printed; 1 with one line on standard error if
+    matplotlib is missing or a file cannot be read or written."""
     stem = os.path.splitext(os.path.basename(json_path))[0]
+    out_dir = out_dir or os.path.dirname(json_path) or '.'
     try:
-        paths = draw(report, out_dir or os.path.dirname(json_path) or '.',
-                     stem)
-    except MatplotlibMissing as e:
+        with open(json_path) as f:
+            report = json.load(f)
+        os.makedirs(out_dir, exist_ok=True)
+        paths = draw(report, out_dir, stem)
+    except (MatplotlibMissing, OSError) as e:
         print(f'{prog}: no charts: {e}', file=sys.stderr)
         return 1
     for path in paths:

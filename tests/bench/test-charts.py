@@ -128,6 +128,30 @@ class Charts(unittest.TestCase):
         fig = charts.latency_figure(plt, report)
         self.assertEqual(fig.axes[0].get_yscale(), 'linear')
 
+    def test_out_dir_made(self):
+        out = os.path.join(self.dir, 'new', 'charts')
+        done = run('charts.py', FIXTURE, '--dir', out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn('charts-fixture-cost-64.svg', os.listdir(out))
+
+    def test_out_dir_not_writable_is_one_line(self):
+        taken = os.path.join(self.dir, 'a-file')
+        with open(taken, 'w'):
+            pass
+        done = run('charts.py', FIXTURE, '--dir', taken)
+        self.assertEqual(done.returncode, 1)
+        self.assertEqual(done.stderr.count('\n'), 1, done.stderr)
+        self.assertRegex(done.stderr, r'^charts: no charts: .*a-file')
+
+    def test_older_json_without_some_parts(self):
+        report = json.loads(read(FIXTURE))
+        for part in ('testpmd', 'latency'):
+            del report[part]
+        self.draw(report)
+        self.assertEqual(sorted(os.listdir(self.dir)), [
+            'bench-cost-1500.svg', 'bench-cost-64.svg', 'bench-cost-mix.svg',
+            'bench.json'])
+
     def test_bench_charts_only(self):
         done = run('bench.py', '--charts-only', FIXTURE, '--charts-dir',
                    self.dir)
