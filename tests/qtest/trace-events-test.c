@@ -746,21 +746,37 @@ static void test_af_xdp(void)
     trace_log_free(&t);
 }
 
-/* With every event off, the same hcalls, a drop, stop and cont write
- * nothing. */
+/* With every event off, the same hcalls, a frame received into a pool
+ * buffer with its checksum verified, a drop, stop and cont write nothing
+ * to the log file, which exists. */
 static void test_off_writes_nothing(void)
 {
+    static uint8_t f[4096], got[65536];
     g_autofree char *log = NULL;
+    size_t len;
     QRig r;
     TraceLog t;
 
     rig_traced(&r, &t, NULL, "");
     llan_hcall_traffic(&r);
+    g_assert_cmpint(qtest_hcall(r.qts, H_ILLAN_ATTRIBUTES, 3,
+                                (uint64_t[]){ QRIG_UNIT, 0, ATTR_IPV4_CSUM },
+                                NULL, 0), ==, H_SUCCESS);
+    len = tcp4_frame(f, 100);
+    /* To the MAC llan_hcall_traffic() gave the guest. */
+    for (int i = 0; i < 6; i++) {
+        f[i] = NEW_MAC >> (40 - 8 * i);
+    }
+    qrig_send(&r, f, len);
+    g_assert_cmpuint(qibmveth_wait_rx(r.guest, got, sizeof(got)).len, ==,
+                     len);
+    qrig_wait_stat(r.qts, "nic.device.rx-csum-good", 1);
     qrig_send(&r, (uint8_t[60]){ 0 }, 60);
     qrig_wait_stat(r.qts, "nic.device.rx-dropped.filtered", 1);
     json_object_unref(qmp_ok(r.qts, "{'execute': 'stop'}"));
     json_object_unref(qmp_ok(r.qts, "{'execute': 'cont'}"));
     qrig_stop(&r);
+    g_assert_true(g_file_test(t.path, G_FILE_TEST_IS_REGULAR));
     log = trace_log_read(&t);
     g_assert_cmpstr(log, ==, "");
     trace_log_free(&t);
