@@ -530,13 +530,22 @@ static void test_iommu(void)
     qtest_writeq(r.qts, list + 8, 0x31003);
     g_assert_cmpint(qtest_hcallv(r.qts, H_PUT_TCE_INDIRECT, LIOBN, 0x20000,
                                  list, 2), ==, H_SUCCESS);
+    /* npages 0 puts nothing: H_PARAMETER (-4), traced all the same. */
+    g_assert_cmpint(qtest_hcallv(r.qts, H_STUFF_TCE, LIOBN, 0x10000, 0x9003,
+                                 0), ==, H_PARAMETER);
+    g_assert_cmpint(qtest_hcallv(r.qts, H_PUT_TCE_INDIRECT, LIOBN, 0x20000,
+                                 list, 0), ==, H_PARAMETER);
     log = trace_log_read(&t);
     g_assert_cmpstr(log, ==,
         "spapr_iommu_put liobn=0x71000000 ioba=0x5000 tce=0x200003 ret=0\n"
         "spapr_iommu_stuff liobn=0x71000000 ioba=0x14000 tcevalue=0x9003 "
         "npages=4 ret=0\n"
         "spapr_iommu_indirect liobn=0x71000000 ioba=0x20000 "
-        "tcelist=0x100000 iobaN=0x1 tceN=0x31003 ret=0\n");
+        "tcelist=0x100000 iobaN=0x1 tceN=0x31003 ret=0\n"
+        "spapr_iommu_stuff liobn=0x71000000 ioba=0x10000 tcevalue=0x9003 "
+        "npages=0 ret=-4\n"
+        "spapr_iommu_indirect liobn=0x71000000 ioba=0x20000 "
+        "tcelist=0x100000 iobaN=0x0 tceN=0x0 ret=-4\n");
     qrig_stop(&r);
     trace_log_free(&t);
 }
