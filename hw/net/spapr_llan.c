@@ -1263,7 +1263,6 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
     int64_t ret;
     bool open;
 
-    trace_spapr_vlan_h_send_logical_lan(args[0], args[7]);
     qemu_mutex_lock(&s->lock);
     open = s->isopen;
     trace_spapr_vlan_h_send_logical_lan_rxbufs(s->rx_bufs);
@@ -1397,7 +1396,6 @@ static int64_t vlan_free(SpaprVlanState *s, const char *hcall,
 static int64_t vlan_add_buffer(SpaprVlanState *s, const char *hcall,
                                uint64_t *args)
 {
-    trace_spapr_vlan_h_add_logical_lan_buffer(args[0], args[1]);
     if (!rx_bd_ok(s, hcall, args[1])) {
         return H_PARAMETER;
     }
@@ -1601,6 +1599,10 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
         }
     }
     g_assert(fn);
+    /* As QEMU: traced before the unit is looked at. */
+    if (opcode == H_ADD_LOGICAL_LAN_BUFFER) {
+        trace_spapr_vlan_h_add_logical_lan_buffer(reg, args[1]);
+    }
     if (beyond_qemu && (s ? !s->offloads : !machine_has_offloads(spapr))) {
         return H_FUNCTION;
     }
@@ -1631,6 +1633,8 @@ static int64_t h_vlan_send(SpaprMachineState *spapr, uint64_t opcode,
     SpaprVlanState *s = vlan_find(spapr, args[0]);
 
     (void)opcode;
+    /* As QEMU: traced before the unit is looked at. */
+    trace_spapr_vlan_h_send_logical_lan(args[0], args[7]);
     if (!s) {
         hcall_guest_error("h_send_logical_lan", "unit 0x%" PRIx64 " is not "
                           "a logical LAN", args[0]);

@@ -271,6 +271,32 @@ static void test_llan_hcalls(void)
 }
 
 /* The bulk add illan has beyond QEMU's hcalls, and device reset. */
+/* As QEMU, the add and the send are traced before the unit address is
+ * looked up: a unit that is no LAN shows too. */
+static void test_llan_unknown_unit(void)
+{
+    g_autofree char *log = NULL;
+    QRig r;
+    TraceLog t;
+
+    rig_traced(&r, &t, "spapr_vlan_h_*", "");
+    g_assert_cmpint(qtest_hcallv(r.qts, H_ADD_LOGICAL_LAN_BUFFER, 0x1234,
+                                 BD_VALID | 2048ULL << 32 | 0x10000), ==,
+                    H_PARAMETER);
+    g_assert_cmpint(qtest_hcall(r.qts, H_SEND_LOGICAL_LAN, 8,
+                                (uint64_t[8]){ 0x1234, 0, 0, 0, 0, 0, 0,
+                                               0x77 }, NULL, 0), ==,
+                    H_PARAMETER);
+    log = trace_log_read(&t);
+    g_assert_cmpstr(log, ==,
+        "spapr_vlan_h_add_logical_lan_buffer "
+        "H_ADD_LOGICAL_LAN_BUFFER(0x1234, 0x8000080000010000)\n"
+        "spapr_vlan_h_send_logical_lan "
+        "H_SEND_LOGICAL_LAN(0x1234, <bufs>, 0x77)\n");
+    qrig_stop(&r);
+    trace_log_free(&t);
+}
+
 static void test_llan_bulk_add_reset(void)
 {
     g_autofree char *log = NULL, *bulk = NULL;
@@ -797,6 +823,8 @@ int main(int argc, char **argv)
     g_test_add_func("/trace-events/llan-hcalls", test_llan_hcalls);
     g_test_add_func("/trace-events/llan-bulk-add-reset",
                     test_llan_bulk_add_reset);
+    g_test_add_func("/trace-events/llan-unknown-unit",
+                    test_llan_unknown_unit);
     g_test_add_func("/trace-events/llan-rx-pools", test_llan_rx_pools);
     g_test_add_func("/trace-events/llan-rx-page", test_llan_rx_page);
     g_test_add_func("/trace-events/offload-verdicts", test_offload_verdicts);
