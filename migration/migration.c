@@ -629,7 +629,7 @@ bool migration_outgoing(const char *uri, GError **errp)
     mig.switchover_delay_us = test_switchover_delay_us();
     /* Under the pause, so that every write from now on sees the log on
      * (its writers read the switch without ordering of their own). */
-    pause_all();
+    pause_all_from("migration");
     guest_ram_dirty_log_start(mig.ram);
     resume_all();
     start_job("mig/src", true, ch, NULL, outgoing_thread);

@@ -93,12 +93,12 @@ static bool all_parked_locked(void)
     return true;
 }
 
-void pause_all_from(const char *caller)
+void pause_all_from(const char *why)
 {
     g_assert(!current);
     qemu_mutex_lock(&lock);
     __atomic_store_n(&depth, depth + 1, __ATOMIC_RELEASE);
-    trace_pause_park_requested(caller, depth, threads ? threads->len : 0);
+    trace_pause_park_requested(why, depth, threads ? threads->len : 0);
     for (guint i = 0; threads && i < threads->len; i++) {
         PauseThread *t = g_ptr_array_index(threads, i);
 
@@ -109,7 +109,7 @@ void pause_all_from(const char *caller)
     while (!all_parked_locked()) {
         qemu_cond_wait(&cond, &lock);
     }
-    trace_pause_park_done(caller, threads ? threads->len : 0);
+    trace_pause_park_done(why, threads ? threads->len : 0);
     qemu_mutex_unlock(&lock);
 }
 

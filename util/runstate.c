@@ -51,7 +51,7 @@ void runstate_set(RunState state)
 
     trace_runstate_set(old, runstate_name(old), state, runstate_name(state));
     if (old == RUN_STATE_RUNNING && state != RUN_STATE_RUNNING) {
-        pause_all();
+        pause_all_from(runstate_name(state));
     }
     __atomic_store_n(&current_state, state, __ATOMIC_RELEASE);
     if ((old == RUN_STATE_RUNNING) != (state == RUN_STATE_RUNNING)) {
@@ -121,7 +121,7 @@ void vm_start(void)
 
 void qemu_system_reset(const char *reason)
 {
-    pause_all();
+    pause_all_from("reset");
     if (handlers.reset) {
         handlers.reset(handlers.opaque);
     }

@@ -41,9 +41,10 @@ void pause_thread_free(PauseThread *t);
  * so the caller looks again at whatever told it to stop. */
 bool pause_point(PauseThread *t);
 
-/* Main thread only.  pause_all() names its caller in the trace events
- * (pause_park_requested, pause_park_done) as the reason. */
-void pause_all_from(const char *caller);
+/* Main thread only.  @why is the trace events' reason
+ * (pause_park_requested, pause_park_done): the run state entered, "reset",
+ * "migration"; pause_all() gives its caller's name. */
+void pause_all_from(const char *why);
 #define pause_all() pause_all_from(__func__)
 void resume_all(void);
 

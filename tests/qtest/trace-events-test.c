@@ -590,7 +590,7 @@ static void test_migration(void)
     rig_init(&r);
     sock = rig_path(&r, "mig.sock");
     uri = g_strdup_printf("unix:%s", sock);
-    src_args = trace_log_args(&ts, "savevm_*,migration_*");
+    src_args = trace_log_args(&ts, "savevm_*,migration_*,pause_park_*");
     dst_trace = trace_log_args(&td, "qemu_loadvm_state_section*,"
                                     "vmstate_load");
     dst_args = g_strdup_printf("-incoming %s %s", uri, dst_trace);
@@ -601,6 +601,10 @@ static void test_migration(void)
     src_log = trace_log_read(&ts);
     dst_log = trace_log_read(&td);
     /* 64 MiB: 16384 pages dirty at the start, none after. */
+    /* The dirty log turned on under a pause, before the stream starts. */
+    assert_in_order(src_log,
+        "pause_park_requested migration: depth 1, 0 threads",
+        "savevm_state_setup ", NULL);
     assert_in_order(src_log,
         "savevm_state_setup ",
         "migration_bitmap_sync_end dirty_pages 16384",
@@ -643,7 +647,8 @@ static void test_migration(void)
     trace_log_free(&td);
 }
 
-/* QMP stop and cont: the run state and the threads parked. */
+/* QMP stop, cont and system_reset: the run state and the threads parked,
+ * with why. */
 static void test_runstate(void)
 {
     g_autofree char *log = NULL;
@@ -654,18 +659,20 @@ static void test_runstate(void)
                      "-guest ibmveth,id=g0,dev=lan0,fwd=rxonly");
     json_object_unref(qmp_ok(r.qts, "{'execute': 'stop'}"));
     json_object_unref(qmp_ok(r.qts, "{'execute': 'cont'}"));
+    json_object_unref(qmp_ok(r.qts, "{'execute': 'system_reset'}"));
     log = trace_log_read(&t);
     /* The built-in guest's vCPU is the one thread to park. */
     assert_in_order(log,
         "runstate_set current_run_state 0 (prelaunch) new_state 1 (running)",
         "vm_state_notify running 1 reason 1 (running)",
         "runstate_set current_run_state 1 (running) new_state 2 (paused)",
-        "pause_park_requested runstate_set: depth 1, 1 threads",
-        "pause_park_done runstate_set: 1 threads parked",
+        "pause_park_requested paused: depth 1, 1 threads",
+        "pause_park_done paused: 1 threads parked",
         "vm_state_notify running 0 reason 2 (paused)",
         "runstate_set current_run_state 2 (paused) new_state 1 (running)",
         "vm_state_notify running 1 reason 1 (running)",
-        "pause_resume depth 0", NULL);
+        "pause_resume depth 0",
+        "pause_park_requested reset: depth 1, 1 threads", NULL);
     qrig_stop(&r);
     trace_log_free(&t);
 }
