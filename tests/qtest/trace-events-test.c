@@ -403,6 +403,29 @@ static void test_llan_rx_pools(void)
     trace_log_free(&t);
 }
 
+/* A LAN without id has QEMU's default one, its node name and unit
+ * address, in the events as in QEMU's. */
+static void test_llan_no_id(void)
+{
+    g_autofree char *log = NULL, *trace = NULL;
+    QRig r;
+    TraceLog t;
+
+    trace_log_init(&t);
+    trace = trace_log_args(&t, "spapr_vlan_receive,spapr_vlan_rx_drop");
+    qrig_init(&r);
+    qrig_bind_peer(&r);
+    qrig_start(&r, &(QRigOpts){ .mem = "512M", .nic = "", .extra = trace });
+    qrig_send(&r, (uint8_t[60]){ 0 }, 60);
+    qrig_wait_stat(r.qts, "nic.device.rx-dropped.not-registered", 1);
+    log = trace_log_read(&t);
+    assert_in_order(log, "spapr_vlan_receive [l-lan@71000000] rx_bufs=0",
+                    "spapr_vlan_rx_drop [l-lan@71000000] dropped "
+                    "not-registered len=60", NULL);
+    qrig_stop(&r);
+    trace_log_free(&t);
+}
+
 /* Pools off: the buffer-list page's slots as they are added and looked
  * at. */
 static void test_llan_rx_page(void)
@@ -833,6 +856,7 @@ int main(int argc, char **argv)
     g_test_add_func("/trace-events/llan-unknown-unit",
                     test_llan_unknown_unit);
     g_test_add_func("/trace-events/llan-rx-pools", test_llan_rx_pools);
+    g_test_add_func("/trace-events/llan-no-id", test_llan_no_id);
     g_test_add_func("/trace-events/llan-rx-page", test_llan_rx_page);
     g_test_add_func("/trace-events/offload-verdicts", test_offload_verdicts);
     g_test_add_func("/trace-events/iommu", test_iommu);
