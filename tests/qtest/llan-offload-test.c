@@ -23,7 +23,6 @@
 #define ATTR_MULTI_BUFF     0x40000ULL
 #define ATTR_FIXED          (ATTR_MULTI_BUFF | ATTR_PADDED_CSUM | ATTR_LRG_SND)
 
-#define BD_VALID            0x8000000000000000ULL
 #define BD_LRG_SND          0x0400000000000000ULL
 #define BD_NO_CSUM          0x0200000000000000ULL
 #define BD_CSUM_GOOD        0x0100000000000000ULL
@@ -350,18 +349,6 @@ static void test_attributes(void)
     qrig_stop(&r);
 }
 
-/* H_SEND_LOGICAL_LAN of @f with descriptor flags @flags and r12 @mss. */
-static int64_t send_flagged(QRig *r, const uint8_t *f, size_t len,
-                            uint64_t flags, uint64_t mss)
-{
-    uint64_t tx = qibmveth_tx_buffer(r->guest);
-    uint64_t args[9] = { QRIG_UNIT, flags | BD_VALID | (uint64_t)len << 32 | tx,
-                         0, 0, 0, 0, 0, 0, mss };
-
-    qtest_memwrite(r->qts, tx, f, len);
-    return qtest_hcall(r->qts, H_SEND_LOGICAL_LAN, 9, args, NULL, 0);
-}
-
 static void read_exact(int fd, void *buf, size_t len)
 {
     for (size_t done = 0; done < len;) {
@@ -395,7 +382,7 @@ static void send_partial_and_check(QRig *r, const FrameSpec *spec)
     uint16_t want = csum_field(f);
 
     set_csum_field(f, 0);
-    g_assert_cmpint(send_flagged(r, f, len, BD_NO_CSUM | BD_CSUM_GOOD, 0),
+    g_assert_cmpint(qrig_send_flagged(r, f, len, BD_NO_CSUM | BD_CSUM_GOOD, 0),
                     ==, H_SUCCESS);
     g_assert_cmpuint(recv_frame(r, got), ==, len);
     g_assert_true(l4_verifies(got));
@@ -479,19 +466,19 @@ static void test_tso(void)
     /* LRG_SND with the MSS in r12: 20,000 bytes are 14 segments. */
     len = build(f, &v4);
     set_csum_field(f, 0);
-    g_assert_cmpint(send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM |
-                                 BD_CSUM_GOOD, 1448), ==, H_SUCCESS);
+    g_assert_cmpint(qrig_send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM |
+                                      BD_CSUM_GOOD, 1448), ==, H_SUCCESS);
     check_segments(&r, f, &v4, 1448, 14);
     len = build(f, &v6);
     set_csum_field(f, 0);
-    g_assert_cmpint(send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM |
-                                 BD_CSUM_GOOD, 1428), ==, H_SUCCESS);
+    g_assert_cmpint(qrig_send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM |
+                                      BD_CSUM_GOOD, 1428), ==, H_SUCCESS);
     check_segments(&r, f, &v6, 1428, 22);
     /* Old large send: 0xFFFF in the IP checksum, the MSS in TCP's. */
     len = build(f, &v4);
     put16(f + 24, 0xFFFF);
     set_csum_field(f, 1448);
-    g_assert_cmpint(send_flagged(&r, f, len, BD_NO_CSUM | BD_CSUM_GOOD, 0),
+    g_assert_cmpint(qrig_send_flagged(&r, f, len, BD_NO_CSUM | BD_CSUM_GOOD, 0),
                     ==, H_SUCCESS);
     put16(f + 24, 0);
     check_segments(&r, f, &v4, 1448, 14);
@@ -510,7 +497,7 @@ static void send_old_marking_without_mss(QRig *r)
 
     put16(f + 24, 0xFFFF);
     set_csum_field(f, 0);
-    g_assert_cmpint(send_flagged(r, f, len, BD_NO_CSUM, 0), ==, H_SUCCESS);
+    g_assert_cmpint(qrig_send_flagged(r, f, len, BD_NO_CSUM, 0), ==, H_SUCCESS);
     g_assert_cmpuint(recv_frame(r, got), ==, len);
     g_assert_true(ip_verifies(got));
     g_assert_true(l4_verifies(got));
@@ -558,8 +545,8 @@ static void test_tx_malformed(void)
         } else if (!strcmp(why, "not-tcp-udp")) {
             f[23] = 1;
         }
-        g_assert_cmpint(send_flagged(&r, f, len, cases[i].flags,
-                                     cases[i].mss), ==, H_SUCCESS);
+        g_assert_cmpint(qrig_send_flagged(&r, f, len, cases[i].flags,
+                                          cases[i].mss), ==, H_SUCCESS);
         g_assert_cmpuint(recv_frame(&r, got), ==, len);
         g_assert_cmpmem(got, len, f, len);
         g_assert_cmpint(qrig_stat(r.qts, path), ==, 1);
@@ -570,10 +557,10 @@ static void test_tx_malformed(void)
     /* TCP headers that lie about their own length. */
     build(f, &(FrameSpec){ .flags = TCP_ACK, .payload = 10 });
     f[46] = 0x10;   /* data offset 4 */
-    g_assert_cmpint(send_flagged(&r, f, 76, BD_NO_CSUM, 0), ==, H_SUCCESS);
+    g_assert_cmpint(qrig_send_flagged(&r, f, 76, BD_NO_CSUM, 0), ==, H_SUCCESS);
     g_assert_cmpuint(recv_frame(&r, got), ==, 76);
     f[46] = 0xF0;   /* 60 bytes, in a 42-byte segment */
-    g_assert_cmpint(send_flagged(&r, f, 76, BD_NO_CSUM | BD_LRG_SND, 8),
+    g_assert_cmpint(qrig_send_flagged(&r, f, 76, BD_NO_CSUM | BD_LRG_SND, 8),
                     ==, H_SUCCESS);
     g_assert_cmpuint(recv_frame(&r, got), ==, 76);
     g_assert_cmpint(qrig_stat(r.qts, "nic.device.tx-offload-errors."

@@ -10,11 +10,12 @@
 #include "libqos/eth-frames.h"
 #include "libqos/ibmveth.h"
 #include "libqos/rig.h"
+#include "libqos/trace-log.h"
 #include "migration-helpers.h"
 #include "netns.h"
 
-#include <glib/gstdio.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #define LIOBN           0x71000000ULL
@@ -27,52 +28,6 @@
 
 static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
 static const uint8_t other_mac[6] = { 0x02, 0, 0, 0, 0, 0x09 };
-
-/* The log file of one run, in a directory of its own. */
-typedef struct TraceLog {
-    char *dir;
-    char *path;
-} TraceLog;
-
-static void trace_log_init(TraceLog *t)
-{
-    t->dir = g_dir_make_tmp("trace-events-test-XXXXXX", NULL);
-    g_assert_nonnull(t->dir);
-    t->path = g_build_filename(t->dir, "log", NULL);
-}
-
-/* The -trace options logging @events, patterns separated by commas
- * (NULL: none), one -trace each, as QEMU takes them. */
-static char *trace_log_args(const TraceLog *t, const char *events)
-{
-    g_auto(GStrv) patterns = g_strsplit(events ? events : "", ",", -1);
-    GString *args = g_string_new(NULL);
-
-    for (char **p = patterns; *p && **p; p++) {
-        g_string_append_printf(args, "-trace '%s' ", *p);
-    }
-    /* Last: as in QEMU, a later -trace without file= would cancel it. */
-    g_string_append_printf(args, "-trace file=%s", t->path);
-    return g_string_free(args, FALSE);
-}
-
-static char *trace_log_read(const TraceLog *t)
-{
-    char *text = NULL;
-
-    if (!g_file_get_contents(t->path, &text, NULL, NULL)) {
-        return g_strdup("");
-    }
-    return text;
-}
-
-static void trace_log_free(TraceLog *t)
-{
-    g_unlink(t->path);
-    g_rmdir(t->dir);
-    g_free(t->path);
-    g_free(t->dir);
-}
 
 /* The first line of @log that starts with @prefix (freed by the caller);
  * fails the test, showing the log, when there is none. */
@@ -461,65 +416,6 @@ static void test_llan_rx_page(void)
 
 /* Offloads. */
 
-static uint32_t sum16(const uint8_t *p, size_t n, uint32_t acc)
-{
-    for (size_t i = 0; i + 1 < n; i += 2) {
-        acc += p[i] << 8 | p[i + 1];
-    }
-    if (n & 1) {
-        acc += p[n - 1] << 8;
-    }
-    while (acc >> 16) {
-        acc = (acc & 0xFFFF) + (acc >> 16);
-    }
-    return acc;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = v >> 8;
-    p[1] = v;
-}
-
-/* A TCP/IPv4 frame from the peer to the guest with @payload bytes and
- * both checksums right. */
-static size_t tcp4_frame(uint8_t *f, size_t payload)
-{
-    uint8_t *ip = f + 14, *tcp = f + 34;
-    size_t len = 54 + payload;
-
-    memset(f, 0, len);
-    memcpy(f, qrig_mac, 6);
-    memcpy(f + 6, peer_mac, 6);
-    put16(f + 12, 0x0800);
-    ip[0] = 0x45;
-    put16(ip + 2, 40 + payload);
-    put16(ip + 6, 0x4000);
-    ip[8] = 64;
-    ip[9] = 6;
-    ip[12] = 10, ip[15] = 1, ip[16] = 10, ip[19] = 2;
-    put16(ip + 10, ~sum16(ip, 20, 0));
-    put16(tcp, 40000);
-    put16(tcp + 2, 5001);
-    tcp[12] = 5 << 4;
-    tcp[13] = 0x10;
-    memset(tcp + 20, 0x5a, payload);
-    put16(tcp + 16, ~sum16(tcp, 20 + payload,
-                           sum16(ip + 12, 8, 6 + 20 + payload)));
-    return len;
-}
-
-static int64_t send_flagged(QRig *r, const uint8_t *f, size_t len,
-                            uint64_t flags, uint64_t mss)
-{
-    uint64_t tx = qibmveth_tx_buffer(r->guest);
-    uint64_t args[9] = { QRIG_UNIT, flags | BD_VALID | (uint64_t)len << 32 | tx,
-                         0, 0, 0, 0, 0, 0, mss };
-
-    qtest_memwrite(r->qts, tx, f, len);
-    return qtest_hcall(r->qts, H_SEND_LOGICAL_LAN, 9, args, NULL, 0);
-}
-
 /* The receive checksum verdicts, a large send segmented, and a large
  * send the device could not do. */
 static void test_offload_verdicts(void)
@@ -537,17 +433,19 @@ static void test_offload_verdicts(void)
     g_assert_cmpint(qtest_hcall(r.qts, H_ILLAN_ATTRIBUTES, 3,
                                 (uint64_t[]){ QRIG_UNIT, 0, ATTR_IPV4_CSUM },
                                 &attrs, 1), ==, H_SUCCESS);
-    len = tcp4_frame(f, 100);
+    len = 54 + 100;
+    eth_frame_tcp(f, len, qrig_mac, peer_mac, 1);
     qrig_send(&r, f, len);
     qibmveth_wait_rx(r.guest, got, sizeof(got));
     f[len - 1] ^= 0x40;
     qrig_send(&r, f, len);
     qibmveth_wait_rx(r.guest, got, sizeof(got));
-    len = tcp4_frame(f, 2500);
-    g_assert_cmpint(send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM, 1000),
-                    ==, H_SUCCESS);
-    g_assert_cmpint(send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM, 0),
-                    ==, H_SUCCESS);
+    len = 54 + 2500;
+    eth_frame_tcp(f, len, qrig_mac, peer_mac, 2);
+    g_assert_cmpint(qrig_send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM,
+                                      1000), ==, H_SUCCESS);
+    g_assert_cmpint(qrig_send_flagged(&r, f, len, BD_LRG_SND | BD_NO_CSUM,
+                                      0), ==, H_SUCCESS);
     log = trace_log_read(&t);
     attrs_line = g_strdup_printf("spapr_vlan_h_illan_attributes "
                                  "H_ILLAN_ATTRIBUTES(0x71000000, reset 0x0, "
@@ -827,11 +725,10 @@ static void test_off_writes_nothing(void)
     g_assert_cmpint(qtest_hcall(r.qts, H_ILLAN_ATTRIBUTES, 3,
                                 (uint64_t[]){ QRIG_UNIT, 0, ATTR_IPV4_CSUM },
                                 NULL, 0), ==, H_SUCCESS);
-    len = tcp4_frame(f, 100);
+    len = 54 + 100;
     /* To the MAC llan_hcall_traffic() gave the guest. */
-    for (int i = 0; i < 6; i++) {
-        f[i] = NEW_MAC >> (40 - 8 * i);
-    }
+    eth_frame_tcp(f, len, (const uint8_t[6]){ 0x52, 0x54, 0x00, 0xab, 0xcd,
+                                               0xef }, peer_mac, 1);
     qrig_send(&r, f, len);
     g_assert_cmpuint(qibmveth_wait_rx(r.guest, got, sizeof(got)).len, ==,
                      len);

@@ -1,4 +1,5 @@
 /* The shared test rig (see rig.h). */
+#include "hw/ppc/hcall.h"
 #include "libqos/rig.h"
 
 #include <string.h>
@@ -87,6 +88,18 @@ void qrig_open_guest(QRig *r, const IbmvethConf *conf)
 {
     g_assert_null(r->guest);
     r->guest = qrig_guest_open(r->qts, &r->alloc, conf, QRIG_DMA_END);
+}
+
+int64_t qrig_send_flagged(QRig *r, const void *frame, size_t len,
+                          uint64_t flags, uint64_t mss)
+{
+    uint64_t tx = qibmveth_tx_buffer(r->guest);
+    uint64_t args[9] = { QRIG_UNIT,
+                         flags | IBMVETH_BD_VALID | (uint64_t)len << 32 | tx,
+                         0, 0, 0, 0, 0, 0, mss };
+
+    qtest_memwrite(r->qts, tx, frame, len);
+    return qtest_hcall(r->qts, H_SEND_LOGICAL_LAN, 9, args, NULL, 0);
 }
 
 void qrig_send(QRig *r, const void *frame, size_t len)

@@ -59,6 +59,11 @@ QIbmveth *qrig_guest_open(QTestState *qts, QGuestAllocator *alloc,
 /* The same on r->qts, below the DMA window, as r->guest. */
 void qrig_open_guest(QRig *r, const IbmvethConf *conf);
 
+/* H_SEND_LOGICAL_LAN of @frame from r->guest's transmit buffer, its
+ * descriptor VALID with @flags, r12 @mss; the hcall's return code. */
+int64_t qrig_send_flagged(QRig *r, const void *frame, size_t len,
+                          uint64_t flags, uint64_t mss);
+
 /* Sends a frame from r->peer to illan's end of the dgram netdev. */
 void qrig_send(QRig *r, const void *frame, size_t len);
 /* The next datagram on r->peer, or -1 after @timeout_ms. */
