@@ -98,7 +98,7 @@ static void test_sync_traces_new_pages(void)
     }
     fd = g_file_open_tmp("test-migration-ram-XXXXXX", &path, &err);
     g_assert_no_error(err);
-    g_assert_true(qemu_log_set_file(path, &err));
+    g_assert_true(qemu_log_set_file(path, false, &err));
     trace_event_set_enabled(ev, true);
     ram = new_ram();
     f = qemu_file_new_output(dup(fd));
@@ -113,7 +113,7 @@ static void test_sync_traces_new_pages(void)
     g_assert_cmpuint(ram_saver_sync(rs), ==, 1);
     guest_ram_dirty_log_stop(ram);
     trace_event_set_enabled(ev, false);
-    g_assert_true(qemu_log_set_file(NULL, &err));
+    g_assert_true(qemu_log_set_file(NULL, false, &err));
     g_assert_true(g_file_get_contents(path, &log, NULL, &err));
     g_assert_cmpstr(log, ==, "migration_bitmap_sync_end dirty_pages 16\n"
                              "migration_bitmap_sync_end dirty_pages 1\n"
