@@ -63,10 +63,15 @@ bool trace_event_enabled(const TraceEvent *ev)
     return ev->state && __atomic_load_n(ev->state, __ATOMIC_RELAXED);
 }
 
+unsigned trace_events_enabled_count;
+
 void trace_event_set_enabled(const TraceEvent *ev, bool on)
 {
-    if (ev->state) {
-        __atomic_store_n(ev->state, on, __ATOMIC_RELAXED);
+    if (ev->state &&
+        __atomic_exchange_n(ev->state, on, __ATOMIC_RELAXED) != on) {
+        __atomic_store_n(&trace_events_enabled_count,
+                         trace_events_enabled_count + (on ? 1 : -1),
+                         __ATOMIC_RELAXED);
     }
 }
 

@@ -23,6 +23,7 @@
 #include "qemu/option.h"
 #include "qemu/runstate.h"
 #include "qemu/thread.h"
+#include "trace/control.h"
 #include "trace/trace-hw_net.h"
 
 #include <inttypes.h>
@@ -1535,8 +1536,9 @@ static void trace_add_buffers(uint64_t reg, const uint64_t *bds, int64_t ret)
 }
 
 /* The hcalls QEMU does not trace, once done: @reg is the unit address,
- * @args the arguments after it (r5..), the outputs written back. */
-static void trace_hcall(uint64_t opcode, uint64_t reg, const uint64_t *args,
+ * @args the arguments after it (r5..), the outputs written back.  Out
+ * of line, so that the dispatch keeps nothing live for it. */
+static G_GNUC_NO_INLINE void trace_hcall(uint64_t opcode, uint64_t reg, const uint64_t *args,
                         int64_t ret)
 {
     switch (opcode) {
@@ -1613,7 +1615,9 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     }
     qemu_mutex_lock(&s->lock);
     ret = fn(s, name, args);
-    trace_hcall(opcode, reg, args, ret);
+    if (G_UNLIKELY(trace_any_event_enabled())) {
+        trace_hcall(opcode, reg, args, ret);
+    }
     changed = s->rx_filter_changed;
     s->rx_filter_changed = false;
     release = rx_release_locked(s);

@@ -456,6 +456,31 @@ static bool npages_ok(uint64_t npages, const char *hcall)
     return true;
 }
 
+/* The per-frame TCE hcalls trace from out of line, reading their
+ * arguments there, so that with the events off the hcalls keep nothing
+ * live for them: a load and a branch. */
+static G_GNUC_NO_INLINE void trace_put(const uint64_t *args, uint64_t ioba,
+                                       int64_t ret)
+{
+    trace_spapr_iommu_put(args[0], ioba, args[2], ret);
+}
+
+static G_GNUC_NO_INLINE void trace_stuff(const uint64_t *args,
+                                         uint64_t ioba, int64_t ret)
+{
+    trace_spapr_iommu_stuff(args[0], ioba, args[2], args[3], ret);
+}
+
+/* As QEMU's: the hcall's ioba, and the index of the last entry put or of
+ * the first that failed. */
+static G_GNUC_NO_INLINE void trace_indirect(const uint64_t *args,
+                                            uint64_t i, uint64_t tce,
+                                            int64_t ret)
+{
+    trace_spapr_iommu_indirect(args[0], args[1], args[2], i ? i - 1 : 0, tce,
+                               ret);
+}
+
 static int64_t h_put_tce(SpaprMachineState *spapr, uint64_t opcode,
                          uint64_t *args)
 {
@@ -471,7 +496,9 @@ static int64_t h_put_tce(SpaprMachineState *spapr, uint64_t opcode,
             ret = H_SUCCESS;
         }
     }
-    trace_spapr_iommu_put(args[0], ioba, args[2], ret);
+    if (G_UNLIKELY(trace_event_get_state_spapr_iommu_put())) {
+        trace_put(args, ioba, ret);
+    }
     return ret;
 }
 
@@ -521,7 +548,9 @@ static int64_t h_stuff_tce(SpaprMachineState *spapr, uint64_t opcode,
         spapr_tce_put(tcet, ioba, args[2]);
     }
     /* The ioba where it stopped, as QEMU's. */
-    trace_spapr_iommu_stuff(args[0], ioba, args[2], npages, ret);
+    if (G_UNLIKELY(trace_event_get_state_spapr_iommu_stuff())) {
+        trace_stuff(args, ioba, ret);
+    }
     return ret;
 }
 
@@ -562,10 +591,9 @@ static int64_t h_put_tce_indirect(SpaprMachineState *spapr, uint64_t opcode,
         }
         spapr_tce_put(tcet, ioba, tce);
     }
-    /* As QEMU's: the hcall's ioba, and the index of the last entry put or
-     * of the first that failed. */
-    trace_spapr_iommu_indirect(args[0], args[1], list, i ? i - 1 : 0, tce,
-                               ret);
+    if (G_UNLIKELY(trace_event_get_state_spapr_iommu_indirect())) {
+        trace_indirect(args, i, tce, ret);
+    }
     return ret;
 }
 

@@ -45,6 +45,16 @@ bool trace_event_enabled(const TraceEvent *ev);
 /* Main thread only; does nothing to an unavailable event. */
 void trace_event_set_enabled(const TraceEvent *ev, bool on);
 
+/* How many events are on: written with the states, read by every
+ * thread, so that a site with several events (an hcall's dispatch)
+ * pays one load and a branch while all are off. */
+extern unsigned trace_events_enabled_count;
+
+static inline bool trace_any_event_enabled(void)
+{
+    return __atomic_load_n(&trace_events_enabled_count, __ATOMIC_RELAXED);
+}
+
 /* Every event's name, one a line (-trace help). */
 void trace_list_events(FILE *out);
 
