@@ -248,7 +248,7 @@ static bool must_hold_locked(SpaprVlanState *s)
 
 /* True when a backend holding frames must now be told there is room:
  * after any hcall or reset, under the lock. */
-static bool rx_release_locked(SpaprVlanState *s)
+static G_ALWAYS_INLINE inline bool rx_release_locked(SpaprVlanState *s)
 {
     if (!s->rx_held || must_hold_locked(s)) {
         return false;

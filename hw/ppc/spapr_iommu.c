@@ -282,8 +282,7 @@ static inline bool tce_grant(const SpaprTceTable *tcet, uint64_t ioba,
 }
 
 /* The translation with spapr_iommu_xlate on, apart so that the usual one
- * stays a leaf: a call on its path would make every translation save and
- * restore registers, not only the traced ones. */
+ * stays a leaf. */
 static bool G_GNUC_NO_INLINE translate_traced(const SpaprTceTable *tcet,
                                               uint64_t ioba,
                                               DmaDirection dir,
@@ -302,12 +301,28 @@ static bool G_GNUC_NO_INLINE translate_traced(const SpaprTceTable *tcet,
     return tce_grant(tcet, ioba, tce, dir, gpa, avail);
 }
 
-bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
-                         DmaDirection dir, uint64_t *gpa, uint64_t *avail)
+/*
+ * spapr_iommu_xlate is looked at once per DMA, at the entry points below,
+ * and the bodies take the answer as @traced: a call to translate_traced()
+ * reachable inside their page loops would make every DMA save and restore
+ * registers, events on or off.  With the event on, each entry point goes
+ * to an out-of-line twin of its body.  The bodies are forced inline so
+ * that the untraced copy is the very code a build without trace events
+ * has.
+ */
+static bool xlate_traced(void)
+{
+    return G_UNLIKELY(trace_event_get_state_spapr_iommu_xlate());
+}
+
+static G_ALWAYS_INLINE inline bool translate(const SpaprTceTable *tcet,
+                                             uint64_t ioba, DmaDirection dir,
+                                             uint64_t *gpa, uint64_t *avail,
+                                             bool traced)
 {
     uint64_t idx;
 
-    if (G_UNLIKELY(trace_event_get_state_spapr_iommu_xlate())) {
+    if (traced) {
         return translate_traced(tcet, ioba, dir, gpa, avail);
     }
     if (!tce_index(tcet, ioba, &idx)) {
@@ -318,31 +333,41 @@ bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
                      dir, gpa, avail);
 }
 
+bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
+                         DmaDirection dir, uint64_t *gpa, uint64_t *avail)
+{
+    return translate(tcet, ioba, dir, gpa, avail, xlate_traced());
+}
+
 /* The host address of [ioba, ioba + len) when it lies in one I/O page,
  * as most DMAs do (a frame into a buffer, a descriptor, a queue entry):
  * one translation instead of a check pass and a copy pass. */
-static void *single_page(const SpaprTceTable *tcet, uint64_t ioba,
-                         uint64_t len, DmaDirection dir, uint64_t *gpa)
+static G_ALWAYS_INLINE inline void *single_page(const SpaprTceTable *tcet,
+                                                uint64_t ioba, uint64_t len,
+                                                DmaDirection dir,
+                                                uint64_t *gpa, bool traced)
 {
     uint64_t avail;
 
     if (len == 0 ||
         len > SPAPR_TCE_PAGE_SIZE - (ioba & ~SPAPR_TCE_PAGE_MASK) ||
-        !spapr_tce_translate(tcet, ioba, dir, gpa, &avail)) {
+        !translate(tcet, ioba, dir, gpa, &avail, traced)) {
         return NULL;
     }
     return guest_ram_ptr(tcet->ram, *gpa, len);
 }
 
 /* Copies between @buf and [ioba, ioba + len) page by page, once
- * spapr_tce_dma_valid() has passed the whole range; false if the guest
- * revoked a page in between.  The loop is bounded by the window size, not
- * by anything the guest controls. */
-static bool copy_pages(const SpaprTceTable *tcet, uint64_t ioba,
-                       uint8_t *buf, uint64_t len, DmaDirection dir)
+ * dma_valid() has passed the whole range; false if the guest revoked a
+ * page in between.  The loop is bounded by the window size, not by
+ * anything the guest controls. */
+static G_ALWAYS_INLINE inline bool copy_pages(const SpaprTceTable *tcet,
+                                              uint64_t ioba, uint8_t *buf,
+                                              uint64_t len, DmaDirection dir,
+                                              bool traced)
 {
     for (uint64_t done = 0, gpa, avail, n; done < len; done += n) {
-        if (!spapr_tce_translate(tcet, ioba + done, dir, &gpa, &avail)) {
+        if (!translate(tcet, ioba + done, dir, &gpa, &avail, traced)) {
             return false;
         }
         n = MIN(avail, len - done);
@@ -356,8 +381,9 @@ static bool copy_pages(const SpaprTceTable *tcet, uint64_t ioba,
     return true;
 }
 
-bool spapr_tce_dma_valid(const SpaprTceTable *tcet, uint64_t ioba,
-                         uint64_t len, DmaDirection dir)
+static G_ALWAYS_INLINE inline bool dma_valid(const SpaprTceTable *tcet,
+                                             uint64_t ioba, uint64_t len,
+                                             DmaDirection dir, bool traced)
 {
     uint64_t window = (uint64_t)tcet->nb_table << SPAPR_TCE_PAGE_SHIFT;
 
@@ -365,47 +391,101 @@ bool spapr_tce_dma_valid(const SpaprTceTable *tcet, uint64_t ioba,
         return false;
     }
     for (uint64_t done = 0, gpa, avail; done < len; done += avail) {
-        if (!spapr_tce_translate(tcet, ioba + done, dir, &gpa, &avail)) {
+        if (!translate(tcet, ioba + done, dir, &gpa, &avail, traced)) {
             return false;
         }
     }
     return true;
 }
 
-bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
-                        uint64_t len)
+static G_GNUC_NO_INLINE bool dma_valid_traced(const SpaprTceTable *tcet,
+                                              uint64_t ioba, uint64_t len,
+                                              DmaDirection dir)
+{
+    return dma_valid(tcet, ioba, len, dir, true);
+}
+
+bool spapr_tce_dma_valid(const SpaprTceTable *tcet, uint64_t ioba,
+                         uint64_t len, DmaDirection dir)
+{
+    if (xlate_traced()) {
+        return dma_valid_traced(tcet, ioba, len, dir);
+    }
+    return dma_valid(tcet, ioba, len, dir, false);
+}
+
+static G_ALWAYS_INLINE inline bool dma_read(const SpaprTceTable *tcet,
+                                            uint64_t ioba, void *buf,
+                                            uint64_t len, bool traced)
 {
     uint64_t gpa;
-    void *host = single_page(tcet, ioba, len, DMA_DEVICE_READS, &gpa);
+    void *host = single_page(tcet, ioba, len, DMA_DEVICE_READS, &gpa,
+                             traced);
 
     if (host) {
         memcpy(buf, host, len);
         return true;
     }
-    return spapr_tce_dma_valid(tcet, ioba, len, DMA_DEVICE_READS) &&
-           copy_pages(tcet, ioba, buf, len, DMA_DEVICE_READS);
+    return dma_valid(tcet, ioba, len, DMA_DEVICE_READS, traced) &&
+           copy_pages(tcet, ioba, buf, len, DMA_DEVICE_READS, traced);
 }
 
-bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
-                         const void *buf, uint64_t len)
+static G_GNUC_NO_INLINE bool dma_read_traced(const SpaprTceTable *tcet,
+                                             uint64_t ioba, void *buf,
+                                             uint64_t len)
+{
+    return dma_read(tcet, ioba, buf, len, true);
+}
+
+bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
+                        uint64_t len)
+{
+    if (xlate_traced()) {
+        return dma_read_traced(tcet, ioba, buf, len);
+    }
+    return dma_read(tcet, ioba, buf, len, false);
+}
+
+static G_ALWAYS_INLINE inline bool dma_write(const SpaprTceTable *tcet,
+                                             uint64_t ioba, const void *buf,
+                                             uint64_t len, bool traced)
 {
     uint64_t gpa;
-    void *host = single_page(tcet, ioba, len, DMA_DEVICE_WRITES, &gpa);
+    void *host = single_page(tcet, ioba, len, DMA_DEVICE_WRITES, &gpa,
+                             traced);
 
     if (host) {
         memcpy(host, buf, len);
         guest_ram_mark_dirty(tcet->ram, gpa, len);
         return true;
     }
-    return spapr_tce_dma_valid(tcet, ioba, len, DMA_DEVICE_WRITES) &&
-           copy_pages(tcet, ioba, (uint8_t *)buf, len, DMA_DEVICE_WRITES);
+    return dma_valid(tcet, ioba, len, DMA_DEVICE_WRITES, traced) &&
+           copy_pages(tcet, ioba, (uint8_t *)buf, len, DMA_DEVICE_WRITES,
+                      traced);
+}
+
+static G_GNUC_NO_INLINE bool dma_write_traced(const SpaprTceTable *tcet,
+                                              uint64_t ioba, const void *buf,
+                                              uint64_t len)
+{
+    return dma_write(tcet, ioba, buf, len, true);
+}
+
+bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
+                         const void *buf, uint64_t len)
+{
+    if (xlate_traced()) {
+        return dma_write_traced(tcet, ioba, buf, len);
+    }
+    return dma_write(tcet, ioba, buf, len, false);
 }
 
 bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
                                     uint8_t val)
 {
     uint64_t gpa;
-    uint8_t *host = single_page(tcet, ioba, 1, DMA_DEVICE_WRITES, &gpa);
+    uint8_t *host = single_page(tcet, ioba, 1, DMA_DEVICE_WRITES, &gpa,
+                                xlate_traced());
 
     if (!host) {
         return false;
