@@ -11,10 +11,11 @@ packages=(meson ninja-build pkg-config gcc libglib2.0-dev libfdt-dev
           clang llvm libclang-rt-14-dev iproute2 ethtool iputils-ping iperf3 python3
           python3-matplotlib)
 # --bench (make bench): also DPDK's testpmd and its AF_XDP driver, the
-# peer the benchmark runs in the same run; Debian 12 ships dpdk-testpmd in
-# dpdk-dev.  Not for make check, which does not need them.
+# peer the benchmark runs in the same run (Debian 12 ships dpdk-testpmd in
+# dpdk-dev), and valgrind, whose callgrind counts the trace part's
+# instructions per frame.  Not for make check, which does not need them.
 if [ "${1:-}" = --bench ]; then
-    packages+=(dpdk-dev librte-net-af-xdp23)
+    packages+=(dpdk-dev librte-net-af-xdp23 valgrind)
 fi
 
 missing=()

@@ -31,6 +31,7 @@ import threading
 import time
 
 import charts
+import instr
 
 GEN_CPU = 0
 DUT_CPU = 1
@@ -805,8 +806,21 @@ def trace_log_size(point, tmp):
     return {'trace_log_bytes': os.path.getsize(os.path.join(tmp, TRACE_LOG))}
 
 
-def measure_trace(args, ns, point):
-    return trace_summary(point, *kept_runs(args, ns, point, illan_run))
+def measure_trace(args, ns, points):
+    """Every point's first run, then every point's second...: the runs
+    with events compiled out and off that share a column share the
+    minute, and the host's swings between minutes (1.5 to 2.8 Mpps at
+    1500 B in one run here) fall on both alike."""
+    runs = [([], []) for _ in points]
+    for i in range(args.runs):
+        for point, (kept, errors) in zip(points, runs):
+            ns.set_mode(point['mode'])
+            run = one_quiet_run(args, ns, point, illan_run, errors)
+            if run:
+                kept.append(run)
+        print(f'  trace: run {i + 1} of {args.runs} done', flush=True)
+    return [trace_summary(point, kept, errors)
+            for point, (kept, errors) in zip(points, runs)]
 
 
 def trace_summary(point, runs, errors):
@@ -841,6 +855,69 @@ def trace_vs_off(results):
         for thread in ('io', 'vcpu'):
             r[f'{thread}_vs_off'] = ratio(r['cost'][thread]['ns'],
                                           base[thread]['ns'])
+
+
+def measure_trace_instr(args, ns, size):
+    """Instructions per frame (tests/bench/instr.py) from the nop tree and
+    from BUILD with every event off: what time per frame cannot show on a
+    shared machine, the few instructions a check that is off adds."""
+    r = {'size': size}
+    try:
+        for how in ('nop', 'off'):
+            r[how] = instr.measure(trace_build(args, {'trace': how}), ns,
+                                   int(size), NIC_MAC)
+    except instr.Failed as e:
+        r['failed'] = str(e)
+    return r
+
+
+TRACE_OFF_HEADER = ['size', 'thread', 'off - nop, ns/frame, run by run',
+                    'median', 'instructions/frame: nop', 'off', 'added']
+THREAD_NAMES = {'io': 'I/O', 'vcpu': 'vCPU'}
+
+
+def trace_off_results(trace, instr):
+    """Events off against compiled out, per size and thread: the
+    difference of each pair of runs made in the same minute, and the
+    instructions per frame.
+
+    >>> trace = [{'trace': 'nop', 'size': '64', 'runs_io_ns': [100, 120],
+    ...           'runs_vcpu_ns': [80, 90]},
+    ...          {'trace': 'off', 'size': '64', 'runs_io_ns': [104, 110],
+    ...           'runs_vcpu_ns': [82, 88]}]
+    >>> instr = [{'size': '64', 'nop': {'io': 849.2, 'vcpu': 886.3},
+    ...           'off': {'io': 869.0, 'vcpu': 902.9}}]
+    >>> [trace_off_row(r) for r in trace_off_results(trace, instr)]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [['64', 'I/O', '+4 -10', '-3', '849', '869', '+20'],
+     ['64', 'vCPU', '+2 -2', '+0', '886', '903', '+17']]
+    """
+    by = {(r['trace'], r['size']): r for r in trace if 'failed' not in r}
+    counted = {r['size']: r for r in instr if 'failed' not in r}
+    results = []
+    for size in PEER_SIZES:
+        nop, off = by.get(('nop', size)), by.get(('off', size))
+        for thread in THREAD_NAMES:
+            r = {'size': size, 'thread': thread}
+            if nop and off:
+                r['diffs'] = [b - a for a, b in zip(nop[f'runs_{thread}_ns'],
+                                                    off[f'runs_{thread}_ns'])]
+            if size in counted:
+                r['instr'] = (counted[size]['nop'][thread],
+                              counted[size]['off'][thread])
+            if 'diffs' in r or 'instr' in r:
+                results.append(r)
+    return results
+
+
+def trace_off_row(r, failed='FAILED'):
+    diffs, instr = r.get('diffs'), r.get('instr')
+    cells = [r['size'], THREAD_NAMES[r['thread']]]
+    cells += [' '.join(f'{round(d):+d}' for d in diffs),
+              f'{round(statistics.median(diffs)):+d}'] if diffs else ['-', '-']
+    cells += [fmt(instr[0], 0), fmt(instr[1], 0),
+              f'{round(instr[1] - instr[0]):+d}'] if instr else ['-'] * 3
+    return cells
 
 
 # The points the targets name: each of their runs comes right after a run
@@ -1550,6 +1627,10 @@ def check_trace_trees(p, args):
         if tree_is_stale(tree):
             p.error(f'{tree}: illan is not up to date; run ninja -C {tree} '
                     'illan')
+    if not args.no_instr and not shutil.which('valgrind'):
+        p.error('the trace part counts instructions with valgrind, which '
+                'is not installed: make bench-deps installs it (or pass '
+                '--no-instr)')
 
 
 def parse_args():
@@ -1573,6 +1654,9 @@ def parse_args():
                    '"raw/64/native/poll", "raw-txonly/64/native/poll"; '
                    'testpmd: "testpmd/macswap/64"); may be given more '
                    'than once')
+    p.add_argument('--no-instr', action='store_true',
+                   help='trace part: leave out the instructions per frame '
+                   'counted under valgrind (about a minute)')
     p.add_argument('--notrace-build', default='build-notrace',
                    help='meson build directory with -Dtrace_backends=nop, '
                    'for the trace part')
@@ -1707,8 +1791,7 @@ def bench(args, report):
                         'and to the guest reading it',
                         LATENCY_HEADER, report['latency'], latency_row)
         if 'trace' in args.only:
-            for point in selected(args, trace_points()):
-                r = measure_trace(args, ns, point)
+            for r in measure_trace(args, ns, selected(args, trace_points())):
                 report['trace'].append(r)
                 progress(r)
             trace_vs_off(report['trace'])
@@ -1716,6 +1799,19 @@ def bench(args, report):
                         'events compiled out, all off, and the data path\'s '
                         'on (logging to a file)',
                         TRACE_HEADER, report['trace'], trace_row)
+            for size in PEER_SIZES if not args.no_instr else ():
+                r = measure_trace_instr(args, ns, size)
+                report['trace_instr'].append(r)
+                print(f'  trace instructions/{size}'
+                      f'{": " + r["failed"] if "failed" in r else ""}',
+                      flush=True)
+            print_table('Trace events all off against compiled out: the '
+                        'runs above in pairs from the same minute, and the '
+                        'instructions per frame (callgrind, paced)',
+                        TRACE_OFF_HEADER,
+                        trace_off_results(report['trace'],
+                                          report['trace_instr']),
+                        trace_off_row)
 
 
 def progress(r):
@@ -1739,7 +1835,8 @@ def main():
         return 1
     signal.signal(signal.SIGTERM, interrupted)
     report = dict(header(args), secs=args.secs, runs=args.runs, raw=[],
-                  testpmd=[], illan=[], latency=[], trace=[])
+                  testpmd=[], illan=[], latency=[], trace=[],
+                  trace_instr=[])
     try:
         bench(args, report)
     except KeyboardInterrupt:
