@@ -5,6 +5,7 @@
  * info trace-events/trace-event.
  */
 #include "hw/ppc/hcall.h"
+#include "libqos/trace-log.h"
 #include "libqtest.h"
 
 #include <glib/gstdio.h>
@@ -14,39 +15,29 @@
 #define LIOBN       0x71000000ULL
 
 typedef struct TraceRun {
-    char *dir;
-    char *log;
+    TraceLog log;
     QTestState *s;
 } TraceRun;
 
 /* illan with one spapr-vlan and @trace_args, logging to a file of its
- * own. */
+ * own (-D, which trace events write to when -trace names no file). */
 static void trace_run_start(TraceRun *r, const char *trace_args)
 {
-    r->dir = g_dir_make_tmp("trace-test-XXXXXX", NULL);
-    g_assert_nonnull(r->dir);
-    r->log = g_build_filename(r->dir, "log", NULL);
+    trace_log_init(&r->log);
     r->s = qtest_initf("-nodefaults -device spapr-vlan -m 256M "
-                       "-D %s %s", r->log, trace_args);
+                       "-D %s %s", r->log.path, trace_args);
 }
 
+/* Every line is flushed before the hcall that wrote it replies. */
 static char *trace_run_log(const TraceRun *r)
 {
-    g_autoptr(GError) err = NULL;
-    char *text = NULL;
-
-    /* Every line is flushed before the hcall that wrote it replies. */
-    g_assert_true(g_file_get_contents(r->log, &text, NULL, &err));
-    return text;
+    return trace_log_read(&r->log);
 }
 
 static void trace_run_end(TraceRun *r)
 {
     qtest_quit(r->s);
-    g_unlink(r->log);
-    g_rmdir(r->dir);
-    g_free(r->log);
-    g_free(r->dir);
+    trace_log_free(&r->log);
 }
 
 /* QEMU's spapr_iommu_put line: the ioba page-aligned once the table is
