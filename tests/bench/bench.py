@@ -866,7 +866,7 @@ def measure_trace_instr(args, ns, size):
         for how in ('nop', 'off'):
             r[how] = instr.measure(trace_build(args, {'trace': how}), ns,
                                    int(size), NIC_MAC)
-    except instr.Failed as e:
+    except (Failed, QmpError, ValueError) as e:
         r['failed'] = str(e)
     return r
 

@@ -12,33 +12,30 @@ an AF_PACKET socket in the generator's namespace, paced by the guest's
 count so that none is dropped (callgrind runs illan some 50 times
 slower).
 
-As a program (what measure() runs in the generator's namespace):
-    instr.py drive QMP_PATH IFNAME FRAMES SIZE DST_MAC
+As a program, the sender measure() runs in the generator's namespace:
+    instr.py send IFNAME SIZE DST_MAC
+sends as many frames as each line of its input says, then says "sent".
 """
 import glob
-import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 FRAMES = (300, 3300)
-START_TIMEOUT_S = 120
+# Callgrind's start-up and each window of frames take this long at most.
+TIMEOUT_S = 120
 # Frames on their way at once: below the rings' and pools' 256.
 IN_FLIGHT = 32
 # A function only each thread runs, to tell the threads' files apart.
 THREAD_MARKS = {'io': 'receive_batch_locked', 'vcpu': 'napi_poll'}
 
 
-class Failed(Exception):
-    pass
-
-
 def measure(build, ns, size, mac):
     """{'io': n, 'vcpu': n}: instructions per frame of @size bytes on
-    each thread, illan from @build in @ns.dut."""
+    each thread, illan from @build in @ns.dut.  Called by bench.py, whose
+    processes and QMP client it uses; raises bench.Failed."""
     totals = [run_counted(build, ns, size, mac, n) for n in FRAMES]
     frames = FRAMES[1] - FRAMES[0]
     return {t: round((totals[1][t] - totals[0][t]) / frames, 1)
@@ -46,33 +43,69 @@ def measure(build, ns, size, mac):
 
 
 def run_counted(build, ns, size, mac, frames):
+    from bench import Failed, Proc, Qmp
+
     with tempfile.TemporaryDirectory(prefix='illan-instr-') as tmp:
         out = os.path.join(tmp, 'callgrind.out')
-        qmp = os.path.join(tmp, 'qmp.sock')
-        err = open(os.path.join(tmp, 'illan.err'), 'w+')
-        illan = subprocess.Popen(
-            ['ip', 'netns', 'exec', ns.dut, 'valgrind', '--tool=callgrind',
-             '--separate-threads=yes', f'--callgrind-out-file={out}',
-             os.path.join(build, 'illan'), '-M', 'pseries', '-nodefaults',
-             '-device', f'spapr-vlan,id=net0,netdev=n0,mac={mac},'
-             'use-rx-buffer-pools=on',
-             '-netdev', 'af-xdp,id=n0,ifname=dut0,mode=native,queues=1',
-             '-guest', 'ibmveth,id=g0,dev=net0,fwd=rxonly',
-             '-qmp', f'unix:{qmp},server=on,wait=off'],
-            stdout=subprocess.DEVNULL, stderr=err)
-        drive = subprocess.run(
-            ['ip', 'netns', 'exec', ns.gen, sys.executable,
-             os.path.abspath(__file__), 'drive', qmp, 'gen0', str(frames),
-             str(size), mac], capture_output=True, text=True)
+        qmp_path = os.path.join(tmp, 'qmp.sock')
+        illan = Proc('illan under callgrind', [
+            'ip', 'netns', 'exec', ns.dut, 'valgrind', '--tool=callgrind',
+            '--separate-threads=yes', f'--callgrind-out-file={out}',
+            os.path.join(build, 'illan'), '-M', 'pseries', '-nodefaults',
+            '-device', f'spapr-vlan,id=net0,netdev=n0,mac={mac},'
+            'use-rx-buffer-pools=on',
+            '-netdev', 'af-xdp,id=n0,ifname=dut0,mode=native,queues=1',
+            '-guest', 'ibmveth,id=g0,dev=net0,fwd=rxonly',
+            '-qmp', f'unix:{qmp_path},server=on,wait=off'],
+            stderr_path=os.path.join(tmp, 'illan.err'))
+        sender = Proc('sender', [
+            'ip', 'netns', 'exec', ns.gen, sys.executable,
+            os.path.abspath(__file__), 'send', 'gen0', str(size), mac],
+            stdin=True)
         try:
-            illan.wait(timeout=START_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            illan.kill()
-            illan.wait()
-        if drive.returncode or illan.returncode:
-            err.seek(0)
-            raise Failed(f'{drive.stderr.strip()} {err.read().strip()[-300:]}')
+            qmp = Qmp(qmp_path, illan, timeout=TIMEOUT_S)
+            feed(qmp, sender, frames)
+            qmp.cmd('quit')
+            if illan.p.wait(timeout=TIMEOUT_S):
+                raise Failed(f'illan under callgrind: {illan.stderr()}')
+        finally:
+            sender.stop()
+            illan.stop()
         return thread_totals(glob.glob(out + '-*'))
+
+
+def feed(qmp, sender, frames):
+    """@frames frames into the guest, never more than IN_FLIGHT of them
+    unreceived; first one at a time until the guest has opened the
+    device (frames before that are dropped, not received)."""
+    from bench import Failed, guest_stats
+
+    def received():
+        return guest_stats(qmp)['rx-frames']
+
+    def send(n):
+        sender.write(str(n))
+        sender.expect('sent', TIMEOUT_S)
+
+    deadline = time.monotonic() + TIMEOUT_S
+    start = received()
+    while received() == start:
+        if time.monotonic() > deadline:
+            raise Failed('the guest under callgrind received nothing')
+        send(1)
+        time.sleep(0.05)
+    start, sent = received(), 0
+    deadline = time.monotonic() + TIMEOUT_S
+    while (got := received() - start) < frames:
+        if time.monotonic() > deadline:
+            raise Failed(f'{got} of {frames} frames reached the guest '
+                         'under callgrind')
+        if sent - got < IN_FLIGHT and sent < frames:
+            n = min(IN_FLIGHT - (sent - got), frames - sent)
+            send(n)
+            sent += n
+        else:
+            time.sleep(0.001)
 
 
 def thread_totals(files):
@@ -94,8 +127,9 @@ def thread_totals(files):
         for thread, mark in THREAD_MARKS.items():
             if mark in text:
                 totals[thread] = summary(text)
-    if set(totals) != set(THREAD_MARKS):
-        raise Failed(f'no callgrind file for {set(THREAD_MARKS) - set(totals)}')
+    missing = set(THREAD_MARKS) - set(totals)
+    if missing:
+        raise ValueError(f'no callgrind file for {", ".join(missing)}')
     return totals
 
 
@@ -103,86 +137,21 @@ def summary(text):
     for line in text.splitlines():
         if line.startswith('summary:'):
             return int(line.split()[1])
-    raise Failed('callgrind file without a summary line')
+    raise ValueError('callgrind file without a summary line')
 
 
-# --- the driver, in the generator's namespace ----------------------------
-
-class Qmp:
-    def __init__(self, path):
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                self.sock = socket.socket(socket.AF_UNIX)
-                self.sock.connect(path)
-                break
-            except OSError:
-                self.sock.close()
-                if time.monotonic() > deadline:
-                    raise Failed(f'no QMP at {path}')
-                time.sleep(0.2)
-        self.f = self.sock.makefile('rw')
-        self.f.readline()
-        self.cmd('qmp_capabilities')
-
-    def cmd(self, name, **args):
-        self.f.write(json.dumps({'execute': name, 'arguments': args}) + '\n')
-        self.f.flush()
-        while True:
-            reply = json.loads(self.f.readline())
-            if 'error' in reply:
-                raise Failed(f'{name}: {reply["error"]["desc"]}')
-            if 'return' in reply:
-                return reply['return']
-
-
-def guest_rx(qmp):
-    for guest in qmp.cmd('x-query-guest-stats')['guests']:
-        if guest.get('id') == 'g0':
-            return guest['rx-frames']
-    raise Failed('no guest g0 in x-query-guest-stats')
-
-
-def drive(qmp_path, ifname, frames, size, dst):
-    qmp = Qmp(qmp_path)
+def send(ifname, size, dst):
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((ifname, 0))
     frame = bytes.fromhex(dst.replace(':', '') + '020000000001' + '0800')
     frame += bytes(size - len(frame))
-    wait_guest_up(qmp, tx, frame)
-    base = guest_rx(qmp)
-    deadline = time.monotonic() + 10 * START_TIMEOUT_S
-    sent = 0
-    while True:
-        got = guest_rx(qmp) - base
-        if got >= frames:
-            break
-        if time.monotonic() > deadline:
-            raise Failed(f'{got} of {frames} frames reached the guest')
-        while sent < frames and sent - got < IN_FLIGHT:
+    for line in sys.stdin:
+        for _ in range(int(line)):
             tx.send(frame)
-            sent += 1
-        time.sleep(0.001)
-    qmp.cmd('quit')
-
-
-def wait_guest_up(qmp, tx, frame):
-    """Frames before the guest opens the device are dropped, not
-    received: one at a time until one is."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    base = guest_rx(qmp)
-    while guest_rx(qmp) == base:
-        if time.monotonic() > deadline:
-            raise Failed('the guest received nothing')
-        tx.send(frame)
-        time.sleep(0.05)
+        print('sent', flush=True)
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 7 or sys.argv[1] != 'drive':
+    if len(sys.argv) != 5 or sys.argv[1] != 'send':
         sys.exit(__doc__)
-    try:
-        drive(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
-              sys.argv[6])
-    except (Failed, OSError) as e:
-        sys.exit(f'instr.py: {e}')
+    send(sys.argv[2], int(sys.argv[3]), sys.argv[4])
