@@ -140,11 +140,45 @@ def summary(text):
     raise ValueError('callgrind file without a summary line')
 
 
+def checksum(data):
+    if len(data) % 2:
+        data += b'\0'
+    total = sum(int.from_bytes(data[i:i + 2], 'big')
+                for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xffff) + (total >> 16)
+    return ~total & 0xffff
+
+
+def udp_frame(size, dst):
+    """xdp-gen's frame: IPv4 198.18.0.1 -> 198.18.0.2, UDP to the discard
+    port, checksums right, so that the device's receive checksum runs as
+    in the bench.
+
+    >>> f = udp_frame(64, '52:54:00:12:34:56')
+    >>> len(f), f[:6].hex(), checksum(f[14:34]), f[23]
+    (64, '525400123456', 0, 17)
+    >>> checksum(f[26:34] + bytes([0, 17]) + f[38:40] + f[34:])
+    0
+    """
+    src, dst_ip = bytes([198, 18, 0, 1]), bytes([198, 18, 0, 2])
+    udp_len = size - 14 - 20
+    payload = bytes(i & 0xff for i in range(42, size))
+    ip = bytearray([0x45, 0]) + (20 + udp_len).to_bytes(2, 'big') + \
+        bytes([0, 0, 0x40, 0, 64, 17, 0, 0]) + src + dst_ip
+    ip[10:12] = checksum(bytes(ip)).to_bytes(2, 'big')
+    udp = bytearray((1024).to_bytes(2, 'big') + (9).to_bytes(2, 'big') +
+                    udp_len.to_bytes(2, 'big') + bytes(2) + payload)
+    pseudo = src + dst_ip + bytes([0, 17]) + udp_len.to_bytes(2, 'big')
+    udp[6:8] = (checksum(pseudo + bytes(udp)) or 0xffff).to_bytes(2, 'big')
+    return bytes.fromhex(dst.replace(':', '') + '020000000001' + '0800') + \
+        bytes(ip) + bytes(udp)
+
+
 def send(ifname, size, dst):
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     tx.bind((ifname, 0))
-    frame = bytes.fromhex(dst.replace(':', '') + '020000000001' + '0800')
-    frame += bytes(size - len(frame))
+    frame = udp_frame(size, dst)
     for line in sys.stdin:
         for _ in range(int(line)):
             tx.send(frame)
