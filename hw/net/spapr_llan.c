@@ -446,16 +446,12 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
     stn_be_p(entry + 8, 8, handle);
     entry[0] = RXQ_CTRL_VALID | flags |
                ((b->qbd & LLAN_BD_TOGGLE) ? 0 : RXQ_CTRL_TOGGLE);
-    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(b->qbd) + s->rxq_ptr + 1,
-                             entry + 1, sizeof(entry) - 1)) {
-        return false;
-    }
     if (G_UNLIKELY(last == b->stamped)) {
         stamp_rxq_entry(s, b->stamp);
     }
-    if (!spapr_vio_dma_write_u8_release(&s->vdev,
-                                        LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
-                                        entry[0])) {
+    if (!spapr_vio_dma_write_release(&s->vdev,
+                                     LLAN_BD_ADDR(b->qbd) + s->rxq_ptr,
+                                     entry, sizeof(entry))) {
         if (last == b->stamped) {
             unstamp_rxq_entry(s, b->stamp);
         }

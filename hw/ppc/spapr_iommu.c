@@ -480,19 +480,48 @@ bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
     return dma_write(tcet, ioba, buf, len, false);
 }
 
-bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
-                                    uint8_t val)
+static G_ALWAYS_INLINE inline bool dma_write_release(
+    const SpaprTceTable *tcet, uint64_t ioba, const uint8_t *buf,
+    uint64_t len, bool traced)
 {
     uint64_t gpa;
-    uint8_t *host = single_page(tcet, ioba, 1, DMA_DEVICE_WRITES, &gpa,
-                                xlate_traced());
+    uint8_t *host = single_page(tcet, ioba, len, DMA_DEVICE_WRITES, &gpa,
+                                traced);
 
     if (!host) {
-        return false;
+        /* Across pages: the first byte's page is looked up after the
+         * rest is written, so a revoke in between refuses it. */
+        if (!dma_write(tcet, ioba + 1, buf + 1, len - 1, traced)) {
+            return false;
+        }
+        host = single_page(tcet, ioba, 1, DMA_DEVICE_WRITES, &gpa, traced);
+        if (!host) {
+            return false;
+        }
+        len = 1;
+    } else {
+        memcpy(host + 1, buf + 1, len - 1);
     }
-    __atomic_store_n(host, val, __ATOMIC_RELEASE);
-    guest_ram_mark_dirty(tcet->ram, gpa, 1);
+    __atomic_store_n(host, buf[0], __ATOMIC_RELEASE);
+    guest_ram_mark_dirty(tcet->ram, gpa, len);
     return true;
+}
+
+static G_GNUC_NO_INLINE bool dma_write_release_traced(
+    const SpaprTceTable *tcet, uint64_t ioba, const uint8_t *buf,
+    uint64_t len)
+{
+    return dma_write_release(tcet, ioba, buf, len, true);
+}
+
+bool spapr_tce_dma_write_release(const SpaprTceTable *tcet, uint64_t ioba,
+                                 const void *buf, uint64_t len)
+{
+    g_assert(len > 0);
+    if (xlate_traced()) {
+        return dma_write_release_traced(tcet, ioba, buf, len);
+    }
+    return dma_write_release(tcet, ioba, buf, len, false);
 }
 
 /* The hcalls.  Argument checks follow PAPR as QEMU applies them, and

@@ -537,12 +537,15 @@ static void test_wrap_needs_writable_toggle(void)
 
 /*
  * The guest revokes its rx queue's mapping while the device writes an
- * entry: after the entry's body, before its control byte.  A userfaultfd
- * write-protect on the queue's page stops the writing thread at its first
+ * entry: after the entry's body, before its control byte.  An entry in
+ * one I/O page is translated once, so only one that straddles two pages
+ * (a queue the guest did not align) has that window: a userfaultfd
+ * write-protect on the second page stops the writing thread at its first
  * store there, the way a vCPU elsewhere gets in between, and the fault
- * handler revokes the TCE before it lets it go on.  The stamp the device
- * left for that entry must not outlive the failed write, or the guest
- * measures the next frame landing in the slot from it.
+ * handler revokes the first page's TCE, the control byte's, before it
+ * lets it go on.  The stamp the device left for that entry must not
+ * outlive the failed write, or the guest measures the next frame landing
+ * in the slot from it.
  */
 typedef struct RevokeOnWrite {
     int uffd;
@@ -624,10 +627,16 @@ static void test_failed_control_byte_clears_stamp(void)
 
     fixture_init(&f, true);
     open_lan_queue(&f, 16);
+    /* The guest moves its queue (the device reads its descriptor, first
+     * in the buffer list, for every batch) so that the one entry has its
+     * control byte in the last 8 bytes of RXQ's page and the rest of its
+     * body on the next. */
+    g_assert_true(guest_ram_st_be(spapr_ram(f.spapr), BUF_LIST, 8,
+                                  BD(16, RXQ + 0xff8)));
     add_buffers(&f, 4, 512);
     spapr_vlan_set_rx_stamps(f.lan, stamps, G_N_ELEMENTS(stamps));
     r.tcet = tce_table(&f);
-    if (!write_protect(&f, &r, RXQ)) {
+    if (!write_protect(&f, &r, RXQ + 0x1000)) {
         g_test_skip("no userfaultfd write-protect here");
         spapr_vlan_set_rx_stamps(f.lan, NULL, 0);
         fixture_free(&f);
@@ -651,6 +660,30 @@ static void test_failed_control_byte_clears_stamp(void)
     g_assert_cmpint(deliver_stamped(&f, &stamp), ==, NET_RX_DELIVERED);
     g_assert_cmphex(stamps[0], ==, 2000);
     g_assert_cmpuint(stamp.visible, >, 0);
+
+    spapr_vlan_set_rx_stamps(f.lan, NULL, 0);
+    fixture_free(&f);
+}
+
+/* An entry in one I/O page is one translation: revoked before it, the
+ * entry is refused whole (the stamp, taken first, cleared again). */
+static void test_refused_entry_clears_stamp(void)
+{
+    uint64_t stamps[1] = { 0 }, entry;
+    NetRxStamp stamp = { .entered = 1000 };
+    Fixture f;
+
+    fixture_init(&f, true);
+    open_lan_queue(&f, 16);
+    add_buffers(&f, 4, 512);
+    spapr_vlan_set_rx_stamps(f.lan, stamps, G_N_ELEMENTS(stamps));
+    g_assert_true(spapr_tce_put(tce_table(&f), RXQ, 0));
+
+    g_assert_cmpint(deliver_stamped(&f, &stamp), ==, NET_RX_DROP_DMA_ERROR);
+    g_assert_cmpuint(stamp.visible, ==, 0);
+    g_assert_cmphex(stamps[0], ==, 0);
+    g_assert_true(guest_ram_ld_be(spapr_ram(f.spapr), RXQ, 8, &entry));
+    g_assert_cmphex(entry, ==, 0);
 
     spapr_vlan_set_rx_stamps(f.lan, NULL, 0);
     fixture_free(&f);
@@ -1186,6 +1219,8 @@ int main(int argc, char **argv)
                     test_wrap_needs_writable_toggle);
     g_test_add_func("/spapr-llan/rx/failed-control-byte-clears-stamp",
                     test_failed_control_byte_clears_stamp);
+    g_test_add_func("/spapr-llan/rx/refused-entry-clears-stamp",
+                    test_refused_entry_clears_stamp);
     g_test_add_func("/spapr-llan/register-resets-filters",
                     test_register_resets_filters);
     g_test_add_func("/spapr-llan/stopped-machine", test_stopped_machine);

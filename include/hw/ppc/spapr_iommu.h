@@ -63,10 +63,12 @@ bool spapr_tce_dma_read(const SpaprTceTable *tcet, uint64_t ioba, void *buf,
                         uint64_t len);
 bool spapr_tce_dma_write(const SpaprTceTable *tcet, uint64_t ioba,
                          const void *buf, uint64_t len);
-/* One byte, ordered after every earlier write (a release): a flag the
- * guest polls, written after what it guards. */
-bool spapr_tce_dma_write_u8_release(const SpaprTceTable *tcet, uint64_t ioba,
-                                    uint8_t val);
+/* A record whose first byte the guest polls: bytes 1 to @len - 1, then
+ * byte 0 with release semantics, so that the guest never sees it half
+ * written; one translation when it lies in one I/O page.  @len >= 1.
+ * On failure the record may be written without its first byte. */
+bool spapr_tce_dma_write_release(const SpaprTceTable *tcet, uint64_t ioba,
+                                 const void *buf, uint64_t len);
 
 
 #endif

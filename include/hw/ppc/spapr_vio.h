@@ -108,10 +108,11 @@ static inline bool spapr_vio_dma_read(SpaprVioDevice *dev, uint64_t ioba,
     return spapr_tce_dma_read(dev->tcet, ioba, buf, len);
 }
 
-static inline bool spapr_vio_dma_write_u8_release(SpaprVioDevice *dev,
-                                                  uint64_t ioba, uint8_t val)
+static inline bool spapr_vio_dma_write_release(SpaprVioDevice *dev,
+                                               uint64_t ioba, const void *buf,
+                                               uint64_t len)
 {
-    return spapr_tce_dma_write_u8_release(dev->tcet, ioba, val);
+    return spapr_tce_dma_write_release(dev->tcet, ioba, buf, len);
 }
 
 static inline bool spapr_vio_dma_write(SpaprVioDevice *dev, uint64_t ioba,
