@@ -304,7 +304,8 @@ static void count_no_buffer(SpaprVlanState *s, uint64_t frames)
 /* After a buffer of at least @need bytes was taken from @pool.  Out of
  * line: inlined, its loop over the pools made take_from_pool() save six
  * registers for every frame, events on or off. */
-static G_GNUC_NO_INLINE void trace_pool_taken(const SpaprVlanState *s, uint32_t need, int pool)
+static G_GNUC_NO_INLINE void trace_pool_taken(const SpaprVlanState *s,
+                                              uint32_t need, int pool)
 {
     const LlanRxPool *p = s->pools.sorted[pool];
     /* The pool just taken from still fits if it is not empty. */
@@ -1520,7 +1521,9 @@ static const struct {
     { H_ILLAN_ATTRIBUTES, vlan_attributes, 1, true, "h_illan_attributes" },
 };
 
-static G_GNUC_NO_INLINE void trace_add_buffers(uint64_t reg, const uint64_t *bds, int64_t ret)
+static G_GNUC_NO_INLINE void trace_add_buffers(uint64_t reg,
+                                               const uint64_t *bds,
+                                               int64_t ret)
 {
     unsigned count = 0;
     uint64_t first = 0;
