@@ -264,13 +264,18 @@ LlanRxCsum llan_rx_csum(const uint8_t *f, const LlanL4 *l4,
     return LLAN_RX_CSUM_BAD;
 }
 
+bool llan_rx_csum_field_is_pseudo(const uint8_t *f, const LlanL4 *l4)
+{
+    return ldn_be_p(f + l4->csum_at, 2) == llan_pseudo_sum(f, l4);
+}
+
 bool llan_rx_csum_partial(const uint8_t *f, const LlanL4 *l4,
                           uint16_t *completed)
 {
     uint16_t field = ldn_be_p(f + l4->csum_at, 2);
     uint16_t seg_sum;
 
-    if (field != llan_pseudo_sum(f, l4)) {
+    if (!llan_rx_csum_field_is_pseudo(f, l4)) {
         return false;
     }
     /* One good checksum in 65536 looks like a partial one. */

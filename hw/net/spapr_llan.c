@@ -469,9 +469,12 @@ static bool write_rxq_entry(SpaprVlanState *s, RxBatch *b, uint64_t handle,
 /* The verdict on a received frame's checksum, reached before delivery. */
 typedef struct RxCsum {
     bool checked;           /* a TCP/UDP frame the attributes cover */
+    /* False while a TCP field holding the pseudo-header sum leaves the
+     * verdict at partial for now: see rx_csum_check(). */
+    bool settled;
     LlanRxCsum verdict;
-    uint8_t proto;
-    uint16_t csum_at, completed;
+    LlanL4 l4;
+    uint16_t completed;
 } RxCsum;
 
 /* What a batch learns of its frames when the guest has offloads on. */
@@ -495,9 +498,30 @@ static void rx_csum_check(const SpaprVlanState *s, const NetFrame *f,
     if (!(s->attrs & want)) {
         return;
     }
-    *c = (RxCsum){ .checked = true, .proto = l4->proto,
-                   .csum_at = l4->csum_at };
+    *c = (RxCsum){ .checked = true, .l4 = *l4 };
+    /*
+     * Such a field is partial or good, never bad: a merged segment goes
+     * up the same either way, so only a frame delivered alone needs the
+     * sum over its segment that tells them apart.  A local TCP sender's
+     * stream is all partial fields, and summing every segment was the
+     * I/O thread's largest cost of ours (docs/devel/benchmarks.md).
+     */
+    if (l4->proto == LLAN_IPPROTO_TCP &&
+        llan_rx_csum_field_is_pseudo(f->data, l4)) {
+        c->verdict = LLAN_RX_CSUM_PARTIAL;
+        return;
+    }
+    c->settled = true;
     c->verdict = llan_rx_csum(f->data, l4, &c->completed);
+}
+
+/* The sum rx_csum_check() left for a frame that goes up alone. */
+static void rx_csum_settle(const NetFrame *f, RxCsum *c)
+{
+    if (c->checked && !c->settled) {
+        c->verdict = llan_rx_csum(f->data, &c->l4, &c->completed);
+        c->settled = true;
+    }
 }
 
 /*
@@ -515,24 +539,24 @@ static uint8_t rx_csum_apply_locked(SpaprVlanState *s, const RxCsum *c,
 
     switch (c->verdict) {
     case LLAN_RX_CSUM_GOOD:
-        trace_spapr_vlan_rx_csum(c->proto, "good");
+        trace_spapr_vlan_rx_csum(c->l4.proto, "good");
         s->stats.rx_csum_good++;
         return LLAN_RXQ_CSUM_GOOD;
     case LLAN_RX_CSUM_PARTIAL:
-        trace_spapr_vlan_rx_csum(c->proto, "partial");
+        trace_spapr_vlan_rx_csum(c->l4.proto, "partial");
         s->stats.rx_csum_partial++;
-        if (c->proto == LLAN_IPPROTO_UDP) {
+        if (c->l4.proto == LLAN_IPPROTO_UDP) {
             stn_be_p(be, 2, c->completed);
         }
-        if (!spapr_vio_dma_write(&s->vdev, data + c->csum_at, be, 2)) {
+        if (!spapr_vio_dma_write(&s->vdev, data + c->l4.csum_at, be, 2)) {
             return 0;
         }
-        return c->proto == LLAN_IPPROTO_TCP
+        return c->l4.proto == LLAN_IPPROTO_TCP
                ? LLAN_RXQ_NO_CSUM | LLAN_RXQ_CSUM_GOOD : LLAN_RXQ_CSUM_GOOD;
     case LLAN_RX_CSUM_BAD:
         break;
     }
-    trace_spapr_vlan_rx_csum(c->proto, "bad");
+    trace_spapr_vlan_rx_csum(c->l4.proto, "bad");
     s->stats.rx_csum_bad++;
     return 0;
 }
@@ -818,12 +842,15 @@ static unsigned receive_offloaded(SpaprVlanState *s, RxBatch *b,
                                   unsigned n, NetRxResult *results)
 {
     unsigned run = lro_run(off, frames, i, n);
+    RxCsum csum;
 
     if (run > 1 && deliver_merged(s, b, frames + i, off->seg + i, run,
                                   results + i)) {
         return run;
     }
-    results[i] = receive_one(s, b, &frames[i], &off->csum[i]);
+    csum = off->csum[i];
+    rx_csum_settle(&frames[i], &csum);
+    results[i] = receive_one(s, b, &frames[i], &csum);
     return 1;
 }
 

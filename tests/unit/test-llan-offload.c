@@ -211,6 +211,45 @@ static void test_lro_bad_ipv4_header_csum(void)
     g_assert_false(llan_lro_segment(f, len, &l4, &seg));
 }
 
+/*
+ * The device lets a TCP field that holds the pseudo-header sum wait for
+ * the sum over its segment, since such a field is never bad: true for a
+ * partial field and for one that is also a good checksum (which only the
+ * sum tells apart), false for a good or a bad field.
+ */
+static void test_rx_csum_field_is_pseudo(void)
+{
+    static uint8_t f[1514];
+    LlanOffloadError why;
+    uint16_t completed, pseudo, x;
+    uint32_t len = ipv4_frame(f, LLAN_IPPROTO_TCP, 1480);
+    LlanL4 l4;
+
+    f[46] = 0x50;                   /* data offset 20 */
+    f[47] = 0x10;                   /* ACK */
+    for (uint32_t i = 54; i < len; i++) {
+        f[i] = i * 7;
+    }
+    g_assert_true(llan_find_l4(f, len, &l4, &why));
+    pseudo = llan_pseudo_sum(f, &l4);
+    llan_fill_l4_csum(f, &l4);
+    g_assert_false(llan_rx_csum_field_is_pseudo(f, &l4));
+    stn_be_p(f + l4.csum_at, 2, ldn_be_p(f + l4.csum_at, 2) ^ 0x0100);
+    g_assert_cmpint(llan_rx_csum(f, &l4, &completed), ==, LLAN_RX_CSUM_BAD);
+    g_assert_false(llan_rx_csum_field_is_pseudo(f, &l4));
+    stn_be_p(f + l4.csum_at, 2, pseudo);
+    g_assert_true(llan_rx_csum_field_is_pseudo(f, &l4));
+    g_assert_cmpint(llan_rx_csum(f, &l4, &completed), ==,
+                    LLAN_RX_CSUM_PARTIAL);
+    /* The payload's last two bytes chosen so that the pseudo-header sum
+     * in the field also verifies. */
+    stn_be_p(f + len - 2, 2, 0);
+    x = ~llan_csum_add(pseudo, llan_csum(f + l4.l4, l4.l4_len));
+    stn_be_p(f + len - 2, 2, x);
+    g_assert_true(llan_rx_csum_field_is_pseudo(f, &l4));
+    g_assert_cmpint(llan_rx_csum(f, &l4, &completed), ==, LLAN_RX_CSUM_GOOD);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -218,6 +257,8 @@ int main(int argc, char **argv)
     g_test_add_func("/llan-offload/csum-speed", test_csum_speed);
     g_test_add_func("/llan-offload/find-l4-refuses", test_find_l4_refuses);
     g_test_add_func("/llan-offload/rx-csum-partial", test_rx_csum_partial);
+    g_test_add_func("/llan-offload/rx-csum-field-is-pseudo",
+                    test_rx_csum_field_is_pseudo);
     g_test_add_func("/llan-offload/tso-tiny-mss", test_tso_tiny_mss);
     g_test_add_func("/llan-offload/lro-bad-ipv4-header-csum",
                     test_lro_bad_ipv4_header_csum);

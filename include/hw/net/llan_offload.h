@@ -76,6 +76,10 @@ typedef enum LlanRxCsum {
 LlanRxCsum llan_rx_csum(const uint8_t *f, const LlanL4 *l4,
                         uint16_t *completed);
 
+/* Whether the checksum field of @l4 in the received frame @f holds the
+ * pseudo-header sum: the checksum is then partial or, for one good
+ * checksum in 65536, good, never bad; a few header bytes read. */
+bool llan_rx_csum_field_is_pseudo(const uint8_t *f, const LlanL4 *l4);
 /* Whether the checksum of @l4 in the received frame @f is partial, with
  * *completed the full checksum; sums the segment only when the field
  * holds the pseudo-header sum, so a frame that is not partial costs a
