@@ -46,6 +46,15 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp)
     /* Receive buffers are spread over megabytes: with 4 KiB pages nearly
      * every frame's copy is a TLB miss.  Best effort. */
     madvise(base, size, MADV_HUGEPAGE);
+    /* A child (an exec: migration) never needs guest RAM, and once RAM is
+     * pinned as an AF_XDP UMEM the kernel would copy all of it at fork. */
+    if (madvise(base, size, MADV_DONTFORK) < 0) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "cannot keep guest RAM out of child processes: %s",
+                    g_strerror(errno));
+        munmap(base, size);
+        return NULL;
+    }
     ram = g_new0(GuestRam, 1);
     ram->base = base;
     ram->size = size;

@@ -10,7 +10,9 @@
 
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PAGES   16
@@ -125,11 +127,39 @@ static void test_sync_traces_new_pages(void)
     g_unlink(path);
 }
 
+/*
+ * An exec: migration forks.  Guest RAM registered as a UMEM is pinned, and
+ * the kernel copies pinned private pages into the child at fork (seconds
+ * per GiB), so the child must not inherit the mapping at all: mincore()
+ * in the child then fails with ENOMEM.
+ */
+static void test_fork_leaves_ram_behind(void)
+{
+    GuestRam *ram = new_ram();
+    unsigned char resident;
+    void *base = guest_ram_ptr(ram, 0, 4096);
+    int status;
+    pid_t pid;
+
+    g_assert_true(guest_ram_write(ram, 0, "x", 1));
+    pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+        _exit(mincore(base, 4096, &resident) < 0 && errno == ENOMEM ? 0 : 1);
+    }
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    guest_ram_free(ram);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/migration-ram/zero-pages", test_zero_pages);
     g_test_add_func("/migration-ram/sync-traces-new-pages",
                     test_sync_traces_new_pages);
+    g_test_add_func("/migration-ram/fork-leaves-ram-behind",
+                    test_fork_leaves_ram_behind);
     return g_test_run();
 }
