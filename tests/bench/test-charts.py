@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make bench's SVG charts, drawn from charts-fixture.json: a cut of a
-real run (bench-sample of 2026-11-26 14:52) with points of the 2026-11-25
+real run (2026-11-26 14:52) with points of the 2026-11-25
 10:06 run's tables added, so that every chart has bars, and its rxonly
 64 B illan point once more as "umem": "guest", a second variant.
 
