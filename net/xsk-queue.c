@@ -819,7 +819,10 @@ static bool tx_pending_locked(XskQueue *q)
 
 static void request_tx_kick(XskQueue *q)
 {
-    if (!__atomic_exchange_n(&q->tx_kick, true, __ATOMIC_ACQ_REL) &&
+    /* Read first: while a kick is already pending, every frame's
+     * exchange would take the line from the I/O thread for nothing. */
+    if (!__atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE) &&
+        !__atomic_exchange_n(&q->tx_kick, true, __ATOMIC_ACQ_REL) &&
         !q->cfg.spin) {
         eventfd_write(q->wake_fd, 1);
     }
@@ -872,7 +875,12 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
         return false;
     }
     qemu_mutex_lock(&q->tx_lock);
-    reap_completions_locked(q);
+    /* The I/O thread reaps after each kick; reaping here only when the
+     * free frames run short keeps the sender off the completion ring's
+     * cache lines, which the kernel writes on the I/O thread's CPU. */
+    if (q->tx_nfree < ndesc) {
+        reap_completions_locked(q);
+    }
     /*
      * A full ring means the sender outruns the I/O thread's kicks (in
      * copy mode the kernel sends only inside sendto(), 32 descriptors a
