@@ -5,9 +5,8 @@
  * illan.
  */
 #include "hw/ppc/hcall.h"
+#include "libqos/trace-log.h"
 #include "libqtest.h"
-
-#include <glib/gstdio.h>
 
 #define UNIT        0x71000000ULL
 #define BD_VALID    0x8000000000000000ULL
@@ -205,35 +204,12 @@ static const Refusal refusals[] = {
       "is not a logical LAN" },
 };
 
-typedef struct Log {
-    char *dir;
-    char *path;
-} Log;
-
-static Log log_new(void)
+/* A log file of its own (libqos/trace-log) and the options writing to
+ * it: @d_opts, then -D. */
+static char *log_start(TraceLog *l, const char *d_opts)
 {
-    Log l = { .dir = g_dir_make_tmp("illan-guest-errors-XXXXXX", NULL) };
-
-    g_assert_nonnull(l.dir);
-    l.path = g_build_filename(l.dir, "log", NULL);
-    return l;
-}
-
-static void log_free(Log *l)
-{
-    g_unlink(l->path);
-    g_rmdir(l->dir);
-    g_free(l->path);
-    g_free(l->dir);
-}
-
-/* The log is written before the hcall's reply, so it is complete. */
-static char *log_read(const Log *l)
-{
-    char *text = NULL;
-
-    g_assert_true(g_file_get_contents(l->path, &text, NULL, NULL));
-    return text;
+    trace_log_init(l);
+    return g_strdup_printf("%s-D %s", d_opts, l->path);
 }
 
 static QTestState *start(const char *device_opts, const char *log_opts)
@@ -272,27 +248,27 @@ static void run_refusal(QTestState *qts, const Refusal *r)
 static void test_refusal(gconstpointer data)
 {
     const Refusal *r = data;
-    Log l = log_new();
-    g_autofree char *opts = g_strdup_printf("-d guest_errors -D %s", l.path);
+    TraceLog l;
+    g_autofree char *opts = log_start(&l, "-d guest_errors ");
     g_autofree char *want = r->line ? g_strdup_printf("%s\n", r->line)
                                     : g_strdup("");
     QTestState *qts = start(r->device_opts, opts);
-    g_autofree char *setup_text = log_read(&l);
+    g_autofree char *setup_text = trace_log_read(&l);
     g_autofree char *text = NULL;
 
     g_assert_cmpstr(setup_text, ==, "");
     run_refusal(qts, r);
-    text = log_read(&l);
+    text = trace_log_read(&l);
     g_assert_cmpstr(text, ==, want);
     qtest_quit(qts);
-    log_free(&l);
+    trace_log_free(&l);
 }
 
 /* Off by default: the same mistakes, with -D but no -d, write nothing. */
 static void test_off_by_default(void)
 {
-    Log l = log_new();
-    g_autofree char *opts = g_strdup_printf("-D %s", l.path);
+    TraceLog l;
+    g_autofree char *opts = log_start(&l, "");
 
     for (size_t i = 0; i < G_N_ELEMENTS(refusals); i++) {
         QTestState *qts = start(refusals[i].device_opts, opts);
@@ -300,10 +276,10 @@ static void test_off_by_default(void)
 
         run_refusal(qts, &refusals[i]);
         qtest_quit(qts);
-        text = log_read(&l);
+        text = trace_log_read(&l);
         g_assert_cmpstr(text, ==, "");
     }
-    log_free(&l);
+    trace_log_free(&l);
 }
 
 static char *hmp(QTestState *qts, const char *line)
@@ -343,21 +319,21 @@ static void test_hmp_log(void)
 {
     static const char line[] = "h_change_logical_lan_mac: mac 0x0 is not a "
                                "48-bit unicast MAC other than 0\n";
-    Log l = log_new();
-    g_autofree char *opts = g_strdup_printf("-D %s", l.path);
+    TraceLog l;
+    g_autofree char *opts = log_start(&l, "");
     QTestState *qts = start("", opts);
     g_autofree char *bad = NULL, *missing = NULL, *on = NULL, *off = NULL;
     g_autofree char *before = NULL, *after_on = NULL, *after_off = NULL;
     g_autofree char *after_bad = NULL, *help = NULL;
 
     change_mac_to_zero(qts);
-    before = log_read(&l);
+    before = trace_log_read(&l);
     g_assert_cmpstr(before, ==, "");
 
     on = hmp(qts, "log guest_errors");
     g_assert_cmpstr(on, ==, "");
     change_mac_to_zero(qts);
-    after_on = log_read(&l);
+    after_on = trace_log_read(&l);
     g_assert_cmpstr(after_on, ==, line);
 
     bad = hmp(qts, "log bogus");
@@ -368,7 +344,7 @@ static void test_hmp_log(void)
     g_assert_cmpstr(missing, ==, "log: string expected\r\n"
                     "Try \"help log\" for more information\r\n");
     change_mac_to_zero(qts);
-    after_bad = log_read(&l);
+    after_bad = trace_log_read(&l);
     g_assert_cmpstr(after_bad, ==, "h_change_logical_lan_mac: mac 0x0 is "
                     "not a 48-bit unicast MAC other than 0\n"
                     "h_change_logical_lan_mac: mac 0x0 is not a 48-bit "
@@ -377,10 +353,10 @@ static void test_hmp_log(void)
     off = hmp(qts, "log none");
     g_assert_cmpstr(off, ==, "");
     change_mac_to_zero(qts);
-    after_off = log_read(&l);
+    after_off = trace_log_read(&l);
     g_assert_cmpstr(after_off, ==, after_bad);
     qtest_quit(qts);
-    log_free(&l);
+    trace_log_free(&l);
 }
 
 /* As QEMU's: "log ...,trace:PATTERN" switches trace events on, and says
