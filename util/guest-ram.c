@@ -15,6 +15,10 @@
 
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 
+/* The host area is handed out in units of this many bytes. */
+#define HOST_AREA_UNIT (1ull << 20)
+#define HOST_AREA_UNITS (GUEST_RAM_HOST_AREA_MAX / HOST_AREA_UNIT)
+
 struct GuestRam {
     uint8_t *base;
     uint64_t size;
@@ -24,6 +28,9 @@ struct GuestRam {
     uint64_t *dirty;
     size_t dirty_words;
     bool logging;
+    /* The host area's units in use, a bit each, under host_lock. */
+    GMutex host_lock;
+    uint64_t host_used[HOST_AREA_UNITS / 64];
 };
 
 GuestRam *guest_ram_new(uint64_t size, GError **errp)
@@ -35,7 +42,8 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp)
         /* A machine without RAM (-M none): every access is out of range. */
         return g_new0(GuestRam, 1);
     }
-    base = mmap(NULL, size, PROT_READ | PROT_WRITE,
+    /* The host area after RAM costs address space only until used. */
+    base = mmap(NULL, size + GUEST_RAM_HOST_AREA_MAX, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
         g_set_error(errp, ILLAN_ERROR, 0,
@@ -48,11 +56,11 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp)
     madvise(base, size, MADV_HUGEPAGE);
     /* A child (an exec: migration) never needs guest RAM, and once RAM is
      * pinned as an AF_XDP UMEM the kernel would copy all of it at fork. */
-    if (madvise(base, size, MADV_DONTFORK) < 0) {
+    if (madvise(base, size + GUEST_RAM_HOST_AREA_MAX, MADV_DONTFORK) < 0) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "cannot keep guest RAM out of child processes: %s",
                     g_strerror(errno));
-        munmap(base, size);
+        munmap(base, size + GUEST_RAM_HOST_AREA_MAX);
         return NULL;
     }
     ram = g_new0(GuestRam, 1);
@@ -60,6 +68,7 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp)
     ram->size = size;
     ram->dirty_words = DIV_ROUND_UP(size, GUEST_RAM_DIRTY_PAGE_SIZE * 64ull);
     ram->dirty = g_new0(uint64_t, ram->dirty_words);
+    g_mutex_init(&ram->host_lock);
     return ram;
 }
 
@@ -67,7 +76,8 @@ void guest_ram_free(GuestRam *ram)
 {
     if (ram) {
         if (ram->size) {
-            munmap(ram->base, ram->size);
+            munmap(ram->base, ram->size + GUEST_RAM_HOST_AREA_MAX);
+            g_mutex_clear(&ram->host_lock);
         }
         g_free(ram->dirty);
         g_free(ram);
@@ -77,6 +87,75 @@ void guest_ram_free(GuestRam *ram)
 uint64_t guest_ram_size(const GuestRam *ram)
 {
     return ram->size;
+}
+
+void *guest_ram_base(GuestRam *ram)
+{
+    return ram->base;
+}
+
+static bool host_unit_used(const GuestRam *ram, unsigned i)
+{
+    return ram->host_used[i / 64] & (1ull << (i % 64));
+}
+
+static void host_units_mark(GuestRam *ram, unsigned first, unsigned n,
+                            bool used)
+{
+    for (unsigned i = first; i < first + n; i++) {
+        if (used) {
+            ram->host_used[i / 64] |= 1ull << (i % 64);
+        } else {
+            ram->host_used[i / 64] &= ~(1ull << (i % 64));
+        }
+    }
+}
+
+/* The first run of @n free units, or HOST_AREA_UNITS. */
+static unsigned host_units_find(const GuestRam *ram, unsigned n)
+{
+    unsigned run = 0;
+
+    for (unsigned i = 0; i < HOST_AREA_UNITS; i++) {
+        run = host_unit_used(ram, i) ? 0 : run + 1;
+        if (run == n) {
+            return i + 1 - n;
+        }
+    }
+    return HOST_AREA_UNITS;
+}
+
+void *guest_ram_host_area_take(GuestRam *ram, uint64_t size,
+                               uint64_t *offset)
+{
+    uint64_t n = DIV_ROUND_UP(size, HOST_AREA_UNIT);
+    unsigned first;
+
+    if (!ram->size || n == 0 || n > HOST_AREA_UNITS) {
+        return NULL;
+    }
+    g_mutex_lock(&ram->host_lock);
+    first = host_units_find(ram, n);
+    if (first < HOST_AREA_UNITS) {
+        host_units_mark(ram, first, n, true);
+    }
+    g_mutex_unlock(&ram->host_lock);
+    if (first == HOST_AREA_UNITS) {
+        return NULL;
+    }
+    *offset = ram->size + first * HOST_AREA_UNIT;
+    return ram->base + *offset;
+}
+
+void guest_ram_host_area_give(GuestRam *ram, uint64_t offset, uint64_t size)
+{
+    uint64_t n = DIV_ROUND_UP(size, HOST_AREA_UNIT);
+
+    /* Its pages go back to the host, and read as zeros next time. */
+    madvise(ram->base + offset, n * HOST_AREA_UNIT, MADV_DONTNEED);
+    g_mutex_lock(&ram->host_lock);
+    host_units_mark(ram, (offset - ram->size) / HOST_AREA_UNIT, n, false);
+    g_mutex_unlock(&ram->host_lock);
 }
 
 bool guest_ram_range_ok(const GuestRam *ram, uint64_t gpa, uint64_t len)

@@ -81,6 +81,16 @@ bool pause_point(PauseThread *t)
     return true;
 }
 
+bool pause_thread_parked(PauseThread *t)
+{
+    bool parked;
+
+    qemu_mutex_lock(&lock);
+    parked = t->parked;
+    qemu_mutex_unlock(&lock);
+    return parked;
+}
+
 static bool all_parked_locked(void)
 {
     for (guint i = 0; threads && i < threads->len; i++) {

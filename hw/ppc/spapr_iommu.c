@@ -381,6 +381,29 @@ static G_ALWAYS_INLINE inline bool copy_pages(const SpaprTceTable *tcet,
     return true;
 }
 
+bool spapr_tce_contiguous(const SpaprTceTable *tcet, uint64_t ioba,
+                          uint64_t len, DmaDirection dir, uint64_t *gpa)
+{
+    uint64_t first, at, avail;
+
+    if (len == 0 || !translate(tcet, ioba, dir, &first, &avail, false)) {
+        return false;
+    }
+    for (uint64_t done = avail; done < len; done += avail) {
+        if (!translate(tcet, ioba + done, dir, &at, &avail, false) ||
+            at != first + done) {
+            return false;
+        }
+    }
+    *gpa = first;
+    return true;
+}
+
+GuestRam *spapr_tce_table_ram(const SpaprTceTable *tcet)
+{
+    return tcet->ram;
+}
+
 static G_ALWAYS_INLINE inline bool dma_valid(const SpaprTceTable *tcet,
                                              uint64_t ioba, uint64_t len,
                                              DmaDirection dir, bool traced)

@@ -16,6 +16,23 @@ GuestRam *guest_ram_new(uint64_t size, GError **errp);
 void guest_ram_free(GuestRam *ram);
 uint64_t guest_ram_size(const GuestRam *ram);
 
+/*
+ * Host memory right after guest RAM, in the same mapping: an AF_XDP UMEM
+ * is one range of addresses, and one over guest RAM (receive zero copy)
+ * needs the host's own frames (transmit) in it too.  No guest access
+ * reaches it.  It costs address space only until it is taken.  Any
+ * thread.
+ */
+#define GUEST_RAM_HOST_AREA_MAX (256ull << 20)
+/* RAM's first byte: the start of such a UMEM. */
+void *guest_ram_base(GuestRam *ram);
+/* @size bytes (rounded up to 1 MiB) of the host area, at *@offset from
+ * RAM's base; NULL when no run of that size is free. */
+void *guest_ram_host_area_take(GuestRam *ram, uint64_t size,
+                               uint64_t *offset);
+/* Gives back what a take returned, its pages freed. */
+void guest_ram_host_area_give(GuestRam *ram, uint64_t offset, uint64_t size);
+
 /* True when [gpa, gpa + len) lies inside RAM (overflow-safe). */
 bool guest_ram_range_ok(const GuestRam *ram, uint64_t gpa, uint64_t len);
 /* Host pointer to a checked range, or NULL. */

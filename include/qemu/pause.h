@@ -41,6 +41,11 @@ void pause_thread_free(PauseThread *t);
  * so the caller looks again at whatever told it to stop. */
 bool pause_point(PauseThread *t);
 
+/* Whether @t is parked at its pause point now.  It stays parked until a
+ * resume_all(), which a caller that is itself registered and not parked,
+ * or the main thread between its pause and resume, knows cannot come. */
+bool pause_thread_parked(PauseThread *t);
+
 /* Main thread only.  @why is the trace events' reason
  * (pause_park_requested, pause_park_done): the run state entered, "reset",
  * "migration"; pause_all() gives its caller's name. */

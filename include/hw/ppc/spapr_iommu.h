@@ -54,6 +54,14 @@ bool spapr_tce_get(const SpaprTceTable *tcet, uint64_t ioba, uint64_t *tce);
 bool spapr_tce_translate(const SpaprTceTable *tcet, uint64_t ioba,
                          DmaDirection dir, uint64_t *gpa, uint64_t *avail);
 
+/* The real address of [ioba, ioba + len) when the whole range is mapped
+ * for @dir onto one run of guest RAM (consecutive I/O pages on
+ * consecutive real pages), as a buffer lent to the host kernel must be. */
+bool spapr_tce_contiguous(const SpaprTceTable *tcet, uint64_t ioba,
+                          uint64_t len, DmaDirection dir, uint64_t *gpa);
+/* The RAM the table maps into. */
+GuestRam *spapr_tce_table_ram(const SpaprTceTable *tcet);
+
 /* Whole-range DMA; each fails cleanly, before touching memory, if any page
  * of the range is not mapped for @dir (reads and writes check first, so a
  * failed write changes nothing). */
