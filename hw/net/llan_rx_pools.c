@@ -17,6 +17,7 @@ void llan_rx_pools_reset(LlanRxPools *pools)
         p->bufsize = LLAN_RX_POOL_UNUSED;
         p->count = 0;
         p->hits = 0;
+        p->lent = 0;
         memset(p->bds, 0, sizeof(p->bds));
         pools->sorted[i] = p;
     }
@@ -62,7 +63,7 @@ static LlanRxPool *claim_empty_pool(LlanRxPools *pools, int32_t size)
     for (int i = LLAN_RX_MAX_POOLS - 1; i >= 0; i--) {
         LlanRxPool *p = pools->sorted[i];
 
-        if (p->count == 0) {
+        if (p->count == 0 && p->lent == 0) {
             p->bufsize = size;
             llan_rx_pools_sort(pools);
             if (trace_event_get_state_spapr_vlan_add_rxbuf_to_pool_create()) {
@@ -86,7 +87,7 @@ LlanRxPoolAdd llan_rx_pools_add(LlanRxPools *pools, uint64_t bd)
             return LLAN_RX_POOL_NO_FREE_POOL;
         }
     }
-    if (p->count >= LLAN_RX_POOL_MAX_BDS) {
+    if (p->count + p->lent >= LLAN_RX_POOL_MAX_BDS) {
         return LLAN_RX_POOL_FULL;
     }
     /* QEMU's count: the buffers in the pool before this one. */
@@ -133,4 +134,75 @@ unsigned llan_rx_pools_fitting(const LlanRxPools *pools, uint32_t need)
              (uint32_t)pools->sorted[i]->bufsize >= need;
     }
     return n;
+}
+
+/* The pool lending takes from, or NULL. */
+static LlanRxPool *lending_pool(const LlanRxPools *pools, uint32_t min)
+{
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        LlanRxPool *p = pools->sorted[i];
+
+        if (p->bufsize != LLAN_RX_POOL_UNUSED &&
+            (uint32_t)p->bufsize >= min) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+bool llan_rx_pools_lend(LlanRxPools *pools, uint32_t min, unsigned keep,
+                        uint64_t *bd)
+{
+    LlanRxPool *p = lending_pool(pools, min);
+
+    if (!p || (unsigned)p->count <= keep) {
+        return false;
+    }
+    *bd = p->bds[--p->count];
+    p->bds[p->count] = 0;
+    p->lent++;
+    return true;
+}
+
+unsigned llan_rx_pools_lendable(const LlanRxPools *pools, uint32_t min)
+{
+    const LlanRxPool *p = lending_pool(pools, min);
+
+    return p ? p->count : 0;
+}
+
+void llan_rx_pools_unlend(LlanRxPools *pools, uint64_t bd, bool bottom)
+{
+    LlanRxPool *p = pool_of_size(pools, LLAN_BD_LEN(bd));
+
+    g_assert(p && p->lent > 0);
+    p->lent--;
+    if (bottom) {
+        memmove(&p->bds[1], &p->bds[0], p->count * sizeof(p->bds[0]));
+        p->bds[0] = bd;
+        p->count++;
+    } else {
+        p->bds[p->count++] = bd;
+    }
+}
+
+void llan_rx_pools_lent_taken(LlanRxPools *pools, uint64_t bd)
+{
+    LlanRxPool *p = pool_of_size(pools, LLAN_BD_LEN(bd));
+
+    g_assert(p && p->lent > 0);
+    p->lent--;
+    p->hits++;
+}
+
+int32_t llan_rx_pools_best_fit_size(const LlanRxPools *pools, uint32_t need)
+{
+    for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
+        const LlanRxPool *p = pools->sorted[i];
+
+        if (p->count > 0 && (uint32_t)p->bufsize >= need) {
+            return p->bufsize;
+        }
+    }
+    return LLAN_RX_POOL_UNUSED;
 }

@@ -22,6 +22,9 @@ typedef struct LlanRxPool {
     int32_t count;
     uint64_t bds[LLAN_RX_POOL_MAX_BDS];
     uint64_t hits;      /* buffers taken from this pool (not migrated) */
+    /* Buffers of this size lent to the host kernel, out of bds[] but still
+     * posted (not migrated: a stream is written with them back here). */
+    int32_t lent;
 } LlanRxPool;
 
 typedef struct LlanRxPools {
@@ -48,6 +51,24 @@ bool llan_rx_pool_take_best_fit(LlanRxPools *pools, uint32_t need,
                                 uint64_t *bd, int *pool);
 /* How many non-empty pools hold buffers of at least @need bytes. */
 unsigned llan_rx_pools_fitting(const LlanRxPools *pools, uint32_t need);
+/*
+ * Receive zero copy.  Lends the most recently added buffer of the
+ * smallest pool in use whose size is at least @min, if that pool holds
+ * more than @keep: it leaves bds[] and counts as lent.
+ */
+bool llan_rx_pools_lend(LlanRxPools *pools, uint32_t min, unsigned keep,
+                        uint64_t *bd);
+/* How many buffers that pool holds (0 when there is none). */
+unsigned llan_rx_pools_lendable(const LlanRxPools *pools, uint32_t min);
+/* A lent buffer back into its pool: on top, to lend again, or at the
+ * bottom when it could not be lent (it stays for copies). */
+void llan_rx_pools_unlend(LlanRxPools *pools, uint64_t bd, bool bottom);
+/* A lent buffer the kernel filled is taken, as by a best fit. */
+void llan_rx_pools_lent_taken(LlanRxPools *pools, uint64_t bd);
+/* The size of the smallest non-empty pool of at least @need bytes, or
+ * LLAN_RX_POOL_UNUSED. */
+int32_t llan_rx_pools_best_fit_size(const LlanRxPools *pools, uint32_t need);
+
 /* Restores the order after the pool array was changed in place (by a
  * migration load), so the table is sorted whatever it holds. */
 void llan_rx_pools_sort(LlanRxPools *pools);
