@@ -64,11 +64,11 @@ typedef enum AfXdpLink {
     AF_XDP_LINK_REMOVED,
 } AfXdpLink;
 
-typedef enum AfXdpMultiBuffer {
-    AF_XDP_MB_AUTO,
-    AF_XDP_MB_ON,
-    AF_XDP_MB_OFF,
-} AfXdpMultiBuffer;
+typedef enum AfXdpOnOffAuto {
+    AF_XDP_AUTO,
+    AF_XDP_ON,
+    AF_XDP_OFF,
+} AfXdpOnOffAuto;
 
 typedef struct AfXdpOptions {
     char *ifname;
@@ -86,8 +86,10 @@ typedef struct AfXdpOptions {
     unsigned busy_poll_usecs;
     unsigned batch;
     uint32_t rx_ring_size, tx_ring_size;
-    AfXdpMultiBuffer multi_buffer;
+    AfXdpOnOffAuto multi_buffer;
+    AfXdpOnOffAuto guest_umem;
     bool rx_metadata;           /* look for struct illan_xdp_meta */
+    bool rx_metadata_given;     /* rx-metadata= was on the command line */
 } AfXdpOptions;
 
 typedef struct AfXdpState {
@@ -117,7 +119,7 @@ static const char *const af_xdp_keys[] = {
     "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
     "inhibit", "sock-fds", "map-path", "map-start-index", "spin",
     "busy-poll", "batch", "rx-ring-size", "tx-ring-size", "multi-buffer",
-    "rx-metadata", NULL
+    "rx-metadata", "guest-umem", NULL
 };
 
 /* Options. */
@@ -159,6 +161,7 @@ static bool parse_rx_metadata(const QemuOpts *opts, AfXdpOptions *o,
                               GError **errp)
 {
     o->rx_metadata = !o->inhibit;
+    o->rx_metadata_given = qemu_opt_get(opts, "rx-metadata") != NULL;
     return parse_bool_opt(opts, "rx-metadata", &o->rx_metadata, errp);
 }
 
@@ -198,23 +201,23 @@ static bool parse_mode(const QemuOpts *opts, uint32_t *flags, GError **errp)
     return true;
 }
 
-static bool parse_multi_buffer(const QemuOpts *opts, AfXdpMultiBuffer *mb,
-                               GError **errp)
+static bool parse_on_off_auto(const QemuOpts *opts, const char *key,
+                              AfXdpOnOffAuto *out, GError **errp)
 {
-    const char *v = qemu_opt_get(opts, "multi-buffer");
+    const char *v = qemu_opt_get(opts, key);
     bool on;
 
     if (!v || !strcmp(v, "auto")) {
-        *mb = AF_XDP_MB_AUTO;
+        *out = AF_XDP_AUTO;
         return true;
     }
-    if (!qemu_parse_bool("multi-buffer", v, &on, NULL)) {
+    if (!qemu_parse_bool(key, v, &on, NULL)) {
         g_set_error(errp, ILLAN_ERROR, 0,
-                    "Parameter 'multi-buffer' does not accept value '%s' "
-                    "(on, off or auto)", v);
+                    "Parameter '%s' does not accept value '%s' "
+                    "(on, off or auto)", key, v);
         return false;
     }
-    *mb = on ? AF_XDP_MB_ON : AF_XDP_MB_OFF;
+    *out = on ? AF_XDP_ON : AF_XDP_OFF;
     return true;
 }
 
@@ -300,6 +303,23 @@ static bool check_combination(const AfXdpOptions *o, GError **errp)
                     "program someone else attached, and illan loads none");
         return false;
     }
+    if (o->guest_umem == AF_XDP_ON && o->rx_metadata_given &&
+        o->rx_metadata) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "guest-umem=on and rx-metadata=on exclude each other: "
+                    "the metadata would be written in front of the guest's "
+                    "buffer; drop rx-metadata=on, or use guest-umem=auto "
+                    "(then the metadata wins) or off");
+        return false;
+    }
+    if (o->guest_umem == AF_XDP_ON && (o->n_sock_fds || o->map_path)) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "guest-umem=on needs a socket and a program of illan's "
+                    "own: with %s another process made them, so frames "
+                    "are copied; use guest-umem=auto or off",
+                    o->n_sock_fds ? "sock-fds" : "map-path");
+        return false;
+    }
     if (o->map_path && o->n_sock_fds) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "map-path and sock-fds exclude each other: give the "
@@ -373,7 +393,8 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
                           errp) &&
            parse_ring_opt(opts, "rx-ring-size", &o->rx_ring_size, errp) &&
            parse_ring_opt(opts, "tx-ring-size", &o->tx_ring_size, errp) &&
-           parse_multi_buffer(opts, &o->multi_buffer, errp) &&
+           parse_on_off_auto(opts, "multi-buffer", &o->multi_buffer, errp) &&
+           parse_on_off_auto(opts, "guest-umem", &o->guest_umem, errp) &&
            parse_rx_metadata(opts, o, errp) &&
            (!fds || parse_sock_fds(fds, o, errp)) &&
            check_combination(o, errp);
@@ -575,7 +596,7 @@ static void attach_error(AfXdpState *s, uint32_t flags, int err,
                     "af-xdp needs CAP_BPF and CAP_NET_ADMIN, or "
                     "inhibit=on,sock-fds=...", ifn, g_strerror(err));
     } else if (flags == XDP_FLAGS_DRV_MODE && err == ERANGE &&
-               s->o.multi_buffer == AF_XDP_MB_OFF) {
+               s->o.multi_buffer == AF_XDP_OFF) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "native XDP mode refused by %s (%s): its MTU is too "
                     "large for a program without multi-buffer; use "
@@ -596,7 +617,7 @@ static void attach_error(AfXdpState *s, uint32_t flags, int err,
 static int attach_in_mode(AfXdpState *s, uint32_t flags)
 {
     s->redirect = xdp_redirect_attach_meta(s->ifindex, flags,
-                                           s->o.multi_buffer != AF_XDP_MB_OFF,
+                                           s->o.multi_buffer != AF_XDP_OFF,
                                            s->o.rx_metadata ? XDP_META_ON
                                                             : XDP_META_OFF);
     if (!s->redirect) {
@@ -622,11 +643,11 @@ static void report_single_buffer(AfXdpState *s, const char *why)
  * auto goes on without. */
 static bool check_program_frags(AfXdpState *s, GError **errp)
 {
-    if (s->o.multi_buffer == AF_XDP_MB_OFF ||
+    if (s->o.multi_buffer == AF_XDP_OFF ||
         xdp_redirect_frags(s->redirect)) {
         return true;
     }
-    if (s->o.multi_buffer == AF_XDP_MB_AUTO) {
+    if (s->o.multi_buffer == AF_XDP_AUTO) {
         report_single_buffer(s, "the kernel refuses an XDP program with "
                              "frags support");
         return true;
@@ -691,6 +712,35 @@ static void explain_open_error(AfXdpState *s, int err, GError **errp)
     }
 }
 
+/* Why a queue's frames are always copied, or XSK_COPY_NOT_LENDING. */
+static XskCopyReason copy_reason(const AfXdpOptions *o)
+{
+    return o->guest_umem == AF_XDP_OFF ? XSK_COPY_OFF
+         : o->n_sock_fds ? XSK_COPY_SOCK_FDS
+         : o->map_path ? XSK_COPY_MAP_PATH
+         : o->rx_metadata_given && o->rx_metadata ? XSK_COPY_RX_METADATA
+         : XSK_COPY_NOT_LENDING;
+}
+
+/* A queue's socket is replaced (receive zero copy): while it has none
+ * the program drops its frames and counts them, and it writes no
+ * metadata in front of a lent buffer's frame. */
+static bool socket_changed(void *opaque, uint32_t queue_id, int fd,
+                           bool lending)
+{
+    AfXdpState *s = opaque;
+    bool ok;
+
+    if (fd < 0) {
+        xdp_redirect_set_gap(s->redirect, queue_id, true);
+        return true;
+    }
+    xdp_redirect_set_lending(s->redirect, queue_id, lending);
+    ok = xdp_redirect_add_socket(s->redirect, queue_id, fd);
+    xdp_redirect_set_gap(s->redirect, queue_id, false);
+    return ok;
+}
+
 static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
                             GError **errp)
 {
@@ -703,9 +753,11 @@ static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
         .batch = s->o.batch, .spin = s->o.spin,
         .busy_poll_usecs = s->o.busy_poll_usecs,
         /* A program without frags never hands a socket a chain. */
-        .multi_buffer = s->o.multi_buffer != AF_XDP_MB_OFF &&
+        .multi_buffer = s->o.multi_buffer != AF_XDP_OFF &&
                         (!s->redirect || xdp_redirect_frags(s->redirect)),
         .meta_btf_id = s->o.rx_metadata ? xdp_meta_btf_id() : 0,
+        .copy_reason = copy_reason(&s->o),
+        .socket_changed = socket_changed, .opaque = s,
     };
     XskQueue *q = NULL;
 
@@ -753,7 +805,7 @@ static bool check_multi_buffer(AfXdpState *s, XskQueue *q, GError **errp)
     if (!refused) {
         return true;
     }
-    if (s->o.multi_buffer == AF_XDP_MB_ON) {
+    if (s->o.multi_buffer == AF_XDP_ON) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "multi-buffer=on, but the kernel refused XDP_USE_SG on %s "
                     "(%s): multi-buffer AF_XDP sockets need Linux 6.6; "
@@ -878,15 +930,10 @@ static void start_queues(AfXdpState *s)
 
 static void read_mtu(AfXdpState *s)
 {
-    struct ifreq ifr = { 0 };
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    unsigned mtu = xsk_interface_mtu(s->o.ifname);
 
-    g_strlcpy(ifr.ifr_name, s->o.ifname, sizeof(ifr.ifr_name));
-    if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0) {
-        __atomic_store_n(&s->mtu, (uint32_t)ifr.ifr_mtu, __ATOMIC_RELAXED);
-    }
-    if (fd >= 0) {
-        close(fd);
+    if (mtu) {
+        __atomic_store_n(&s->mtu, mtu, __ATOMIC_RELAXED);
     }
 }
 
@@ -1046,6 +1093,32 @@ static void af_xdp_rx_ready(void *opaque)
     qemu_rwlock_unlock(&s->queues_lock);
 }
 
+static void af_xdp_rx_lendable(void *opaque, GuestRam *ram)
+{
+    AfXdpState *s = opaque;
+
+    qemu_rwlock_rdlock(&s->queues_lock);
+    for (unsigned i = 0; i < s->o.queues; i++) {
+        if (s->queues[i]) {
+            xsk_queue_lendable(s->queues[i], ram);
+        }
+    }
+    qemu_rwlock_unlock(&s->queues_lock);
+}
+
+static void af_xdp_rx_reclaim(void *opaque)
+{
+    AfXdpState *s = opaque;
+
+    qemu_rwlock_rdlock(&s->queues_lock);
+    for (unsigned i = 0; i < s->o.queues; i++) {
+        if (s->queues[i]) {
+            xsk_queue_reclaim(s->queues[i]);
+        }
+    }
+    qemu_rwlock_unlock(&s->queues_lock);
+}
+
 static void af_xdp_free(void *opaque)
 {
     AfXdpState *s = opaque;
@@ -1069,7 +1142,19 @@ static const char *link_name(AfXdpLink link)
          : link == AF_XDP_LINK_DOWN ? "down" : "removed";
 }
 
-static GVariant *queue_stats(XskQueue *q)
+static GVariant *copied_variant(const XskQueueStats *st)
+{
+    GVariantDict d;
+
+    g_variant_dict_init(&d, NULL);
+    for (unsigned i = 0; i < XSK_COPY__MAX; i++) {
+        g_variant_dict_insert(&d, xsk_copy_reason_name(i), "t",
+                              (guint64)st->rx_copied[i]);
+    }
+    return g_variant_dict_end(&d);
+}
+
+static GVariant *queue_stats(AfXdpState *s, XskQueue *q)
 {
     GVariantDict d;
     XskQueueStats st;
@@ -1106,6 +1191,20 @@ static GVariant *queue_stats(XskQueue *q)
     PUT("rx_fill_ring_empty_descs", xdp_rx_fill_ring_empty_descs);
     PUT("tx_invalid_descs", xdp_tx_invalid_descs);
     PUT("tx_ring_empty_descs", xdp_tx_ring_empty_descs);
+    g_variant_dict_insert(&d, "guest-umem-active", "b", st.lending);
+    g_variant_dict_insert(&d, "rx-reclaim-drops", "t",
+                          (guint64)st.reclaim_dropped +
+                          (s->redirect ? xdp_redirect_gap_drops(
+                               s->redirect, xsk_queue_id(q)) : 0));
+    g_variant_dict_insert(&d, "rx-host-frames", "u", st.host_frames);
+    PUT("rx-lent-frames", rx_lent_frames);
+    PUT("guest-umem-switches", lend_switches);
+    PUT("guest-umem-reclaims", lend_reclaims);
+    if (st.lend_error) {
+        g_variant_dict_insert(&d, "guest-umem-error", "s",
+                              g_strerror(st.lend_error));
+    }
+    g_variant_dict_insert(&d, "rx-copied", "@a{sv}", copied_variant(&st));
 #undef PUT
     return g_variant_dict_end(&d);
 }
@@ -1118,7 +1217,7 @@ static GVariant *af_xdp_query(void *opaque)
 
     g_variant_builder_init(&queues, G_VARIANT_TYPE("aa{sv}"));
     for (unsigned i = 0; i < s->o.queues && s->queues[i]; i++) {
-        g_variant_builder_add_value(&queues, queue_stats(s->queues[i]));
+        g_variant_builder_add_value(&queues, queue_stats(s, s->queues[i]));
     }
     g_variant_dict_init(&d, NULL);
     g_variant_dict_insert(&d, "ifname", "s", s->o.ifname);
@@ -1146,6 +1245,8 @@ static GVariant *af_xdp_query(void *opaque)
 static const NetBackendOps af_xdp_ops = {
     .send = af_xdp_send,
     .rx_ready = af_xdp_rx_ready,
+    .rx_lendable = af_xdp_rx_lendable,
+    .rx_reclaim = af_xdp_rx_reclaim,
     .cleanup = af_xdp_free,
     .query = af_xdp_query,
 };
@@ -1172,6 +1273,22 @@ static bool af_xdp_checks(AfXdpState *s, GError **errp)
            check_capabilities(&s->o, &caps, errp) &&
            check_memlock(&s->o, &caps, xsk_queue_umem_size(&sizes), errp) &&
            (s->o.inhibit || check_attached_program(s, errp));
+}
+
+/* guest-umem=on needs frames that fit a lent 2048-byte buffer. */
+static bool check_guest_umem_mtu(AfXdpState *s, GError **errp)
+{
+    uint32_t mtu = __atomic_load_n(&s->mtu, __ATOMIC_RELAXED);
+
+    if (s->o.guest_umem != AF_XDP_ON || mtu <= XSK_LEND_MTU_MAX) {
+        return true;
+    }
+    g_set_error(errp, ILLAN_ERROR, 0,
+                "guest-umem=on, but the MTU of %s (%u) makes frames longer "
+                "than the %d bytes the kernel may write into a lent guest "
+                "buffer; lower the MTU to %d or use guest-umem=auto",
+                s->o.ifname, mtu, NET_LEND_DATA_ROOM, XSK_LEND_MTU_MAX);
+    return false;
 }
 
 /*
@@ -1216,6 +1333,9 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
     /* The queues deliver to the client, so it exists before they do. */
     if (ok) {
         read_mtu(s);
+        ok = check_guest_umem_mtu(s, errp);
+    }
+    if (ok) {
         s->nc = net_backend_new(id, &af_xdp_ops, s);
         net_client_set_info_str(s->nc, "af-xdp to %s", s->o.ifname);
         ok = open_queues(s, errp);
@@ -1274,7 +1394,12 @@ static const NetdevType af_xdp_type = {
         "rx-metadata=on|off the program writes the receive timestamp and "
         "hash in\n"
         "                   front of each frame (default on; with inhibit=on, "
-        "off)\n",
+        "off)\n"
+        "guest-umem=on|off|auto  guest RAM is the UMEM: the kernel writes "
+        "frames into\n"
+        "                   the guest's buffers (default auto: where it can;"
+        " then\n"
+        "                   no metadata unless rx-metadata=on is given)\n",
     .create = af_xdp_create,
     .check = af_xdp_check,
 };

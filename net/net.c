@@ -403,6 +403,17 @@ static void end_rx_run(NetClientState *nic, unsigned flags)
     }
 }
 
+/* Frames the net core dropped before the NIC saw them: buffers it lent
+ * are its own again. */
+static void unlend(NetClientState *nic, const NetFrame *frames, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (frames[i].lent && nic->nic_ops->rx_unlend) {
+            nic->nic_ops->rx_unlend(nic->opaque, &frames[i], 1);
+        }
+    }
+}
+
 /*
  * Hands the frames long enough to carry an Ethernet header to the NIC, in
  * one call, and tallies the result of every frame it took.  Returns how
@@ -444,6 +455,11 @@ static unsigned deliver_to_nic(NetClientState *nic, const NetFrame *frames,
         tally->by_result[results[i]]++;
     }
     tally->by_result[NET_RX_DROP_TOO_SHORT] += covered - taken;
+    for (unsigned i = 0; i < covered; i++) {
+        if (frames[i].len < ETH_HEADER_LEN) {
+            unlend(nic, &frames[i], 1);
+        }
+    }
     tally->bytes = frames_bytes(frames, covered);
     return covered;
 }
@@ -456,6 +472,37 @@ uint64_t net_backend_rx_error(NetClientState *backend)
     n = ++backend->stats.rx_errors;
     qemu_mutex_unlock(&stats_lock);
     return n;
+}
+
+void net_nic_rx_lendable(NetClientState *nic, GuestRam *ram)
+{
+    NetClientState *backend = nic->peer;
+
+    if (backend && backend->backend_ops->rx_lendable) {
+        backend->backend_ops->rx_lendable(backend->opaque, ram);
+    }
+}
+
+void net_nic_rx_reclaim(NetClientState *nic)
+{
+    NetClientState *backend = nic->peer;
+
+    if (backend && backend->backend_ops->rx_reclaim) {
+        backend->backend_ops->rx_reclaim(backend->opaque);
+    }
+}
+
+unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
+                             unsigned max, unsigned keep,
+                             NetLendOutlook *outlook)
+{
+    NetClientState *nic = backend->peer;
+
+    *outlook = NET_LEND_OFF;
+    if (!nic || !nic->nic_ops->rx_lend) {
+        return 0;
+    }
+    return nic->nic_ops->rx_lend(nic->opaque, addrs, max, keep, outlook);
 }
 
 void net_nic_rx_ready(NetClientState *nic)
@@ -481,6 +528,7 @@ static unsigned deliver(NetClientState *backend, const NetFrame *frames,
         tally.by_result[nic ? NET_RX_DROP_LINK_DOWN : NET_RX_DROP_NO_NIC] = n;
         tally.bytes = frames_bytes(frames, n);
         if (nic) {
+            unlend(nic, frames, n);
             end_rx_run(nic, flags);
         }
     } else {

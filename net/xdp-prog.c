@@ -233,6 +233,34 @@ bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd)
                                 sizeof(queue), &fd, sizeof(fd), BPF_ANY) == 0;
 }
 
+/* The program's bit for @queue in @mask, which it reads per frame. */
+static void set_queue_bit(__u64 *mask, uint32_t queue, bool on)
+{
+    uint64_t bit = 1ull << (queue % 64);
+
+    if (on) {
+        __atomic_fetch_or(mask, bit, __ATOMIC_SEQ_CST);
+    } else {
+        __atomic_fetch_and(mask, ~bit, __ATOMIC_SEQ_CST);
+    }
+}
+
+void xdp_redirect_set_lending(XdpRedirect *r, uint32_t queue, bool on)
+{
+    set_queue_bit(&r->skel->bss->lending_queues, queue, on);
+}
+
+void xdp_redirect_set_gap(XdpRedirect *r, uint32_t queue, bool on)
+{
+    set_queue_bit(&r->skel->bss->gap_queues, queue, on);
+}
+
+uint64_t xdp_redirect_gap_drops(const XdpRedirect *r, uint32_t queue)
+{
+    return __atomic_load_n(&r->skel->bss->gap_drops[queue % 64],
+                           __ATOMIC_RELAXED);
+}
+
 void xdp_redirect_detach(XdpRedirect *r)
 {
     if (!r) {

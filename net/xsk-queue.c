@@ -30,7 +30,9 @@
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
+#include <net/if.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -70,6 +72,21 @@
 /* A transmit the kernel could not finish is retried this soon (ms). */
 #define TX_RETRY_MS 1
 
+/* Receive zero copy: the UMEM's chunk, so that the kernel's room for a
+ * frame after its headroom is exactly what a lent buffer offers. */
+#define LEND_CHUNK (NET_LEND_HEADROOM + NET_LEND_DATA_ROOM)
+/* While lending, the most frames of the queue's own in the kernel at
+ * once (see lend_to_kernel): a batch. */
+#define HOST_FILL_MAX NET_BATCH_MAX
+/* A closed socket's queue is released by the kernel in the background:
+ * binding the next one is retried this long (us) before giving up. */
+#define REBIND_DEADLINE_US 1000000
+#define REBIND_RETRY_US 1000
+/* Frames the program passed to a socket before it was told the socket is
+ * going reach the ring when that NAPI poll ends, microseconds later: the
+ * drain waits this long (us) for them. */
+#define GAP_GRACE_US 1000
+
 /* Counters the I/O thread bumps and any thread reads. */
 #define STAT_ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
 #define STAT_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
@@ -86,6 +103,7 @@ struct XskQueue {
     int fd;
     void *umem_area;
     size_t umem_size;
+    void *own_area;                 /* the queue's own UMEM mapping */
     struct xsk_umem *umem;          /* libxdp path */
     struct xsk_socket *xsk;         /* libxdp path */
     RingMap maps[4];                /* sock-fds path */
@@ -131,7 +149,55 @@ struct XskQueue {
     guint drain_watch;              /* main thread: the socket's watch
                                        while the machine has left */
     XskQueueStats stats;            /* the non-xdp_* part */
+
+    /*
+     * Receive zero copy.  The socket changes in the I/O thread, or in the
+     * caller of a request while the thread is parked, under tx_lock; the
+     * fields from "reclaiming" on are that changer's and the receive
+     * side's.
+     */
+    GuestRam *ram;                  /* atomic: set by xsk_queue_lendable */
+    bool lend_wanted;               /* atomic: asked to lend */
+    bool lend_retry;                /* atomic: ask the NIC for more */
+    bool lending;                   /* atomic: the UMEM is guest RAM */
+    XskCopyReason copy_reason;      /* atomic */
+    bool reclaiming;                /* the rx ring drains: lend nothing */
+    uint32_t host_fill;             /* how many of the queue's own frames
+                                       the kernel may hold, by what the
+                                       NIC last said it can lend */
+    bool opening;                   /* the guest opened: its buffers are
+                                       to be lent from its first frames */
+    uint64_t lent_end;              /* UMEM addresses below are lent
+                                       guest buffers (0: not lending) */
+    uint32_t host_out;              /* own frames in the kernel; atomic
+                                       for the stats, written here only */
+    uint32_t lent_out;              /* lent buffers in the kernel */
+    uint32_t tx_piece;              /* bytes of a frame per descriptor */
+    void *host_area;                /* the queue's frames after guest RAM */
+    uint64_t host_off;
+    struct xdp_statistics xdp_closed;  /* the kernel's counts of the
+                                          sockets replaced so far, under
+                                          tx_lock */
+    GMutex request_lock;
+    GCond request_cond;
+    unsigned request_seq;           /* atomic; written under request_lock */
+    unsigned request_done;          /* atomic; written under request_lock */
 };
+
+static const char *const copy_reason_names[XSK_COPY__MAX] = {
+    [XSK_COPY_NOT_LENDING] = "not-lending",
+    [XSK_COPY_OFF] = "off",
+    [XSK_COPY_SOCK_FDS] = "sock-fds",
+    [XSK_COPY_MAP_PATH] = "map-path",
+    [XSK_COPY_RX_METADATA] = "rx-metadata",
+    [XSK_COPY_MTU] = "mtu",
+    [XSK_COPY_REFUSED] = "refused",
+};
+
+const char *xsk_copy_reason_name(XskCopyReason reason)
+{
+    return copy_reason_names[reason];
+}
 
 size_t xsk_queue_umem_size(const XskQueueConfig *cfg)
 {
@@ -335,8 +401,17 @@ static void set_busy_poll(XskQueue *q)
                sizeof(budget));
 }
 
-/* Every receive frame goes to the fill ring; transmit frames to the free
- * stack. */
+/* The transmit frames, from UMEM address @first on, to the free stack. */
+static void stock_tx_frames(XskQueue *q, uint64_t first)
+{
+    for (uint32_t i = 0; i < q->cfg.tx_ring_size; i++) {
+        q->tx_free[i] = first + (uint64_t)i * XSK_FRAME_SIZE;
+    }
+    q->tx_nfree = q->cfg.tx_ring_size;
+}
+
+/* On the queue's own UMEM every receive frame goes to the fill ring;
+ * the transmit frames follow them. */
 static void populate_frames(XskQueue *q)
 {
     uint32_t idx = 0, n = q->cfg.rx_ring_size;
@@ -351,12 +426,8 @@ static void populate_frames(XskQueue *q)
             (uint64_t)i * XSK_FRAME_SIZE;
     }
     xsk_ring_prod__submit(&q->fill, n);
-    q->rx_free = g_new(uint64_t, n);
-    q->tx_free = g_new(uint64_t, q->cfg.tx_ring_size);
-    for (uint32_t i = 0; i < q->cfg.tx_ring_size; i++) {
-        q->tx_free[i] = (uint64_t)(n + i) * XSK_FRAME_SIZE;
-    }
-    q->tx_nfree = q->cfg.tx_ring_size;
+    q->rx_nfree = 0;
+    stock_tx_frames(q, (uint64_t)n * XSK_FRAME_SIZE);
 }
 
 static void read_options(XskQueue *q)
@@ -382,8 +453,11 @@ static void release_socket(XskQueue *q)
             munmap(q->maps[i].addr, q->maps[i].len);
         }
     }
-    if (q->umem_area) {
-        munmap(q->umem_area, q->umem_size);
+    if (q->own_area) {
+        munmap(q->own_area, q->umem_size);
+    }
+    if (q->host_area) {
+        guest_ram_host_area_give(q->ram, q->host_off, q->umem_size);
     }
     if (q->bounce) {
         munmap(q->bounce, q->bounce_size);
@@ -397,6 +471,8 @@ static void queue_free(XskQueue *q)
         close(q->wake_fd);
     }
     qemu_mutex_destroy(&q->tx_lock);
+    g_mutex_clear(&q->request_lock);
+    g_cond_clear(&q->request_cond);
     g_free(q->tx_free);
     g_free(q->rx_free);
     g_free(q);
@@ -412,7 +488,13 @@ static XskQueue *queue_new(const XskQueueConfig *cfg,
     q->fd = -1;
     q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     qemu_mutex_init(&q->tx_lock);
+    g_mutex_init(&q->request_lock);
+    g_cond_init(&q->request_cond);
     q->umem_size = xsk_queue_umem_size(cfg);
+    q->rx_free = g_new(uint64_t, cfg->rx_ring_size);
+    q->tx_free = g_new(uint64_t, cfg->tx_ring_size);
+    q->tx_piece = XSK_FRAME_SIZE;
+    q->copy_reason = cfg->copy_reason;
     return q;
 }
 
@@ -437,6 +519,7 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
         q->umem_area = NULL;
         ok = false;
     } else {
+        q->own_area = q->umem_area;
         /* The I/O thread reads every frame of 10 MiB of UMEM: fewer TLB
          * misses with huge pages.  Best effort. */
         madvise(q->umem_area, q->umem_size, MADV_HUGEPAGE);
@@ -466,6 +549,7 @@ XskQueue *xsk_queue_new_on_rings(const XskQueueConfig *cfg,
     XskQueue *q = queue_new(cfg, backend);
 
     q->umem_area = umem;
+    q->own_area = umem;
     q->rx = *rx;
     q->fill = *fill;
     q->multi_buffer = cfg->multi_buffer;
@@ -479,26 +563,78 @@ XskQueue *xsk_queue_new_on_rings(const XskQueueConfig *cfg,
 /* Receive. */
 
 /*
- * Gives the fill ring every free receive frame it has room for.  It has
- * room for all of them but for a moment: the kernel publishes what it took
- * from the fill ring just after it fills the rx ring (xsk_flush), and a
- * thread on another CPU sees that gap several times a second at a few
- * Mpps.  What does not fit stays on the stack for the next pass.
+ * While lending, the fill ring gets what the NIC lends, as far as it has
+ * room, each buffer at the address whose data, after the kernel's
+ * headroom, starts where the NIC said; the NIC keeps one buffer unlent
+ * for each of the queue's own frames the kernel holds.  The queue's own
+ * frames go in only when the NIC has nothing to lend, all of them (frames
+ * wait in them as without lending: a stopped machine's, or a guest's
+ * short of buffers), but for a guest that has just opened: HOST_FILL_MAX
+ * then, so that its buffers are lent after that many frames at most.
+ * True when something was lent.
  */
-static void refill(XskQueue *q)
+static bool lend_to_kernel(XskQueue *q)
 {
-    uint32_t idx = 0, n = MIN(q->rx_nfree,
-                              xsk_prod_nb_free(&q->fill, q->rx_nfree));
-    bool wakeup;
+    uint32_t idx = 0, room = xsk_prod_nb_free(&q->fill, q->cfg.rx_ring_size);
+    uint64_t addrs[NET_BATCH_MAX];
+    NetLendOutlook outlook = NET_LEND_OFF;
+    unsigned n, lent = 0;
 
-    if (n == 0 || xsk_ring_prod__reserve(&q->fill, n, &idx) != n) {
+    /* Asked even without room, for the outlook. */
+    do {
+        n = net_backend_rx_lend(q->backend, addrs, MIN(room, NET_BATCH_MAX),
+                                q->host_out, &outlook);
+        if (n == 0 || xsk_ring_prod__reserve(&q->fill, n, &idx) != n) {
+            break;
+        }
+        for (unsigned i = 0; i < n; i++) {
+            *xsk_ring_prod__fill_addr(&q->fill, idx + i) =
+                addrs[i] - NET_LEND_HEADROOM;
+        }
+        xsk_ring_prod__submit(&q->fill, n);
+        room -= n;
+        lent += n;
+    } while (room > 0);
+    q->lent_out += lent;
+    q->opening &= !lent && outlook != NET_LEND_OFF;
+    q->host_fill = lent || outlook == NET_LEND_KEPT ? 0
+                 : q->opening ? HOST_FILL_MAX : q->cfg.rx_ring_size;
+    return lent > 0;
+}
+
+/*
+ * Gives the fill ring free frames of the queue's own, and while lending
+ * asks the NIC first if @ask.  The fill ring has room for all of them but
+ * for a moment: the kernel publishes what it took from the fill ring
+ * just after it fills the rx ring (xsk_flush), and a thread on another
+ * CPU sees that gap several times a second at a few Mpps.  What does not
+ * fit stays on the stack for the next pass.
+ */
+static void refill(XskQueue *q, bool ask)
+{
+    uint32_t idx = 0, n = 0, room;
+    bool lent = false, wakeup;
+
+    if (q->lent_end && ask && !q->reclaiming) {
+        lent = lend_to_kernel(q);
+    }
+    if (!q->lent_end || q->host_out < q->host_fill) {
+        room = xsk_prod_nb_free(&q->fill, q->rx_nfree);
+        if (q->lent_end) {
+            room = MIN(room, q->host_fill - q->host_out);
+        }
+        n = MIN(q->rx_nfree, room);
+    }
+    if (n && xsk_ring_prod__reserve(&q->fill, n, &idx) == n) {
+        for (uint32_t i = 0; i < n; i++) {
+            *xsk_ring_prod__fill_addr(&q->fill, idx + i) =
+                q->rx_free[--q->rx_nfree];
+        }
+        xsk_ring_prod__submit(&q->fill, n);
+        __atomic_store_n(&q->host_out, q->host_out + n, __ATOMIC_RELAXED);
+    } else if (!lent) {
         return;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        *xsk_ring_prod__fill_addr(&q->fill, idx + i) =
-            q->rx_free[--q->rx_nfree];
-    }
-    xsk_ring_prod__submit(&q->fill, n);
     wakeup = xsk_ring_prod__needs_wakeup(&q->fill);
     trace_af_xdp_fill_refill(q->cfg.queue_id, n, wakeup);
     if (wakeup) {
@@ -507,10 +643,11 @@ static void refill(XskQueue *q)
     }
 }
 
-/* The UMEM frame a descriptor lies in. */
+/* The UMEM frame a descriptor lies in (an unaligned-chunk UMEM keeps
+ * the data's offset in the address's top bits). */
 static inline uint64_t desc_frame(const struct xdp_desc *d)
 {
-    return d->addr & ~(uint64_t)(XSK_FRAME_SIZE - 1);
+    return xsk_umem__extract_addr(d->addr) & ~(uint64_t)(XSK_FRAME_SIZE - 1);
 }
 
 /* A batch as it is parsed from the rx ring: the frames, the first
@@ -603,7 +740,7 @@ static bool rx_chain(XskQueue *q, RxBatch *b)
     } else {
         to = q->bounce + b->bounced;
         b->starts[b->nframes] = b->next;
-        b->frames[b->nframes++] = (NetFrame){ to, bytes };
+        b->frames[b->nframes++] = (NetFrame){ .data = to, .len = bytes };
         b->bounced += bytes;
         for (unsigned k = 0; k < len; k++, b->next++) {
             const struct xdp_desc *d = rx_desc(q, b, b->next);
@@ -622,6 +759,7 @@ static bool rx_chain(XskQueue *q, RxBatch *b)
 static void rx_parse(XskQueue *q, RxBatch *b)
 {
     unsigned next, nframes;
+    uint64_t at;
 
     skip_rest_of_chain(q, b);
     next = b->next;
@@ -641,7 +779,11 @@ static void rx_parse(XskQueue *q, RxBatch *b)
         }
         b->addrs[next] = desc_frame(d);
         b->starts[nframes] = next++;
-        b->frames[nframes].data = xsk_umem__get_data(q->umem_area, d->addr);
+        /* An unaligned-chunk UMEM (lending) gives the data's offset in
+         * the address's top bits; an aligned one leaves them 0. */
+        at = xsk_umem__add_offset_to_addr(d->addr);
+        b->frames[nframes].data = xsk_umem__get_data(q->umem_area, at);
+        b->frames[nframes].lent = at < q->lent_end ? at : 0;
         b->frames[nframes++].len = d->len;
     }
     b->next = next;
@@ -702,6 +844,38 @@ static void count_meta(XskQueue *q, const struct illan_xdp_meta *m,
     __atomic_store_n(&q->stats.rx_meta_hash, m->rx_hash, __ATOMIC_RELAXED);
 }
 
+/* The queue's own frames among the @n taken go back on its stack; a
+ * lent buffer the kernel filled is the NIC's again. */
+static void recycle(XskQueue *q, const uint64_t *addrs, unsigned n)
+{
+    if (!q->lent_end) {
+        memcpy(q->rx_free + q->rx_nfree, addrs, n * sizeof(addrs[0]));
+        q->rx_nfree += n;
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (addrs[i] >= q->lent_end) {
+            q->rx_free[q->rx_nfree++] = addrs[i];
+            __atomic_store_n(&q->host_out, q->host_out - 1,
+                             __ATOMIC_RELAXED);
+        } else {
+            q->lent_out--;
+        }
+    }
+}
+
+/* The @taken frames by where the kernel wrote them. */
+static void count_lent(XskQueue *q, const RxBatch *b, unsigned taken)
+{
+    unsigned lent = 0;
+
+    for (unsigned i = 0; q->lent_end && i < taken; i++) {
+        lent += b->frames[i].lent != 0;
+    }
+    STAT_ADD(q->stats.rx_lent_frames, lent);
+    STAT_ADD(q->stats.rx_copied[q->copy_reason], taken - lent);
+}
+
 /* The batches that went with more to come are over: the NIC hears so
  * even when there is no frame left for it. */
 static void end_rx_run(XskQueue *q)
@@ -733,13 +907,16 @@ static unsigned rx_batch(XskQueue *q)
     if (b.n == 0) {
         q->rx_skip = false;         /* see skip_rest_of_chain */
         end_rx_run(q);
-        refill(q);
+        refill(q, q->lent_end &&
+                  __atomic_exchange_n(&q->lend_retry, false,
+                                      __ATOMIC_ACQ_REL));
         return 0;
     }
     b.next = b.nframes = 0;
     b.bounced = 0;
     rx_parse(q, &b);
-    if (q->cfg.meta_btf_id && b.nframes) {
+    /* While lending, what lies in front of a frame is the guest's. */
+    if (q->cfg.meta_btf_id && b.nframes && !q->lent_end) {
         ours = batch_meta(q, &b, &meta);
         if (ours && (meta.flags & ILLAN_XDP_META_TS_KTIME)) {
             stamp.entered = meta.rx_timestamp;
@@ -765,8 +942,7 @@ static unsigned rx_batch(XskQueue *q)
     }
     /* Descriptors of held frames go back to the ring, with any after. */
     used = taken < b.nframes ? b.starts[taken] : b.next;
-    memcpy(q->rx_free + q->rx_nfree, b.addrs, used * sizeof(b.addrs[0]));
-    q->rx_nfree += used;
+    recycle(q, b.addrs, used);
     xsk_ring_cons__cancel(&q->rx, b.n - used);
     xsk_ring_cons__release(&q->rx, used);
     q->rx_held = taken < b.nframes;
@@ -778,7 +954,8 @@ static unsigned rx_batch(XskQueue *q)
     if (q->rx_held) {
         trace_af_xdp_rx_hold(q->cfg.queue_id, b.nframes - taken);
     }
-    refill(q);
+    refill(q, true);
+    count_lent(q, &b, taken);
     q->rx_since_sleep += taken;
     STAT_ADD(q->stats.rx_frames, taken);
     STAT_ADD(q->stats.rx_batches, 1);
@@ -852,7 +1029,7 @@ static void tx_fill_locked(XskQueue *q, uint32_t idx, const uint8_t *data,
 {
     for (unsigned i = 0; i < ndesc; i++) {
         struct xdp_desc *d = xsk_ring_prod__tx_desc(&q->tx, idx + i);
-        size_t part = MIN(len, XSK_FRAME_SIZE);
+        size_t part = MIN(len, q->tx_piece);
 
         d->addr = q->tx_free[--q->tx_nfree];
         d->len = part;
@@ -866,15 +1043,18 @@ static void tx_fill_locked(XskQueue *q, uint32_t idx, const uint8_t *data,
 
 bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
 {
-    unsigned ndesc = (len + XSK_FRAME_SIZE - 1) / XSK_FRAME_SIZE;
+    unsigned ndesc;
     uint32_t idx = 0;
     bool sent;
 
+    qemu_mutex_lock(&q->tx_lock);
+    /* Read under the lock: the socket may have changed. */
     if (len > xsk_queue_tx_max(q)) {
+        qemu_mutex_unlock(&q->tx_lock);
         STAT_ADD(q->stats.tx_oversize, 1);
         return false;
     }
-    qemu_mutex_lock(&q->tx_lock);
+    ndesc = (len + q->tx_piece - 1) / q->tx_piece;
     /* The I/O thread reaps after each kick; reaping here only when the
      * free frames run short keeps the sender off the completion ring's
      * cache lines, which the kernel writes on the I/O thread's CPU. */
@@ -936,6 +1116,330 @@ static bool tx_kick(XskQueue *q)
         return progress;
     }
     return false;
+}
+
+/* Receive zero copy: changing the UMEM. */
+
+/* The socket and its UMEM; closing drains the fill ring (the kernel's
+ * unbind is synchronous), which nothing else can. */
+static void close_socket(XskQueue *q)
+{
+    xsk_socket__delete(q->xsk);
+    xsk_umem__delete(q->umem);
+    q->xsk = NULL;
+    q->umem = NULL;
+    q->fd = -1;
+}
+
+/* The kernel counts per socket: a socket about to close adds its counts
+ * to those the queue reports.  Under tx_lock. */
+static void keep_xdp_statistics(XskQueue *q)
+{
+    struct xdp_statistics x = { 0 };
+    socklen_t len = sizeof(x);
+
+    if (getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &x, &len)) {
+        return;
+    }
+    q->xdp_closed.rx_dropped += x.rx_dropped;
+    q->xdp_closed.rx_invalid_descs += x.rx_invalid_descs;
+    q->xdp_closed.tx_invalid_descs += x.tx_invalid_descs;
+    q->xdp_closed.rx_ring_full += x.rx_ring_full;
+    q->xdp_closed.rx_fill_ring_empty_descs += x.rx_fill_ring_empty_descs;
+    q->xdp_closed.tx_ring_empty_descs += x.tx_ring_empty_descs;
+}
+
+/* libxdp keeps a ring's cached indexes in its struct: a new socket's
+ * rings start from zeroed ones. */
+static void clear_rings(XskQueue *q)
+{
+    memset(&q->rx, 0, sizeof(q->rx));
+    memset(&q->fill, 0, sizeof(q->fill));
+    memset(&q->tx, 0, sizeof(q->tx));
+    memset(&q->comp, 0, sizeof(q->comp));
+}
+
+/* Receive and transmit frames of the queue's own from UMEM address
+ * @first on, none in the kernel. */
+static void stock_frames(XskQueue *q, uint64_t first)
+{
+    for (uint32_t i = 0; i < q->cfg.rx_ring_size; i++) {
+        q->rx_free[i] = first + (uint64_t)i * XSK_FRAME_SIZE;
+    }
+    q->rx_nfree = q->cfg.rx_ring_size;
+    stock_tx_frames(q, first + (uint64_t)q->cfg.rx_ring_size * XSK_FRAME_SIZE);
+    __atomic_store_n(&q->host_out, 0, __ATOMIC_RELAXED);
+    q->lent_out = 0;
+}
+
+/*
+ * A socket on guest RAM followed by the queue's own frames (the host
+ * area), in unaligned-chunk mode so that fill addresses are taken as
+ * given, with chunks sized to a lent buffer, and without XDP_USE_SG, so
+ * that no frame spans buffers.  A closed socket's queue is released by
+ * the kernel in the background: the bind is retried while it says EBUSY.
+ */
+static bool open_lending(XskQueue *q, GuestRam *ram)
+{
+    struct xsk_umem_config ucfg = {
+        .fill_size = q->cfg.rx_ring_size, .comp_size = q->cfg.tx_ring_size,
+        .frame_size = LEND_CHUNK, .flags = XDP_UMEM_UNALIGNED_CHUNK_FLAG,
+    };
+    struct xsk_socket_config scfg = {
+        .rx_size = q->cfg.rx_ring_size, .tx_size = q->cfg.tx_ring_size,
+        .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+        .bind_flags = bind_flags(q, false),
+    };
+    gint64 deadline = g_get_monotonic_time() + REBIND_DEADLINE_US;
+    int err;
+
+    if (!q->host_area) {
+        q->host_area = guest_ram_host_area_take(ram, q->umem_size,
+                                                &q->host_off);
+        if (!q->host_area) {
+            errno = ENOMEM;
+            return false;
+        }
+    }
+    /* A failed create leaves the UMEM's socket with rings it cannot set
+     * again (see setup_own_socket): each try starts afresh. */
+    for (;;) {
+        clear_rings(q);
+        err = xsk_umem__create(&q->umem, guest_ram_base(ram),
+                               q->host_off + q->umem_size, &q->fill, &q->comp,
+                               &ucfg);
+        if (!err) {
+            err = xsk_socket__create(&q->xsk, q->cfg.ifname, q->cfg.queue_id,
+                                     q->umem, &q->rx, &q->tx, &scfg);
+        }
+        if (!err) {
+            break;
+        }
+        if (q->umem) {
+            xsk_umem__delete(q->umem);
+            q->umem = NULL;
+        }
+        if (err != -EBUSY || g_get_monotonic_time() > deadline) {
+            errno = -err;
+            return false;
+        }
+        g_usleep(REBIND_RETRY_US);
+    }
+    q->fd = xsk_socket__fd(q->xsk);
+    q->umem_area = guest_ram_base(ram);
+    q->lent_end = guest_ram_size(ram);
+    q->multi_buffer = false;
+    q->tx_chain_max = 1;
+    q->rx_peek = q->cfg.batch;
+    q->tx_piece = LEND_CHUNK;
+    stock_frames(q, q->host_off);
+    return true;
+}
+
+/* Back on the queue's own UMEM, as xsk_queue_open() left it. */
+static bool open_own(XskQueue *q)
+{
+    gint64 deadline = g_get_monotonic_time() + REBIND_DEADLINE_US;
+    bool ok;
+
+    q->umem_area = q->own_area;
+    q->lent_end = 0;
+    q->tx_piece = XSK_FRAME_SIZE;
+    for (;;) {
+        clear_rings(q);
+        q->multi_buffer = false;
+        q->sg_refused = 0;
+        ok = open_socket(q);
+        if (ok || errno != EBUSY || g_get_monotonic_time() > deadline) {
+            break;
+        }
+        g_usleep(REBIND_RETRY_US);
+    }
+    if (ok) {
+        read_options(q);
+        queue_ready(q);
+    }
+    return ok;
+}
+
+/* What the guest queued goes out before its socket closes; what the
+ * kernel would not take is counted as its refusal. */
+static void flush_tx_locked(XskQueue *q)
+{
+    for (unsigned i = 0; i < q->cfg.tx_ring_size && tx_pending_locked(q);
+         i++) {
+        kick_locked(q);
+    }
+    if (tx_pending_locked(q)) {
+        STAT_ADD(q->stats.tx_kick_errors,
+                 q->cfg.tx_ring_size -
+                 xsk_prod_nb_free(&q->tx, q->cfg.tx_ring_size));
+    }
+}
+
+static void drain_rx_ring(XskQueue *q);
+static gboolean drain_readable(gint fd, GIOCondition cond, gpointer opaque);
+
+/*
+ * A new socket on guest RAM: the first, or one that replaces a socket
+ * whose fill ring holds lent buffers, to take them back.  Frames
+ * already in the rx ring go to the NIC first, lending nothing more; the
+ * old socket's close takes every buffer on its fill ring back.  Until
+ * the new socket is in the program's map, the program drops the
+ * queue's frames and counts them (socket_changed with fd -1).  A
+ * refused UMEM leaves the queue on its own, the reason kept.
+ */
+static void switch_umem(XskQueue *q, GuestRam *ram)
+{
+    bool lend, watched = q->drain_watch != 0;
+
+    /* A machine that has left watches the socket from the main loop,
+     * which is where this runs then. */
+    if (watched) {
+        g_source_remove(q->drain_watch);
+        q->drain_watch = 0;
+    }
+    qemu_mutex_lock(&q->tx_lock);
+    flush_tx_locked(q);
+    q->cfg.socket_changed(q->cfg.opaque, q->cfg.queue_id, -1, false);
+    g_usleep(GAP_GRACE_US);
+    q->reclaiming = true;
+    drain_rx_ring(q);
+    q->reclaiming = false;
+    /* What the NIC held, and what came since, is lost with the socket:
+     * counted, from the ring's own indexes (libxdp's cached ones need
+     * not have seen the latest). */
+    STAT_ADD(q->stats.reclaim_dropped,
+             __atomic_load_n(q->rx.producer, __ATOMIC_ACQUIRE) -
+             __atomic_load_n(q->rx.consumer, __ATOMIC_RELAXED));
+    keep_xdp_statistics(q);
+    close_socket(q);
+    lend = open_lending(q, ram);
+    if (!lend) {
+        __atomic_store_n(&q->stats.lend_error, errno, __ATOMIC_RELAXED);
+        __atomic_store_n(&q->copy_reason, XSK_COPY_REFUSED, __ATOMIC_RELAXED);
+        trace_af_xdp_lend_refused(q->cfg.queue_id, g_strerror(errno));
+    }
+    if ((!lend && !open_own(q)) ||
+        !q->cfg.socket_changed(q->cfg.opaque, q->cfg.queue_id, q->fd,
+                               lend)) {
+        __atomic_store_n(&q->failed, true, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&q->lending, lend, __ATOMIC_RELEASE);
+    trace_af_xdp_lend_switch(q->cfg.queue_id, lend);
+    qemu_mutex_unlock(&q->tx_lock);
+    /* Frames find buffers at once, even while the I/O thread is parked
+     * (a stopped machine's wait in the ring). */
+    if (lend) {
+        refill(q, true);
+    }
+    if (watched && !xsk_queue_failed(q)) {
+        q->drain_watch = g_unix_fd_add(q->fd, G_IO_IN, drain_readable, q);
+    }
+}
+
+unsigned xsk_interface_mtu(const char *ifname)
+{
+    struct ifreq ifr = { 0 };
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    unsigned mtu = 0;
+
+    g_strlcpy(ifr.ifr_name, ifname, sizeof(ifr.ifr_name));
+    if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0) {
+        mtu = ifr.ifr_mtu;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return mtu;
+}
+
+/* Lending starts, unless this queue never may or the interface's
+ * frames would not fit a lent buffer. */
+static void start_lending(XskQueue *q)
+{
+    XskCopyReason why = __atomic_load_n(&q->copy_reason, __ATOMIC_RELAXED);
+
+    if (why != XSK_COPY_NOT_LENDING) {
+        return;
+    }
+    if (xsk_interface_mtu(q->cfg.ifname) > XSK_LEND_MTU_MAX) {
+        __atomic_store_n(&q->copy_reason, XSK_COPY_MTU, __ATOMIC_RELAXED);
+        return;
+    }
+    switch_umem(q, __atomic_load_n(&q->ram, __ATOMIC_ACQUIRE));
+    STAT_ADD(q->stats.lend_switches, q->lent_end != 0);
+}
+
+/* Answers every request made so far: lending to start, or lent buffers
+ * to be taken back (and too many frames of the queue's own with them). */
+static void serve_requests(XskQueue *q)
+{
+    unsigned seq = __atomic_load_n(&q->request_seq, __ATOMIC_ACQUIRE);
+
+    if (!q->lent_end && __atomic_load_n(&q->lend_wanted, __ATOMIC_ACQUIRE)) {
+        start_lending(q);
+    } else if (q->lent_end) {
+        /* What the NIC can lend now says how many of the queue's own
+         * frames the kernel may hold (see lend_to_kernel).  A NIC that is
+         * open asks only when the guest has just opened. */
+        q->opening = true;
+        refill(q, true);
+        if (q->lent_out || q->host_out > q->host_fill) {
+            switch_umem(q, __atomic_load_n(&q->ram, __ATOMIC_ACQUIRE));
+            STAT_ADD(q->stats.lend_reclaims, 1);
+        }
+    }
+    g_mutex_lock(&q->request_lock);
+    __atomic_store_n(&q->request_done, seq, __ATOMIC_RELEASE);
+    g_cond_broadcast(&q->request_cond);
+    g_mutex_unlock(&q->request_lock);
+}
+
+static bool requested(XskQueue *q)
+{
+    return __atomic_load_n(&q->request_seq, __ATOMIC_ACQUIRE) !=
+           __atomic_load_n(&q->request_done, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The I/O thread serves the request at its next turn.  A parked thread
+ * cannot (a pause that waits for this caller's own thread would never
+ * end), so then, or before the thread runs at all, the caller serves it
+ * itself: the thread stays parked until the pause ends, which cannot
+ * happen while this caller is in the middle of it.
+ */
+static void request_and_wait(XskQueue *q)
+{
+    unsigned ticket;
+
+    g_mutex_lock(&q->request_lock);
+    ticket = q->request_seq + 1;
+    __atomic_store_n(&q->request_seq, ticket, __ATOMIC_RELEASE);
+    eventfd_write(q->wake_fd, 1);
+    while ((int)(__atomic_load_n(&q->request_done, __ATOMIC_ACQUIRE) -
+                 ticket) < 0) {
+        if (!q->thread || pause_thread_parked(q->pause)) {
+            g_mutex_unlock(&q->request_lock);
+            serve_requests(q);
+            return;
+        }
+        g_cond_wait_until(&q->request_cond, &q->request_lock,
+                          g_get_monotonic_time() + 1000);
+    }
+    g_mutex_unlock(&q->request_lock);
+}
+
+void xsk_queue_lendable(XskQueue *q, GuestRam *ram)
+{
+    __atomic_store_n(&q->ram, ram, __ATOMIC_RELEASE);
+    __atomic_store_n(&q->lend_wanted, true, __ATOMIC_RELEASE);
+    request_and_wait(q);
+}
+
+void xsk_queue_reclaim(XskQueue *q)
+{
+    request_and_wait(q);
 }
 
 /* The I/O thread. */
@@ -1003,6 +1507,9 @@ static gpointer io_thread(gpointer opaque)
         if (pause_point(q->pause)) {
             continue;
         }
+        if (G_UNLIKELY(requested(q))) {
+            serve_requests(q);
+        }
         n = rx_batch(q);
         if (__atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE)) {
             more_tx = tx_kick(q);
@@ -1065,6 +1572,7 @@ void xsk_queue_drain_parked(XskQueue *q, bool on)
 void xsk_queue_rx_ready(XskQueue *q)
 {
     trace_af_xdp_rx_resume(q->cfg.queue_id);
+    __atomic_store_n(&q->lend_retry, true, __ATOMIC_RELEASE);
     if (!q->cfg.spin) {
         eventfd_write(q->wake_fd, 1);
     }
@@ -1122,7 +1630,7 @@ int xsk_queue_sg_refused(const XskQueue *q)
 
 size_t xsk_queue_tx_max(const XskQueue *q)
 {
-    return (size_t)q->tx_chain_max * XSK_FRAME_SIZE;
+    return (size_t)q->tx_chain_max * q->tx_piece;
 }
 
 int xsk_queue_fd(const XskQueue *q)
@@ -1135,7 +1643,7 @@ uint32_t xsk_queue_id(const XskQueue *q)
     return q->cfg.queue_id;
 }
 
-void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
+void xsk_queue_get_stats(XskQueue *q, XskQueueStats *st)
 {
     struct xdp_statistics x = { 0 };
     socklen_t len = sizeof(x);
@@ -1160,12 +1668,29 @@ void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st)
     st->rx_meta_flags = STAT_GET(q->stats.rx_meta_flags);
     st->rx_meta_hash = STAT_GET(q->stats.rx_meta_hash);
     latency_histogram_snapshot(&q->stats.rx_latency, &st->rx_latency);
-    /* The kernel keeps these on the socket; a dead one reads as zero. */
+    st->lending = __atomic_load_n(&q->lending, __ATOMIC_ACQUIRE);
+    st->rx_lent_frames = STAT_GET(q->stats.rx_lent_frames);
+    for (unsigned i = 0; i < XSK_COPY__MAX; i++) {
+        st->rx_copied[i] = STAT_GET(q->stats.rx_copied[i]);
+    }
+    st->lend_switches = STAT_GET(q->stats.lend_switches);
+    st->reclaim_dropped = STAT_GET(q->stats.reclaim_dropped);
+    st->host_frames = __atomic_load_n(&q->host_out, __ATOMIC_RELAXED);
+    st->lend_reclaims = STAT_GET(q->stats.lend_reclaims);
+    st->lend_error = __atomic_load_n(&q->stats.lend_error, __ATOMIC_RELAXED);
+    /* The kernel keeps these on the socket; a dead one reads as zero.
+     * The lock keeps the socket from changing meanwhile. */
+    qemu_mutex_lock(&q->tx_lock);
     getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &x, &len);
-    st->xdp_rx_dropped = x.rx_dropped;
-    st->xdp_rx_invalid_descs = x.rx_invalid_descs;
-    st->xdp_rx_ring_full = x.rx_ring_full;
-    st->xdp_rx_fill_ring_empty_descs = x.rx_fill_ring_empty_descs;
-    st->xdp_tx_invalid_descs = x.tx_invalid_descs;
-    st->xdp_tx_ring_empty_descs = x.tx_ring_empty_descs;
+    st->xdp_rx_dropped = x.rx_dropped + q->xdp_closed.rx_dropped;
+    st->xdp_rx_invalid_descs = x.rx_invalid_descs +
+                               q->xdp_closed.rx_invalid_descs;
+    st->xdp_rx_ring_full = x.rx_ring_full + q->xdp_closed.rx_ring_full;
+    st->xdp_rx_fill_ring_empty_descs = x.rx_fill_ring_empty_descs +
+        q->xdp_closed.rx_fill_ring_empty_descs;
+    st->xdp_tx_invalid_descs = x.tx_invalid_descs +
+                               q->xdp_closed.tx_invalid_descs;
+    st->xdp_tx_ring_empty_descs = x.tx_ring_empty_descs +
+                                  q->xdp_closed.tx_ring_empty_descs;
+    qemu_mutex_unlock(&q->tx_lock);
 }

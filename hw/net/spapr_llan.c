@@ -13,6 +13,7 @@
 #include "hw/net/spapr_llan_internal.h"
 #include "hw/net/llan_bd.h"
 #include "hw/net/llan_lro.h"
+#include "hw/net/llan_rx_lent.h"
 #include "hw/net/llan_rx_page.h"
 #include "hw/net/llan_tso.h"
 #include "migration/savevm.h"
@@ -47,6 +48,9 @@
 /* The longest TCP frame that goes without LRG_PKT (see long_tcp_mss). */
 #define RX_PLAIN_TCP_MAX    1514
 #define RX_CSUM_ATTRS       (ILLAN_IPV4_TCP_CSUM | ILLAN_IPV6_TCP_CSUM)
+/* Receive zero copy lends buffers of the smallest pool that holds all
+ * the host kernel may write after the handle. */
+#define LEND_MIN_BUFSIZE    (RX_DATA_OFFSET + NET_LEND_DATA_ROOM)
 #define BUF_LIST_RXQ_BD     0
 #define BUF_LIST_FILTER_BD  8
 #define BUF_LIST_NO_BUFFER  4088
@@ -90,6 +94,12 @@ struct SpaprVlanState {
                                    buffers: wake it when there are some */
     uint32_t rx_irq_owed;       /* frames delivered with the interrupt on
                                    since its last pulse */
+    /* Receive zero copy: the buffers lent to the host kernel; whether
+     * any was since the backend last took them all back; and what the
+     * backend must hear once this hcall has dropped the lock. */
+    LlanRxLent lent;
+    bool lent_any;
+    unsigned lend_due;
     uint64_t attrs;             /* the attributes the guest turned on */
     SpaprVlanStats stats;       /* all but tx_*, which are in tx */
     /* The built-in guest's array, by rx-queue entry, of when the frame
@@ -107,6 +117,11 @@ struct SpaprVlanState {
         uint64_t offload_errors[LLAN_OFFLOAD_ERROR__MAX];
     } tx;
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
+};
+
+/* What the backend must hear of lending after an hcall or reset. */
+enum {
+    LEND_RECLAIM = 1 << 0,      /* take all back: net_nic_rx_reclaim */
 };
 
 /* Realized devices, so that default MACs are never handed out twice. */
@@ -217,6 +232,13 @@ static void vlan_close_locked(SpaprVlanState *s)
     llan_rx_pools_reset(&s->pools);
     spapr_vlan_filter_reset(&s->filter);
     s->rx_irq_owed = 0;
+    /* The buffers the kernel holds were the guest's to reuse as soon as
+     * the hcall returns: they are taken back before it does. */
+    llan_rx_lent_clear(&s->lent);
+    if (s->lent_any) {
+        s->lend_due |= LEND_RECLAIM;
+    }
+    s->lent_any = false;
 }
 
 /* Device and machine reset: closed, with the command line's MAC and no
@@ -258,16 +280,37 @@ static G_ALWAYS_INLINE inline bool rx_release_locked(SpaprVlanState *s)
     return true;
 }
 
+/* The lending news an hcall or reset left, taken under the lock. */
+static unsigned lend_due_locked(SpaprVlanState *s)
+{
+    unsigned due = s->lend_due;
+
+    s->lend_due = 0;
+    return due;
+}
+
+/* Tells the backend, with the lock dropped: a reclaim waits for the
+ * delivering thread, which takes the lock. */
+static void lend_tell(SpaprVlanState *s, unsigned due)
+{
+    if (due & LEND_RECLAIM) {
+        net_nic_rx_reclaim(s->nic);
+    }
+}
+
 static void spapr_vlan_reset(DeviceState *qdev)
 {
     SpaprVlanState *s = (SpaprVlanState *)qdev;
     bool release;
+    unsigned due;
 
     qemu_mutex_lock(&s->lock);
     trace_spapr_vlan_reset(vlan_id(s));
     vlan_reset_locked(s);
     release = rx_release_locked(s);
+    due = lend_due_locked(s);
     qemu_mutex_unlock(&s->lock);
+    lend_tell(s, due);
     if (release) {
         net_nic_rx_ready(s->nic);
     }
@@ -629,14 +672,65 @@ static bool long_tcp_mss(const SpaprVlanState *s, const NetFrame *f,
     return true;
 }
 
-/* One frame into one buffer; @csum is NULL when no offload is on. */
+/* Receive zero copy. */
+
+/* The buffer the kernel filled is the one best fit would take: no
+ * non-empty pool of smaller buffers holds @need bytes. */
+static bool lent_is_best_fit(const SpaprVlanState *s, uint64_t bd,
+                             uint32_t need)
+{
+    int32_t size = LLAN_BD_LEN(bd);
+
+    return (uint32_t)size >= need &&
+           size <= llan_rx_pools_best_fit_size(&s->pools, need);
+}
+
+/* Where the guest's TCEs put the frame of a buffer at @bd: one run of
+ * RAM, @len bytes from its data, or false. */
+static bool buffer_data_gpa(SpaprVlanState *s, uint64_t bd, uint32_t len,
+                            uint64_t *gpa)
+{
+    if (!spapr_tce_contiguous(s->vdev.tcet, LLAN_BD_ADDR(bd),
+                              RX_DATA_OFFSET + len, DMA_DEVICE_WRITES, gpa)) {
+        return false;
+    }
+    *gpa += RX_DATA_OFFSET;
+    return true;
+}
+
+/* The frame at @offset in the buffer at @bd.  A frame the kernel wrote
+ * into that very buffer moves within it, through a copy of its own. */
+static bool write_frame(SpaprVlanState *s, uint64_t bd, uint16_t offset,
+                        const NetFrame *f, bool same_buffer)
+{
+    uint8_t moved[NET_LEND_DATA_ROOM];
+
+    if (same_buffer) {
+        memcpy(moved, f->data, f->len);
+        return spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + offset,
+                                   moved, f->len);
+    }
+    return spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + offset, f->data,
+                               f->len);
+}
+
+/*
+ * One frame into one buffer; @csum is NULL when no offload is on.
+ * @lent_bd: NULL, or the buffer the kernel wrote the frame into (0: none
+ * found, as after a close).  The frame stays
+ * there when best fit takes that buffer anyway and the guest still maps
+ * it where the kernel wrote; otherwise it is copied, and a lent buffer
+ * best fit did not take stays in *@lent_bd for the caller to give back.
+ */
 static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
-                               const NetFrame *f, const RxCsum *csum)
+                               const NetFrame *f, const RxCsum *csum,
+                               uint64_t *lent_bd)
 {
     uint16_t offset = RX_DATA_OFFSET;
-    uint64_t bd, handle, mss = 0;
+    uint64_t bd, handle, mss = 0, gpa;
     NetRxResult drop;
     uint8_t flags = 0;
+    bool own = false, in_place = false;
 
     /* Guarded so that the id and count are loaded only when the event is
      * on: the compiler loaded them ahead of trace_*()'s own check. */
@@ -655,18 +749,32 @@ static NetRxResult receive_one(SpaprVlanState *s, RxBatch *b,
         }
         offset = RX_LRO_OFFSET;
     }
-    if (!take_buffer(s, b, f->len + offset, &bd, &drop)) {
+    if (G_UNLIKELY(lent_bd != NULL) && *lent_bd &&
+        lent_is_best_fit(s, *lent_bd, f->len + offset)) {
+        bd = *lent_bd;
+        *lent_bd = 0;
+        own = true;
+        llan_rx_pools_lent_taken(&s->pools, bd);
+        in_place = offset == RX_DATA_OFFSET &&
+                   buffer_data_gpa(s, bd, f->len, &gpa) && gpa == f->lent;
+    } else if (!take_buffer(s, b, f->len + offset, &bd, &drop)) {
         return drop;
     }
     /* A page-mode guest can plant valid descriptors it never posted. */
     if (s->rx_bufs) {
         s->rx_bufs--;
     }
-    /* The buffer is the guest's again only through its queue entry: if a
-     * DMA below fails, the buffer is lost, as on PAPR firmware. */
-    if (!spapr_vio_dma_write(&s->vdev, LLAN_BD_ADDR(bd) + offset,
-                             f->data, f->len)) {
+    if (in_place) {
+        /* The kernel wrote it: the migration must see the pages. */
+        guest_ram_mark_dirty(spapr_tce_table_ram(s->vdev.tcet), f->lent,
+                             f->len);
+        s->stats.rx_zero_copy++;
+    } else if (!write_frame(s, bd, offset, f, own)) {
+        /* The buffer is the guest's again only through its queue entry:
+         * if a DMA fails, the buffer is lost, as on PAPR firmware. */
         return NET_RX_DROP_DMA_ERROR;
+    } else if (f->lent) {
+        s->stats.rx_copy_down++;
     }
     trace_spapr_vlan_receive_dma_completed();
     if (offset == RX_LRO_OFFSET) {
@@ -839,7 +947,8 @@ static bool deliver_merged(SpaprVlanState *s, RxBatch *b,
 static unsigned receive_offloaded(SpaprVlanState *s, RxBatch *b,
                                   const RxOffload *off,
                                   const NetFrame *frames, unsigned i,
-                                  unsigned n, NetRxResult *results)
+                                  unsigned n, NetRxResult *results,
+                                  uint64_t *lent)
 {
     unsigned run = lro_run(off, frames, i, n);
     RxCsum csum;
@@ -850,15 +959,57 @@ static unsigned receive_offloaded(SpaprVlanState *s, RxBatch *b,
     }
     csum = off->csum[i];
     rx_csum_settle(&frames[i], &csum);
-    results[i] = receive_one(s, b, &frames[i], &csum);
+    results[i] = receive_one(s, b, &frames[i], &csum, lent ? &lent[i] : NULL);
     return 1;
 }
 
 /* Returns how many of the frames it took; the rest are held. */
-static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
-                                     unsigned n, bool may_hold,
-                                     NetRxStamp *stamp,
-                                     NetRxResult *results)
+/* The lent buffers the batch's frames came in, out of the table; false
+ * when none did.  A batch may mix them with the backend's own frames. */
+static bool take_lent_locked(SpaprVlanState *s, const NetFrame *frames,
+                             unsigned n, uint64_t *lent)
+{
+    uint64_t any = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        any |= frames[i].lent;
+    }
+    if (G_LIKELY(!any)) {
+        return false;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        lent[i] = 0;
+        if (frames[i].lent) {
+            llan_rx_lent_take(&s->lent, frames[i].lent, &lent[i]);
+        }
+    }
+    return true;
+}
+
+/* After the batch: the lent buffers no frame stayed in go back to their
+ * pool, to lend again; those of held frames stay lent. */
+static void settle_lent_locked(SpaprVlanState *s, const NetFrame *frames,
+                               unsigned taken, unsigned n,
+                               const uint64_t *lent)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (!lent[i]) {
+            continue;
+        }
+        if (i < taken) {
+            llan_rx_pools_unlend(&s->pools, lent[i], false);
+        } else {
+            llan_rx_lent_put(&s->lent, frames[i].lent, lent[i]);
+        }
+    }
+}
+
+/* Returns how many of the frames it took; the rest are held.  @lent:
+ * NULL, or the lent buffer of each frame (see receive_one). */
+static unsigned receive_frames_locked(SpaprVlanState *s,
+                                      const NetFrame *frames, unsigned n,
+                                      bool may_hold, NetRxStamp *stamp,
+                                      NetRxResult *results, uint64_t *lent)
 {
     RxBatch b = { .stamp = stamp, .stamped = stamp ? &frames[n - 1] : NULL };
     /* Filled only when an offload is on: a branch otherwise. */
@@ -895,9 +1046,10 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
             break;
         }
         if (offload) {
-            i += receive_offloaded(s, &b, &off, frames, i, n, results);
+            i += receive_offloaded(s, &b, &off, frames, i, n, results, lent);
         } else {
-            results[i] = receive_one(s, &b, &frames[i], NULL);
+            results[i] = receive_one(s, &b, &frames[i], NULL,
+                                     lent ? &lent[i] : NULL);
             i++;
         }
     }
@@ -905,6 +1057,24 @@ static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
         count_no_buffer(s, b.no_buffer);
     }
     return i;
+}
+
+static unsigned receive_batch_locked(SpaprVlanState *s, const NetFrame *frames,
+                                     unsigned n, bool may_hold,
+                                     NetRxStamp *stamp,
+                                     NetRxResult *results)
+{
+    uint64_t lent[NET_BATCH_MAX];
+    unsigned taken;
+
+    if (G_LIKELY(!take_lent_locked(s, frames, n, lent))) {
+        return receive_frames_locked(s, frames, n, may_hold, stamp, results,
+                                     NULL);
+    }
+    taken = receive_frames_locked(s, frames, n, may_hold, stamp, results,
+                                  lent);
+    settle_lent_locked(s, frames, taken, n, lent);
+    return taken;
 }
 
 /*
@@ -965,6 +1135,59 @@ static unsigned spapr_vlan_receive_batch(void *opaque, const NetFrame *frames,
         spapr_vio_irq_pulse(&s->vdev);
     }
     return taken;
+}
+
+/*
+ * Lends buffers of the smallest pool that holds a whole lent frame, each
+ * one whose I/O pages the guest mapped onto one run of RAM (Linux maps
+ * each buffer so); the others go to the bottom of the pool, for copies.
+ * At most @max looked at per call, so a pool the kernel cannot use
+ * costs a bounded look each time.  Only while the guest runs: a stopped
+ * or migrated machine's buffers are not the kernel's to fill.
+ */
+static unsigned spapr_vlan_rx_lend(void *opaque, uint64_t *addrs,
+                                   unsigned max, unsigned keep,
+                                   NetLendOutlook *outlook)
+{
+    SpaprVlanState *s = opaque;
+    unsigned n = 0, looked = 0;
+    bool lending;
+    uint64_t bd, gpa;
+
+    qemu_mutex_lock(&s->lock);
+    lending = s->isopen && runstate_is_running();
+    while (lending && looked++ < max &&
+           llan_rx_pools_lend(&s->pools, LEND_MIN_BUFSIZE, keep, &bd)) {
+        if (!buffer_data_gpa(s, bd, NET_LEND_DATA_ROOM, &gpa) ||
+            gpa < NET_LEND_HEADROOM || !llan_rx_lent_put(&s->lent, gpa, bd)) {
+            llan_rx_pools_unlend(&s->pools, bd, true);
+            s->stats.rx_lend_refused++;
+            continue;
+        }
+        addrs[n++] = gpa;
+    }
+    s->lent_any |= n > 0;
+    *outlook = !lending ? NET_LEND_OFF
+             : llan_rx_pools_lendable(&s->pools, LEND_MIN_BUFSIZE) > 0
+             ? NET_LEND_KEPT : NET_LEND_EMPTY;
+    qemu_mutex_unlock(&s->lock);
+    return n;
+}
+
+/* Frames the net core dropped before the device saw them. */
+static void spapr_vlan_rx_unlend(void *opaque, const NetFrame *frames,
+                                 unsigned n)
+{
+    SpaprVlanState *s = opaque;
+    uint64_t bd;
+
+    qemu_mutex_lock(&s->lock);
+    for (unsigned i = 0; i < n; i++) {
+        if (llan_rx_lent_take(&s->lent, frames[i].lent, &bd)) {
+            llan_rx_pools_unlend(&s->pools, bd, false);
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
 }
 
 static void spapr_vlan_rx_run_end(void *opaque)
@@ -1406,6 +1629,12 @@ static int64_t vlan_register(SpaprVlanState *s, const char *hcall,
     if (ret == H_SUCCESS && args[4]) {
         set_mac_locked(s, args[4]);
     }
+    /* The backend filled the kernel with frames of its own while the
+     * device was closed: they go, so that the guest's buffers are lent
+     * from its first frames on. */
+    if (ret == H_SUCCESS && s->use_rx_buffer_pools) {
+        s->lend_due |= LEND_RECLAIM;
+    }
     return ret;
 }
 
@@ -1619,6 +1848,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     VlanHcallFn fn = NULL;
     const char *name = NULL;
     bool beyond_qemu = false, changed, release;
+    unsigned due;
     int64_t ret;
 
     for (size_t i = 0; i < G_N_ELEMENTS(vlan_hcalls); i++) {
@@ -1649,7 +1879,9 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     changed = s->rx_filter_changed;
     s->rx_filter_changed = false;
     release = rx_release_locked(s);
+    due = lend_due_locked(s);
     qemu_mutex_unlock(&s->lock);
+    lend_tell(s, due);
     if (changed) {
         net_nic_rx_filter_changed(s->nic);
     }
@@ -1722,11 +1954,43 @@ static bool mac_default_if_unset(MACAddr *mac, GError **errp)
  * live device, and take its lock. */
 
 /* The pools go into the image in their sorted order, as QEMU sends them. */
+static void lent_back_to_pool(void *opaque, uint64_t bd)
+{
+    SpaprVlanState *s = opaque;
+
+    llan_rx_pools_unlend(&s->pools, bd, false);
+}
+
+/* Every lent buffer back in its pool, the kernel holding none: the
+ * stream carries them as posted, and the guest reads none of them.  The
+ * backend also refills the kernel with frames of its own, for a
+ * stopped machine's frames to wait in. */
+static void take_back_lent(SpaprVlanState *s)
+{
+    net_nic_rx_reclaim(s->nic);
+    qemu_mutex_lock(&s->lock);
+    llan_rx_lent_drain(&s->lent, lent_back_to_pool, s);
+    s->lent_any = false;
+    qemu_mutex_unlock(&s->lock);
+}
+
+/* A machine that stops stops writing guest RAM: the kernel gives back
+ * what it was lent (the notifier runs with every thread parked). */
+static void spapr_vlan_runstate(RunstateEvent event, const char *reason,
+                                void *opaque)
+{
+    (void)reason;
+    if (event == RUNSTATE_EVENT_CHANGED && !runstate_is_running()) {
+        take_back_lent(opaque);
+    }
+}
+
 void spapr_vlan_capture(void *obj, void *image)
 {
     SpaprVlanState *s = obj;
     SpaprVlanImage *img = image;
 
+    take_back_lent(s);
     qemu_mutex_lock(&s->lock);
     spapr_vio_capture(&s->vdev, &img->sdev);
     img->isopen = s->isopen;
@@ -1783,6 +2047,7 @@ void spapr_vlan_commit(void *obj, const void *image)
     for (int i = 0; i < LLAN_RX_MAX_POOLS; i++) {
         s->pools.storage[i] = *img->rx_pool[i];
         s->pools.storage[i].hits = 0;
+        s->pools.storage[i].lent = 0;
         s->pools.sorted[i] = &s->pools.storage[i];
     }
     llan_rx_pools_sort(&s->pools);
@@ -1874,6 +2139,10 @@ static GVariant *spapr_vlan_query(void *opaque)
     dict_add(&b, "rx-held", g_variant_new_uint64(vs.rx_held));
     dict_add(&b, "rx-bufs-posted", g_variant_new_uint32(vs.rx_bufs));
     dict_add(&b, "rx-dropped", net_rx_dropped_variant(vs.rx_dropped));
+    dict_add(&b, "rx-zero-copy", g_variant_new_uint64(vs.rx_zero_copy));
+    dict_add(&b, "rx-copy-down", g_variant_new_uint64(vs.rx_copy_down));
+    dict_add(&b, "rx-lent", g_variant_new_uint32(vs.rx_lent));
+    dict_add(&b, "rx-lend-refused", g_variant_new_uint64(vs.rx_lend_refused));
     dict_add(&b, "tx-frames", g_variant_new_uint64(vs.tx_frames));
     dict_add(&b, "tx-bytes", g_variant_new_uint64(vs.tx_bytes));
     dict_add(&b, "tx-errors", g_variant_new_uint64(vs.tx_errors));
@@ -1956,6 +2225,8 @@ static void spapr_vlan_mac_bytes(void *opaque, uint8_t mac[6])
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
     .rx_run_end = spapr_vlan_rx_run_end,
+    .rx_lend = spapr_vlan_rx_lend,
+    .rx_unlend = spapr_vlan_rx_unlend,
     .model = TYPE_SPAPR_VLAN,
     .query = spapr_vlan_query,
     .query_rx_filter = spapr_vlan_query_rx_filter,
@@ -1993,6 +2264,11 @@ static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
     idstr = g_strdup_printf("%s@%x/%s", SPAPR_VIO_CLASS(s)->dt_name,
                             s->vdev.reg, vmstate_spapr_llan.name);
     vmstate_register(idstr, 0, &vmstate_spapr_llan, &spapr_vlan_image_ops, s);
+    /* Only pools keep buffers by size, as lending needs. */
+    if (s->use_rx_buffer_pools) {
+        runstate_add_notifier(spapr_vlan_runstate, s);
+        net_nic_rx_lendable(s->nic, spapr_tce_table_ram(s->vdev.tcet));
+    }
     return true;
 }
 
@@ -2004,6 +2280,9 @@ static void spapr_vlan_finalize(DeviceState *qdev)
         return;     /* never realized */
     }
     vmstate_unregister(s);
+    if (s->use_rx_buffer_pools) {
+        runstate_remove_notifier(spapr_vlan_runstate, s);
+    }
     g_ptr_array_remove_fast(live_vlans, s);
     net_nic_free(s->nic);
     qemu_mutex_destroy(&s->lock);
@@ -2059,6 +2338,7 @@ void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
     qemu_mutex_lock(&s->lock);
     *stats = s->stats;
     stats->rx_bufs = s->rx_bufs;
+    stats->rx_lent = s->lent.count;
     stats->attributes = current_attrs_locked(s);
     stats->npools = 0;
     for (int i = 0; s->use_rx_buffer_pools && i < LLAN_RX_MAX_POOLS; i++) {
@@ -2066,7 +2346,7 @@ void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
 
         if (p->bufsize != LLAN_RX_POOL_UNUSED) {
             stats->pools[stats->npools].bufsize = p->bufsize;
-            stats->pools[stats->npools].posted = p->count;
+            stats->pools[stats->npools].posted = p->count + p->lent;
             stats->pools[stats->npools].hits = p->hits;
             stats->npools++;
         }

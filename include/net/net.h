@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qemu/guest-ram.h"
 #include "qemu/option.h"
 
 /* The largest batch a backend hands over at once. */
@@ -26,6 +27,9 @@ typedef struct NetClientState NetClientState;
 typedef struct NetFrame {
     const uint8_t *data;
     uint32_t len;
+    /* 0, or the guest-physical address of @data: the host kernel wrote
+     * the frame straight into a buffer the NIC lent (see rx_lend). */
+    uint64_t lent;
 } NetFrame;
 
 /*
@@ -89,6 +93,13 @@ enum {
     NET_RX_MORE = 1 << 1,
 };
 
+/* What a NIC that lends buffers (rx_lend) can lend after a call. */
+typedef enum NetLendOutlook {
+    NET_LEND_OFF,       /* nothing until the guest runs with the NIC open */
+    NET_LEND_EMPTY,     /* nothing now; maybe as soon as the guest posts */
+    NET_LEND_KEPT,      /* buffers it keeps back (@keep), or lends */
+} NetLendOutlook;
+
 /*
  * The NIC's side: one call per batch, under the NIC's lock once.  It
  * fills @results for the frames it takes, which are always a prefix of
@@ -118,7 +129,30 @@ typedef struct NetNicOps {
     /* Optional: the MAC in force (the guest may have changed it), for
      * self-announce.  Main thread. */
     void (*get_mac)(void *opaque, uint8_t mac[6]);
+    /*
+     * Optional, receive zero copy: up to @max guest buffers lent to the
+     * backend for the host kernel to write frames into, each given by
+     * the guest-physical address where a frame's first byte must go,
+     * with at least NET_LEND_DATA_ROOM bytes of buffer from there and
+     * NET_LEND_HEADROOM bytes of RAM before it.  @keep: buffers to leave
+     * unlent, one for each frame the kernel may still put in a buffer of
+     * the backend's own, so that such a frame finds the buffer best fit
+     * would have given it.  *@outlook: what the NIC can lend after this.
+     * A lent buffer is the NIC's until a frame comes back in it
+     * (NetFrame.lent) or the backend's rx_reclaim() returns.  The
+     * delivering thread.
+     */
+    unsigned (*rx_lend)(void *opaque, uint64_t *addrs, unsigned max,
+                        unsigned keep, NetLendOutlook *outlook);
+    /* Frames in lent buffers that the NIC never saw (the link was down,
+     * too short): their buffers are the NIC's to lend again. */
+    void (*rx_unlend)(void *opaque, const NetFrame *frames, unsigned n);
 } NetNicOps;
+
+/* What a lent buffer offers (the kernel's copy-mode chunk of 2296 bytes
+ * less its 256 bytes of headroom), and what lies before it. */
+#define NET_LEND_HEADROOM 256
+#define NET_LEND_DATA_ROOM 2040
 
 /* The backend's side. */
 typedef struct NetBackendOps {
@@ -131,6 +165,13 @@ typedef struct NetBackendOps {
     /* Optional: the backend's own state and counters, as an a{sv}
      * dictionary (floating reference), for x-query-net-stats. */
     GVariant *(*query)(void *opaque);
+    /* Optional, receive zero copy: the NIC lends buffers in @ram (when
+     * it has some).  Synchronous; any thread, not under the NIC's lock. */
+    void (*rx_lendable)(void *opaque, GuestRam *ram);
+    /* Optional: takes back every lent buffer the host kernel still holds;
+     * once it returns, nothing writes them.  Any thread but the
+     * delivering one, without the NIC's lock. */
+    void (*rx_reclaim)(void *opaque);
 } NetBackendOps;
 
 typedef struct NetdevType {
@@ -225,6 +266,15 @@ GVariant *net_nic_query(NetClientState *nic);
 GVariant *net_nic_query_rx_filter(NetClientState *nic);
 /* The NIC's MAC in force into @mac; false when it has none to tell. */
 bool net_nic_get_mac(NetClientState *nic, uint8_t mac[6]);
+/* Receive zero copy: the NIC lends buffers in @ram (rx_lend), and takes
+ * them all back; both synchronous, not under the NIC's lock. */
+void net_nic_rx_lendable(NetClientState *nic, GuestRam *ram);
+void net_nic_rx_reclaim(NetClientState *nic);
+/* For the backend: the NIC's rx_lend(), or 0 (NET_LEND_OFF) without a
+ * NIC that lends. */
+unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
+                             unsigned max, unsigned keep,
+                             NetLendOutlook *outlook);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
 

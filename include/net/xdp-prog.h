@@ -54,6 +54,15 @@ bool xdp_redirect_frags(const XdpRedirect *r);
 /* Frames of rx queue @queue go to AF_XDP socket @fd. */
 bool xdp_redirect_add_socket(XdpRedirect *r, uint32_t queue, int fd);
 /* Detaches and frees; NULL is fine. */
+/* Whether queue @queue's frames land in guest buffers: the program then
+ * writes no metadata in front of them (it would land outside the
+ * buffer).  Set before such a socket enters the map, cleared after it
+ * left. */
+void xdp_redirect_set_lending(XdpRedirect *r, uint32_t queue, bool on);
+/* While @on, queue @queue has no socket (one replaces another): the
+ * program drops its frames and counts them. */
+void xdp_redirect_set_gap(XdpRedirect *r, uint32_t queue, bool on);
+uint64_t xdp_redirect_gap_drops(const XdpRedirect *r, uint32_t queue);
 void xdp_redirect_detach(XdpRedirect *r);
 
 #endif

@@ -28,6 +28,34 @@
 #define XSK_CHAIN_CAP 64
 
 typedef struct XskQueue XskQueue;
+
+/*
+ * Receive zero copy (guest-umem): while the NIC lends guest buffers, the
+ * queue's UMEM is guest RAM and its fill ring holds only those buffers,
+ * so the kernel writes each frame straight into one.  Why a frame came
+ * the copy path instead, for its counter.
+ */
+typedef enum XskCopyReason {
+    XSK_COPY_NOT_LENDING,   /* zero copy allowed; the NIC lends nothing */
+    XSK_COPY_OFF,           /* guest-umem=off */
+    XSK_COPY_SOCK_FDS,      /* another process made the socket */
+    XSK_COPY_MAP_PATH,      /* another process's program and map */
+    XSK_COPY_RX_METADATA,   /* rx-metadata=on: it would land outside */
+    XSK_COPY_MTU,           /* the interface's frames outgrow a lent buffer */
+    XSK_COPY_REFUSED,       /* the kernel refused guest RAM as a UMEM */
+    XSK_COPY__MAX
+} XskCopyReason;
+
+/* The largest interface MTU at which frames (with an Ethernet header and
+ * a VLAN tag) fit a lent buffer. */
+#define XSK_LEND_MTU_MAX (NET_LEND_DATA_ROOM - 18)
+
+/* The MTU of host interface @ifname, or 0 when it cannot be read. */
+unsigned xsk_interface_mtu(const char *ifname);
+
+/* "not-lending", "off", "sock-fds", "map-path", "rx-metadata", "mtu",
+ * "refused". */
+const char *xsk_copy_reason_name(XskCopyReason reason);
 struct xsk_ring_cons;
 struct xsk_ring_prod;
 
@@ -47,6 +75,17 @@ typedef struct XskQueueConfig {
                                the kernel refuses */
     uint32_t meta_btf_id;   /* 0, or the BTF id of struct illan_xdp_meta
                                to look for in front of each frame */
+    /* XSK_COPY_NOT_LENDING to lend guest buffers when the NIC offers
+     * them, else why never. */
+    XskCopyReason copy_reason;
+    /* Receive zero copy: the queue's socket is about to close (@fd -1:
+     * the program drops and counts the queue's frames meanwhile), or its
+     * new socket @fd goes into the program's XSK map, its frames landing
+     * in guest buffers when @lending.  The I/O thread, or the caller of
+     * xsk_queue_lendable() or xsk_queue_reclaim(). */
+    bool (*socket_changed)(void *opaque, uint32_t queue_id, int fd,
+                           bool lending);
+    void *opaque;
 } XskQueueConfig;
 
 /* Counters of one queue; "xdp_*" are the kernel's XDP_STATISTICS.
@@ -71,6 +110,16 @@ typedef struct XskQueueStats {
      * CLOCK_MONOTONIC timestamp and was delivered: from the XDP program
      * to the device's making its rx-queue entry visible to the guest. */
     LatencyHistogram rx_latency;
+    /* Receive zero copy: whether the UMEM is guest RAM now, the frames
+     * the kernel wrote into lent buffers and those that came the copy
+     * path (by XskCopyReason), the changes of UMEM, and the errno with
+     * which the kernel last refused guest RAM. */
+    bool lending;
+    uint64_t rx_lent_frames, rx_copied[XSK_COPY__MAX];
+    uint64_t lend_switches, lend_reclaims;
+    uint64_t reclaim_dropped;   /* frames a replaced socket still held */
+    uint32_t host_frames;       /* the queue's own frames in the kernel */
+    int lend_error;
     uint64_t xdp_rx_dropped, xdp_rx_invalid_descs, xdp_rx_ring_full,
              xdp_rx_fill_ring_empty_descs, xdp_tx_invalid_descs,
              xdp_tx_ring_empty_descs;
@@ -111,8 +160,21 @@ void xsk_queue_close(XskQueue *q);
  * serialized. */
 bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len);
 
-/* The NIC has room again for frames the queue held back.  Any thread. */
+/* The NIC has room again for frames the queue held back, or buffers to
+ * lend again.  Any thread. */
 void xsk_queue_rx_ready(XskQueue *q);
+/*
+ * The NIC lends buffers in @ram: the queue's UMEM becomes guest RAM
+ * followed by the queue's own frames, unless the config or the
+ * interface's MTU rules it out (or the kernel refuses).  From then on
+ * the fill ring holds the buffers the NIC lends and, when it has none,
+ * frames of the queue's own.  Synchronous.
+ */
+void xsk_queue_lendable(XskQueue *q, GuestRam *ram);
+/* Takes back every lent buffer the kernel holds (with a new socket):
+ * once it returns the kernel writes none of them.  Synchronous; tens of
+ * milliseconds when something was lent. */
+void xsk_queue_reclaim(XskQueue *q);
 
 /*
  * The machine has migrated away (run state postmigrate) and @on: the main
@@ -138,6 +200,6 @@ int xsk_queue_sg_refused(const XskQueue *q);
 size_t xsk_queue_tx_max(const XskQueue *q);
 int xsk_queue_fd(const XskQueue *q);
 uint32_t xsk_queue_id(const XskQueue *q);
-void xsk_queue_get_stats(const XskQueue *q, XskQueueStats *st);
+void xsk_queue_get_stats(XskQueue *q, XskQueueStats *st);
 
 #endif

@@ -23,6 +23,34 @@
 
 const volatile __u32 meta_mode = META_OFF;
 
+/* Queues whose frames land in guest buffers (receive zero copy): the
+ * metadata would be written in front of the buffer, into guest memory
+ * that is not the device's, so they get none.  Bit N: queue N; set by
+ * illan at run time. */
+volatile __u64 lending_queues;
+
+/* Queues whose socket is being replaced (a reclaim of lent buffers):
+ * their frames are dropped and counted here, rather than passed to the
+ * stack unseen. */
+volatile __u64 gap_queues;
+__u64 gap_drops[XSK_MAP_ENTRIES];
+
+static __always_inline int may_write_meta(struct xdp_md *ctx)
+{
+    return !(lending_queues & (1ull << (ctx->rx_queue_index & 63)));
+}
+
+static __always_inline int in_gap(struct xdp_md *ctx)
+{
+    __u32 q = ctx->rx_queue_index & 63;
+
+    if (!(gap_queues & (1ull << q))) {
+        return 0;
+    }
+    __sync_fetch_and_add(&gap_drops[q], 1);
+    return 1;
+}
+
 struct {
     __uint(type, BPF_MAP_TYPE_XSKMAP);
     __uint(max_entries, XSK_MAP_ENTRIES);
@@ -92,6 +120,12 @@ int illan_xsk(struct xdp_md *ctx)
 {
     struct illan_xdp_meta *m;
 
+    if (in_gap(ctx)) {
+        return XDP_DROP;
+    }
+    if (!may_write_meta(ctx)) {
+        return redirect(ctx);
+    }
     if (meta_mode == META_FOREIGN) {
         write_foreign(ctx);
     } else if (meta_mode == META_ON && (m = start_meta(ctx))) {
@@ -106,11 +140,18 @@ int illan_xsk(struct xdp_md *ctx)
 SEC("xdp")
 int illan_xsk_dev(struct xdp_md *ctx)
 {
-    struct illan_xdp_meta *m = start_meta(ctx);
+    struct illan_xdp_meta *m;
     enum xdp_rss_hash_type type;
     __u64 ts;
     __u32 hash;
 
+    if (in_gap(ctx)) {
+        return XDP_DROP;
+    }
+    if (!may_write_meta(ctx)) {
+        return redirect(ctx);
+    }
+    m = start_meta(ctx);
     if (m) {
         if (!bpf_xdp_metadata_rx_timestamp(ctx, &ts) && ts) {
             m->rx_timestamp = ts;

@@ -833,7 +833,7 @@ static uint64_t monotonic_ns(void)
  * be set. */
 static void check_rx_metadata(const char *mode, const char *want_source)
 {
-    g_autofree char *opts = g_strdup_printf(",mode=%s", mode);
+    g_autofree char *opts = g_strdup_printf(",mode=%s,rx-metadata=on", mode);
     g_autoptr(JsonObject) rsp = NULL;
     JsonObject *nd, *q;
     uint64_t before, after, ts, flags;
@@ -989,7 +989,7 @@ static void check_guest_latency(const char *netdev_opts, bool stamped)
 
 static void test_guest_latency(void)
 {
-    check_guest_latency("", true);
+    check_guest_latency(",rx-metadata=on", true);
 }
 
 static void test_guest_latency_off(void)

@@ -302,7 +302,9 @@ typedef struct SideCounts {
     gint64 rx;              /* frames the netdev took from its rings */
     gint64 dropped;         /* of them dropped, any reason */
     gint64 vm_stopped;      /* of them dropped as vm-stopped */
-    gint64 xsk_dropped;     /* the kernel's XSK drops (ring full, ...) */
+    gint64 xsk_dropped;     /* the kernel's XSK drops (ring full, ...),
+                               and those while lent buffers were taken
+                               back (receive zero copy) */
     gint64 delivered;       /* into guest memory */
     gint64 guest_taken;     /* taken from the queue by the guest */
     gint64 guest_lost;      /* taken but not echoed by the guest */
@@ -330,7 +332,8 @@ static SideCounts side_counts(QTestState *qts)
         .dropped = qjson_sum(nd, "rx.dropped"),
         .vm_stopped = qjson_int(nd, "rx.dropped.vm-stopped"),
         .xsk_dropped = queue_stat(nd, "rx_dropped") +
-                       queue_stat(nd, "rx_ring_full"),
+                       queue_stat(nd, "rx_ring_full") +
+                       queue_stat(nd, "rx-reclaim-drops"),
         .delivered = qjson_int(nic, "device.rx-frames"),
         .tx_lost = qjson_int(nic, "tx.errors") + qjson_int(nic, "tx.dropped"),
     };

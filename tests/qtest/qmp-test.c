@@ -1255,7 +1255,8 @@ static void check_nic_stats(JsonObject *nic)
     dev = get_obj(nic, "device");
     MEMBERS(dev, "rx-buffer-pools", "rx-frames", "rx-bytes",
             "rx-buffer-bytes", "rx-interrupts", "rx-held",
-            "rx-bufs-posted", "rx-dropped", "tx-frames", "tx-bytes",
+            "rx-bufs-posted", "rx-dropped", "rx-zero-copy", "rx-copy-down",
+            "rx-lent", "rx-lend-refused", "tx-frames", "tx-bytes",
             "tx-errors", "attributes", "attribute-names", "rx-csum-good",
             "rx-csum-partial", "rx-csum-bad", "rx-csum-completed",
             "rx-lro-frames",
@@ -1269,6 +1270,11 @@ static void check_nic_stats(JsonObject *nic)
     get_int(dev, "rx-held");
     get_int(dev, "rx-bufs-posted");
     check_drops(get_obj(dev, "rx-dropped"));
+    /* A qtest machine's netdev lends nothing. */
+    g_assert_cmpint(get_int(dev, "rx-zero-copy"), ==, 0);
+    g_assert_cmpint(get_int(dev, "rx-copy-down"), ==, 0);
+    g_assert_cmpint(get_int(dev, "rx-lent"), ==, 0);
+    g_assert_cmpint(get_int(dev, "rx-lend-refused"), ==, 0);
     get_int(dev, "tx-frames");
     get_int(dev, "tx-bytes");
     get_int(dev, "tx-errors");

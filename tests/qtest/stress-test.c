@@ -154,6 +154,16 @@ typedef struct CatchUp {
 /* Every frame sent has left the AF_XDP ring (taken by the netdev or
  * dropped by the kernel), and every frame the device delivered has been
  * dealt with by the guest. */
+/* Frames the kernel dropped before the netdev saw them: its socket's
+ * ring full or without a free buffer, and those the program dropped
+ * while the socket was replaced to take lent buffers back (the machine
+ * stopped or reset). */
+static gint64 xsk_dropped(JsonObject *nd)
+{
+    return queue_stat(nd, "rx_dropped") + queue_stat(nd, "rx_ring_full") +
+           queue_stat(nd, "rx-reclaim-drops");
+}
+
 static bool caught_up(void *opaque)
 {
     CatchUp *c = opaque;
@@ -162,8 +172,7 @@ static bool caught_up(void *opaque)
     JsonObject *nd = qrig_stats_netdev(net, "n0");
 
     return (guint64)(qjson_int(nd, "rx.frames") +
-                     queue_stat(nd, "rx_dropped") +
-                     queue_stat(nd, "rx_ring_full")) == gen_sent(c->gen) &&
+                     xsk_dropped(nd)) == gen_sent(c->gen) &&
            qjson_int(qrig_stats_nic(net), "device.rx-frames") ==
            guest_accounted(qrig_stats_guest(gs));
 }
@@ -180,13 +189,12 @@ static void check_balance(QRig *r, Generator *gen, unsigned resets)
     gint64 guest_rx = qjson_int(g, "rx-frames");
     gint64 guest_tx = qjson_int(g, "tx-frames");
     gint64 dev_tx = qjson_int(nic, "device.tx-frames");
-    gint64 xsk_dropped = queue_stat(nd, "rx_dropped") +
-                         queue_stat(nd, "rx_ring_full");
+    gint64 dropped_by_xsk = xsk_dropped(nd);
 
     /* The kernel: every frame the generator sent reached the netdev or
      * was dropped by the XSK (its ring full while stopped); veth's own
      * drops (a link going down) were refused to send() already. */
-    g_assert_cmpint(gen_sent(gen), ==, rx + xsk_dropped);
+    g_assert_cmpint(gen_sent(gen), ==, rx + dropped_by_xsk);
     /* The net core: in = delivered + dropped, the same on both sides. */
     g_assert_cmpint(delivered + qjson_sum(nd, "rx.dropped"), ==, rx);
     g_assert_cmpint(qjson_int(nic, "rx.frames"), ==, rx);
@@ -225,7 +233,7 @@ static void check_balance(QRig *r, Generator *gen, unsigned resets)
                    qjson_int(nd, "rx.dropped.link-down") -
                    qjson_int(nd, "rx.dropped.not-registered") -
                    qjson_int(nd, "rx.dropped.no-buffer"),
-                   xsk_dropped, guest_rx,
+                   dropped_by_xsk, guest_rx,
                    qjson_int(g, "drops.machine-reset"), guest_tx, dev_tx,
                    qjson_int(nic, "device.tx-errors"),
                    qjson_int(nd, "tx.frames"), qjson_int(nd, "tx.errors"),

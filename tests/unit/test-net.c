@@ -690,7 +690,7 @@ static unsigned deliver_lengths_or_hold(NetClientState *backend,
     g_assert_cmpuint(n, <=, NET_BATCH_MAX);
     for (unsigned i = 0; i < n; i++) {
         bufs[i] = make_frame(i, lens[i]);
-        frames[i] = (NetFrame){ bufs[i], lens[i] };
+        frames[i] = (NetFrame){ .data = bufs[i], .len = lens[i] };
     }
     if (may_hold) {
         NetRxStamp stamp = { LAST_FRAME_STAMP, 0 };
@@ -986,7 +986,8 @@ static void test_more(void)
 {
     static const uint32_t lens[] = { 60, 61 }, runts[] = { 5 };
     static const uint8_t data[60];
-    NetFrame frame = { data, 60 }, runt = { data, 5 };
+    NetFrame frame = { .data = data, .len = 60 };
+    NetFrame runt = { .data = data, .len = 5 };
     NetClientState *backend;
     TestNic *nic;
 

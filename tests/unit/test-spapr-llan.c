@@ -257,7 +257,7 @@ static unsigned offer_run(Fixture *f, unsigned n, bool more)
     g_assert_cmpuint(n, <=, NET_BATCH_MAX);
     memcpy(data, to_us, 6);
     for (unsigned i = 0; i < n; i++) {
-        frames[i] = (NetFrame){ data, sizeof(data) };
+        frames[i] = (NetFrame){ .data = data, .len = sizeof(data) };
     }
     return net_backend_deliver_or_hold(net_client_peer(spapr_vlan_nic(f->lan)),
                                        frames, n, NULL, more);
@@ -600,7 +600,7 @@ static bool write_protect(Fixture *f, RevokeOnWrite *r, uint64_t gpa)
 static NetRxResult deliver_stamped(Fixture *f, NetRxStamp *stamp)
 {
     uint8_t frame[60] = { 0 };
-    NetFrame nf = { frame, sizeof(frame) };
+    NetFrame nf = { .data = frame, .len = sizeof(frame) };
     NetClientState *backend = net_client_peer(spapr_vlan_nic(f->lan));
     SpaprVlanStats before, after;
 

@@ -24,6 +24,13 @@ typedef struct SpaprVlanStats {
     uint64_t rx_interrupts;
     uint64_t rx_held;               /* times frames waited for a buffer */
     uint64_t rx_dropped[NET_RX__MAX];   /* by reason, as net_rx_result_name */
+    /* Receive zero copy: frames delivered where the host kernel wrote
+     * them, frames it wrote into a lent buffer that were copied (a
+     * smaller buffer fit, or they had to move), buffers lent now, and
+     * buffers the device would not lend (not one run of RAM). */
+    uint64_t rx_zero_copy, rx_copy_down;
+    uint32_t rx_lent;
+    uint64_t rx_lend_refused;
     uint64_t tx_frames;
     uint64_t tx_bytes;
     uint64_t tx_errors;             /* H_SEND_LOGICAL_LAN calls that failed */

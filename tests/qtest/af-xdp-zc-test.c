@@ -1,0 +1,652 @@
+/*
+ * Receive zero copy on -netdev af-xdp (guest-umem): guest RAM is the
+ * UMEM and the spapr-vlan lends the guest's posted 2048-byte buffers to
+ * the kernel's fill ring.  A veth pair in a network namespace of the
+ * test's own, frames sent from the peer end with an AF_PACKET socket, the
+ * libqos ibmveth model as the guest.  Frames must arrive byte-exact in
+ * the buffers Linux would pick; once the guest gives its buffers back
+ * (H_FREE_LOGICAL_LAN, a system reset, Linux's close and open for a new
+ * MTU) not one byte of guest RAM may change however many frames follow;
+ * where zero copy cannot be had (sock-fds, an MTU over 2048-byte
+ * buffers) frames are copied and counted by reason.
+ */
+#include "libqtest.h"
+#include "libqos/eth-frames.h"
+#include "libqos/ibmveth.h"
+#include "libqos/rig.h"
+#include "netns.h"
+#include "net/xdp-prog.h"
+
+#include <ifaddrs.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/if_packet.h>
+
+#define RAM_SIZE        (64u << 20)
+#define ETHERTYPE_TEST  0x88b5
+/* Frames the flood sends after the guest let go of its buffers, between
+ * the two images of RAM. */
+#define FRAMES_AFTER_RELEASE 400
+
+/* Linux's pools (guest/ibmveth.c): their index by buffer size. */
+enum { POOL_512, POOL_2048, POOL_16K, POOL_32K, POOL_64K };
+
+static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
+
+/*
+ * The statistics zero copy adds, each named once.  Queue keys are read
+ * under queue 0 of the netdev's backend part, the rest by their
+ * qrig_stat() path.
+ */
+#define Q_UMEM_ACTIVE       "guest-umem-active"
+#define Q_LENT_FRAMES       "rx-lent-frames"
+#define Q_RECLAIMS          "guest-umem-reclaims"
+#define Q_COPIED(reason)    "rx-copied." reason
+#define NIC_ZERO_COPY       "nic.device.rx-zero-copy"
+#define NIC_COPY_DOWN       "nic.device.rx-copy-down"
+#define NIC_LENT            "nic.device.rx-lent"
+#define Q_HOST_FRAMES       "rx-host-frames"
+
+typedef struct Rig {
+    VethPair veth;
+    QRig q;                 /* q.peer: AF_PACKET on the peer end */
+} Rig;
+
+/* Statistics. */
+
+/* Queue 0 of netdev n0's backend in @net_stats, owned by it. */
+static JsonObject *queue0(JsonObject *net_stats)
+{
+    JsonObject *backend = json_object_get_object_member(
+        qrig_stats_netdev(net_stats, "n0"), "backend");
+    JsonArray *queues;
+
+    g_assert_nonnull(backend);
+    queues = json_object_get_array_member(backend, "queues");
+    g_assert_nonnull(queues);
+    return json_array_get_object_element(queues, 0);
+}
+
+static gint64 queue_stat(Rig *r, const char *path)
+{
+    g_autoptr(JsonObject) st = qrig_net_stats(r->q.qts);
+
+    return qjson_int(queue0(st), path);
+}
+
+static bool umem_active(Rig *r)
+{
+    g_autoptr(JsonObject) st = qrig_net_stats(r->q.qts);
+    JsonObject *q = queue0(st);
+
+    if (!json_object_has_member(q, Q_UMEM_ACTIVE)) {
+        g_error("no member '" Q_UMEM_ACTIVE "' in queue 0 of netdev n0");
+    }
+    return json_object_get_boolean_member(q, Q_UMEM_ACTIVE);
+}
+
+static bool umem_became_active(void *opaque)
+{
+    return umem_active(opaque);
+}
+
+/* Zero copy engages (a socket is re-created) some time after the guest
+ * posted its 2048-byte buffers. */
+static void wait_umem_active(Rig *r)
+{
+    qtest_wait_until(umem_became_active, r, QTEST_WAIT_S,
+                     "queue 0 to take guest RAM as its UMEM");
+}
+
+/* The rig. */
+
+/* Linux's pool sizes and counts, only the pools in @active (a mask of
+ * pool indexes) active. */
+static void pools_conf(IbmvethConf *conf, unsigned active)
+{
+    ibmveth_conf_linux_defaults(conf, QRIG_UNIT);
+    conf->mac = QRIG_MAC;
+    for (unsigned i = 0; i < IBMVETH_NUM_POOLS; i++) {
+        conf->pool_active[i] = active & 1u << i;
+    }
+}
+
+/* illan on the dut end of @r->veth (created by the caller) with
+ * "-netdev af-xdp,id=n0,ifname=DUT@netdev_opts". */
+static void rig_start(Rig *r, const char *netdev_opts)
+{
+    g_autofree char *netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s%s",
+                                              r->veth.dut, netdev_opts);
+    g_autofree char *mem = g_strdup_printf("%uM", RAM_SIZE >> 20);
+
+    qrig_init(&r->q);
+    qrig_start(&r->q, &(QRigOpts){ .mem = mem, .netdev = netdev });
+    r->q.peer = packet_socket_open(r->veth.peer);
+}
+
+/* The guest opens with the pools of @conf, in all of its RAM. */
+static void guest_open(Rig *r, const IbmvethConf *conf)
+{
+    g_assert_null(r->q.guest);
+    r->q.guest = qrig_guest_open(r->q.qts, &r->q.alloc, conf, RAM_SIZE);
+}
+
+/* H_FREE_LOGICAL_LAN, as Linux's close makes it. */
+static void guest_free(Rig *r)
+{
+    g_assert_cmpint(qibmveth_close(r->q.guest), ==, H_SUCCESS);
+    r->q.guest = NULL;
+}
+
+static void rig_stop(Rig *r)
+{
+    qrig_stop(&r->q);
+    veth_pair_destroy(&r->veth);
+}
+
+/* Frames. */
+
+typedef struct PacketSend {
+    int fd;
+    const uint8_t *frame;
+    size_t len;
+} PacketSend;
+
+static bool packet_sent(void *opaque)
+{
+    PacketSend *p = opaque;
+
+    return packet_send(p->fd, p->frame, p->len);
+}
+
+/* Sends test frame @tag of @len bytes from the peer end. */
+static void send_tagged(Rig *r, size_t len, uint16_t tag)
+{
+    g_autofree uint8_t *f = g_malloc(len);
+    PacketSend p = { r->q.peer, f, len };
+
+    eth_frame_tagged(f, len, qrig_mac, peer_mac, ETHERTYPE_TEST, tag,
+                     ETH_FRAME_TAG_FIRST);
+    /* A link that just came up may refuse for a moment. */
+    qtest_wait_until(packet_sent, &p, QTEST_WAIT_S, "%s to take frame %u",
+                     r->veth.peer, tag);
+}
+
+/* The guest takes the next frame: test frame @tag of @len bytes, byte
+ * for byte, in a buffer of @buf_size; the buffer is posted again. */
+static void receive_tagged(Rig *r, size_t len, uint16_t tag,
+                           uint32_t buf_size)
+{
+    static uint8_t data[65536];
+    IbmvethRxEntry e = qibmveth_wait_rx(r->q.guest, data, sizeof(data));
+
+    g_assert_cmpuint(e.len, ==, len);
+    g_assert_cmpuint(eth_frame_assert_tagged(data, e.len, qrig_mac, peer_mac,
+                                             ETHERTYPE_TEST,
+                                             ETH_FRAME_TAG_FIRST), ==, tag);
+    g_assert_cmpuint(e.buf_size, ==, buf_size);
+    qibmveth_replenish(r->q.guest);
+}
+
+/* The buffer Linux's default pools give a frame of @len: the smallest
+ * that holds it after the 8 bytes the device writes first. */
+static uint32_t linux_buffer(size_t len)
+{
+    return len + 8 <= 512 ? 512 : 2048;
+}
+
+/* A sender on the peer end until told to stop: numbered UDP frames,
+ * alternately 60 bytes (a 512-byte buffer's) and 1000 (a 2048-byte
+ * buffer's, the pool zero copy lends). */
+typedef struct Flood {
+    int fd;
+    GThread *thread;
+    bool stop;              /* atomic */
+    guint64 sent;           /* atomic */
+} Flood;
+
+static size_t flood_len(guint64 seq)
+{
+    return seq % 2 ? 1000 : 60;
+}
+
+static gpointer flood_run(gpointer opaque)
+{
+    Flood *f = opaque;
+    uint8_t frame[1000];
+
+    for (guint64 seq = 0; !__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+         seq++) {
+        eth_frame_udp_seq(frame, flood_len(seq), qrig_mac, peer_mac, seq);
+        if (packet_send(f->fd, frame, flood_len(seq))) {
+            __atomic_add_fetch(&f->sent, 1, __ATOMIC_RELEASE);
+        }
+        /* The flood's pace (up to 4000 frames a second), not
+         * synchronisation: the loaded machine keeps its CPU for illan. */
+        g_usleep(250);
+    }
+    return NULL;
+}
+
+static bool flood_flowing(void *opaque)
+{
+    Flood *f = opaque;
+
+    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE) > 0;
+}
+
+static void flood_start(Flood *f, int fd)
+{
+    *f = (Flood){ .fd = fd };
+    f->thread = g_thread_new("flood", flood_run, f);
+    qtest_wait_until(flood_flowing, f, QTEST_WAIT_S,
+                     "the flood thread to send its first frame");
+}
+
+static void flood_stop(Flood *f)
+{
+    __atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+    g_thread_join(f->thread);
+}
+
+/* What the kernel counts as received on @ifname (getifaddrs() answers
+ * for this namespace, /sys for the one it was mounted in): with native
+ * XDP, veth counts each frame its program redirected, after the copy
+ * into the UMEM buffer the fill ring gave it. */
+static guint64 if_rx_packets(const char *ifname)
+{
+    struct ifaddrs *list;
+    guint64 packets = G_MAXUINT64;
+
+    g_assert_cmpint(getifaddrs(&list), ==, 0);
+    for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_PACKET &&
+            i->ifa_data && !strcmp(i->ifa_name, ifname)) {
+            packets = ((struct rtnl_link_stats *)i->ifa_data)->rx_packets;
+        }
+    }
+    freeifaddrs(list);
+    g_assert_cmpuint(packets, !=, G_MAXUINT64);
+    return packets;
+}
+
+typedef struct RxCount {
+    const char *ifname;
+    guint64 want;
+} RxCount;
+
+static bool if_rx_reached(void *opaque)
+{
+    RxCount *c = opaque;
+
+    return if_rx_packets(c->ifname) >= c->want;
+}
+
+/* Waits until the dut end has taken @n more frames from the flood. */
+static void wait_flood_frames(Rig *r, unsigned n)
+{
+    RxCount c = { r->veth.dut, if_rx_packets(r->veth.dut) + n };
+
+    qtest_wait_until(if_rx_reached, &c, QTEST_WAIT_S,
+                     "%s to take %u more frames", r->veth.dut, n);
+}
+
+/* Guest RAM. */
+
+/* All of guest RAM, saved with pmemsave (caller frees). */
+static char *ram_image(Rig *r, const char *name)
+{
+    g_autofree char *path = qrig_path(&r->q, name);
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->q.qts,
+        "{'execute': 'pmemsave', 'arguments': {'val': 0, 'size': %u, "
+        "'filename': '%s'}}", RAM_SIZE, path);
+    char *data = NULL;
+    gsize len = 0;
+
+    g_assert_true(json_object_has_member(rsp, "return"));
+    g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+    g_assert_cmpuint(len, ==, RAM_SIZE);
+    unlink(path);
+    return data;
+}
+
+/* Guest RAM now, and again after FRAMES_AFTER_RELEASE more frames of the
+ * flood: byte for byte the same, since the guest owns no buffer the
+ * device may write. */
+static void assert_ram_still(Rig *r, const char *after)
+{
+    g_autofree char *before = ram_image(r, "ram-before");
+    g_autofree char *later = NULL;
+
+    wait_flood_frames(r, FRAMES_AFTER_RELEASE);
+    later = ram_image(r, "ram-after");
+    for (gsize i = 0; i < RAM_SIZE; i += 4096) {
+        if (memcmp(before + i, later + i, 4096)) {
+            g_error("guest RAM page 0x%zx changed during %d frames after "
+                    "%s", (size_t)i, FRAMES_AFTER_RELEASE, after);
+        }
+    }
+}
+
+/*
+ * Frames of 60 bytes, each received before the next, until the kernel
+ * holds none of the queue's own frames, which it fills before any lent
+ * buffer behind them (those it got while the guest had none); from
+ * @tag on, returns the next tag.
+ */
+static uint16_t drain_host_frames(Rig *r, uint16_t tag)
+{
+    for (unsigned i = 0; queue_stat(r, Q_HOST_FRAMES) > 0; i++) {
+        g_assert_cmpuint(i, <, 4096);
+        send_tagged(r, 60, tag);
+        receive_tagged(r, 60, tag++, linux_buffer(60));
+    }
+    return tag;
+}
+
+/* The test cases. */
+
+/* Frames of 60, 1000 and 1500 bytes arrive byte-exact, each in the
+ * buffer Linux's pools give it: 1000 and 1500 where the kernel wrote
+ * them, 60 copied down from a lent 2048-byte buffer to a 512-byte one. */
+static void test_deliver(void)
+{
+    static const size_t sizes[] = { 60, 1000, 1500 };
+    enum { ROUNDS = 4 };
+    IbmvethConf conf;
+    Rig r = { 0 };
+    uint16_t tag = 0;
+
+    veth_pair_create(&r.veth, 1);
+    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(&r, &conf);
+    wait_umem_active(&r);
+    tag = drain_host_frames(&r, tag);
+    for (unsigned i = 0; i < ROUNDS * G_N_ELEMENTS(sizes); i++) {
+        send_tagged(&r, sizes[i % G_N_ELEMENTS(sizes)], tag + i);
+    }
+    for (unsigned i = 0; i < ROUNDS * G_N_ELEMENTS(sizes); i++) {
+        size_t len = sizes[i % G_N_ELEMENTS(sizes)];
+
+        receive_tagged(&r, len, tag++, linux_buffer(len));
+    }
+    g_assert_true(umem_active(&r));
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_ZERO_COPY), >=, ROUNDS * 2);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_COPY_DOWN), >=, 1);
+    g_assert_cmpint(queue_stat(&r, Q_LENT_FRAMES), >=, ROUNDS * 2);
+    g_test_message("%d frames of 60/1000/1500 bytes byte-exact; "
+                   "rx-zero-copy %" G_GINT64_FORMAT ", rx-copy-down %"
+                   G_GINT64_FORMAT, ROUNDS * 3,
+                   qrig_stat(r.q.qts, NIC_ZERO_COPY),
+                   qrig_stat(r.q.qts, NIC_COPY_DOWN));
+    rig_stop(&r);
+}
+
+/* How the guest lets go of its buffers while the flood runs. */
+typedef void (*ReleaseFn)(Rig *r);
+
+static void release_by_free(Rig *r)
+{
+    guest_free(r);
+}
+
+static void release_by_reset(Rig *r)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->q.qts,
+                                          "{'execute': 'system_reset'}");
+
+    g_assert_true(json_object_has_member(rsp, "return"));
+    /* The reset closed the adapter: the model's H_FREE finds none. */
+    g_assert_cmpint(qibmveth_close(r->q.guest), ==, H_RESOURCE);
+    r->q.guest = NULL;
+}
+
+/*
+ * Zero copy running under a flood, then @release: at once nothing is
+ * lent any more, and guest RAM stays as it is while the flood goes on.
+ * Returns with the flood still running.
+ */
+static void release_under_flood(Rig *r, Flood *flood, ReleaseFn release,
+                                const char *what)
+{
+    IbmvethConf conf;
+
+    veth_pair_create(&r->veth, 1);
+    rig_start(r, ",mode=native,queues=1,guest-umem=on");
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(r, &conf);
+    wait_umem_active(r);
+    flood_start(flood, r->q.peer);
+    qrig_wait_stat_min(r->q.qts, NIC_ZERO_COPY, 1);
+    release(r);
+    g_assert_cmpint(qrig_stat(r->q.qts, NIC_LENT), ==, 0);
+    g_assert_cmpint(queue_stat(r, Q_RECLAIMS), >=, 1);
+    assert_ram_still(r, what);
+    g_test_message("%s with %" G_GINT64_FORMAT " frames delivered in place: "
+                   "guest RAM unchanged during %d further frames", what,
+                   qrig_stat(r->q.qts, NIC_ZERO_COPY),
+                   FRAMES_AFTER_RELEASE);
+}
+
+static void check_release(ReleaseFn release, const char *what)
+{
+    Flood flood;
+    Rig r = { 0 };
+
+    release_under_flood(&r, &flood, release, what);
+    flood_stop(&flood);
+    rig_stop(&r);
+}
+
+static void test_free_under_flood(void)
+{
+    check_release(release_by_free, "H_FREE_LOGICAL_LAN");
+}
+
+static void test_reset_under_flood(void)
+{
+    check_release(release_by_reset, "system_reset");
+}
+
+/*
+ * Linux's MTU change: close (H_FREE), then open with other pools.  RAM
+ * stays still between the two; after the open the flood's frames arrive
+ * byte-exact in the new pools, none in a 2048-byte buffer of the old
+ * ones, and nothing is lent since the guest posted no 2048-byte buffer.
+ */
+static void test_mtu_reopen_under_flood(void)
+{
+    enum { CHECKED = 40 };
+    static uint8_t data[65536];
+    IbmvethConf conf;
+    Flood flood;
+    Rig r = { 0 };
+
+    release_under_flood(&r, &flood, release_by_free, "H_FREE_LOGICAL_LAN "
+                        "of an MTU change");
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_64K);
+    guest_open(&r, &conf);
+    for (unsigned i = 0; i < CHECKED; i++) {
+        IbmvethRxEntry e = qibmveth_wait_rx(r.q.guest, data, sizeof(data));
+        uint64_t seq;
+
+        g_assert_true(eth_frame_udp_seq_check(data, e.len, qrig_mac,
+                                              peer_mac, &seq));
+        g_assert_cmpuint(e.len, ==, flood_len(seq));
+        /* The smallest buffer that holds it, or a larger one when the
+         * flood has used those up; never one of the old pools. */
+        g_assert_cmpuint(e.buf_size, >=, e.len + 8);
+        g_assert_true(e.buf_size == 512 || e.buf_size == 65536);
+        qibmveth_replenish(r.q.guest);
+    }
+    flood_stop(&flood);
+    rig_stop(&r);
+}
+
+/* Passed sockets have their own UMEM: every frame is copied, counted
+ * under sock-fds. */
+static void test_fallback_sock_fds(void)
+{
+    enum { FRAMES = 12 };
+    static const size_t sizes[] = { 60, 1000, 1500 };
+    g_autofree char *opts = NULL;
+    XdpRedirect *prog;
+    IbmvethConf conf;
+    Rig r = { 0 };
+    int xsk;
+
+    veth_pair_create(&r.veth, 1);
+    /* The privileged helper's part: illan's redirect program, and an
+     * AF_XDP socket without FD_CLOEXEC in its map for illan to inherit. */
+    prog = xdp_redirect_attach(veth_ifindex(r.veth.dut), XDP_FLAGS_DRV_MODE);
+    g_assert_nonnull(prog);
+    xsk = socket(AF_XDP, SOCK_RAW, 0);
+    g_assert_cmpint(xsk, >=, 0);
+    g_assert_true(xdp_redirect_add_socket(prog, 0, xsk));
+    opts = g_strdup_printf(",inhibit=on,sock-fds=%d,guest-umem=auto", xsk);
+    rig_start(&r, opts);
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(&r, &conf);
+    for (unsigned i = 0; i < FRAMES; i++) {
+        send_tagged(&r, sizes[i % G_N_ELEMENTS(sizes)], i);
+    }
+    for (unsigned i = 0; i < FRAMES; i++) {
+        size_t len = sizes[i % G_N_ELEMENTS(sizes)];
+
+        receive_tagged(&r, len, i, linux_buffer(len));
+    }
+    g_assert_false(umem_active(&r));
+    g_assert_cmpint(queue_stat(&r, Q_COPIED("sock-fds")), ==, FRAMES);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_ZERO_COPY), ==, 0);
+    rig_stop(&r);
+    close(xsk);
+    xdp_redirect_detach(prog);
+}
+
+/* At MTU 9000 a frame outgrows a 2048-byte buffer: frames are copied
+ * (multi-buffer chains), counted under mtu. */
+static void test_fallback_mtu(void)
+{
+    enum { LEN = 6000 };
+    IbmvethConf conf;
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    netns_run("ip link set %s mtu 9000", r.veth.dut);
+    netns_run("ip link set %s mtu 9000", r.veth.peer);
+    rig_start(&r, ",mode=native,queues=1,multi-buffer=on,guest-umem=auto");
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048 | 1u << POOL_16K);
+    guest_open(&r, &conf);
+    send_tagged(&r, LEN, 1);
+    receive_tagged(&r, LEN, 1, 16384);
+    g_assert_cmpint(queue_stat(&r, Q_COPIED("mtu")), >=, 1);
+    rig_stop(&r);
+}
+
+typedef struct Child {
+    GPid pid;
+    int status;
+} Child;
+
+static bool child_exited(void *opaque)
+{
+    Child *c = opaque;
+
+    return waitpid(c->pid, &c->status, WNOHANG) == c->pid;
+}
+
+/* Runs illan with @args, keeping the test's descriptors, until it exits
+ * (failing the test if it still runs after QTEST_WAIT_S); returns its
+ * exit status and its stderr. */
+static int run_illan_keeping_fds(const char *args, char **err)
+{
+    g_autofree char *cmd = g_strdup_printf("%s %s", illan_binary(), args);
+    g_auto(GStrv) argv = NULL;
+    g_autoptr(GIOChannel) ch = NULL;
+    Child c = { 0 };
+    int err_fd;
+
+    g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
+    g_assert_true(g_spawn_async_with_pipes(NULL, argv, NULL,
+                                           G_SPAWN_LEAVE_DESCRIPTORS_OPEN |
+                                           G_SPAWN_DO_NOT_REAP_CHILD |
+                                           G_SPAWN_STDOUT_TO_DEV_NULL,
+                                           NULL, NULL, &c.pid, NULL, NULL,
+                                           &err_fd, NULL));
+    if (!qtest_poll_until(child_exited, &c, QTEST_WAIT_S)) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, NULL, 0);
+        g_error("illan %s still ran after %.0f s", args, QTEST_WAIT_S);
+    }
+    ch = g_io_channel_unix_new(err_fd);
+    g_io_channel_set_close_on_unref(ch, TRUE);
+    g_assert_cmpint(g_io_channel_read_to_end(ch, err, NULL, NULL), ==,
+                    G_IO_STATUS_NORMAL);
+    g_assert_true(WIFEXITED(c.status));
+    return WEXITSTATUS(c.status);
+}
+
+/* guest-umem=on cannot be kept with sockets illan did not open: one
+ * line, exit 1.  The same option without sock-fds starts. */
+static void test_on_refuses_sock_fds(void)
+{
+    g_autofree char *args = NULL;
+    g_autofree char *err = NULL;
+    XdpRedirect *prog;
+    VethPair v;
+    Rig r = { 0 };
+    int xsk;
+
+    veth_pair_create(&v, 1);
+    /* A socket illan inherits, so that only guest-umem can be what it
+     * refuses. */
+    prog = xdp_redirect_attach(veth_ifindex(v.dut), XDP_FLAGS_DRV_MODE);
+    g_assert_nonnull(prog);
+    xsk = socket(AF_XDP, SOCK_RAW, 0);
+    g_assert_cmpint(xsk, >=, 0);
+    g_assert_true(xdp_redirect_add_socket(prog, 0, xsk));
+    args = g_strdup_printf("-nodefaults -netdev af-xdp,id=n0,ifname=%s,"
+                           "inhibit=on,sock-fds=%d,guest-umem=on", v.dut,
+                           xsk);
+    g_assert_cmpint(run_illan_keeping_fds(args, &err), ==, 1);
+    g_test_message("guest-umem=on,sock-fds -> %s", err);
+    g_assert_nonnull(strstr(err, "guest-umem"));
+    g_assert_cmpint(strchr(err, '\n') - err, ==, (long)strlen(err) - 1);
+    close(xsk);
+    xdp_redirect_detach(prog);
+
+    r.veth = v;
+    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
+    rig_stop(&r);
+}
+
+static char *skip_reason;
+
+static void test_needs_namespace(void)
+{
+    g_test_skip(skip_reason);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    if (!netns_enter_private(&skip_reason)) {
+        g_test_add_func("/af-xdp-zc/needs-namespace", test_needs_namespace);
+        return g_test_run();
+    }
+    g_test_add_func("/af-xdp-zc/deliver", test_deliver);
+    g_test_add_func("/af-xdp-zc/free-under-flood", test_free_under_flood);
+    g_test_add_func("/af-xdp-zc/reset-under-flood", test_reset_under_flood);
+    g_test_add_func("/af-xdp-zc/mtu-reopen-under-flood",
+                    test_mtu_reopen_under_flood);
+    g_test_add_func("/af-xdp-zc/fallback/sock-fds", test_fallback_sock_fds);
+    g_test_add_func("/af-xdp-zc/fallback/mtu", test_fallback_mtu);
+    g_test_add_func("/af-xdp-zc/on-refuses-sock-fds",
+                    test_on_refuses_sock_fds);
+    return g_test_run();
+}
