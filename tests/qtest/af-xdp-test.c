@@ -1584,52 +1584,12 @@ static void test_program_lifecycle(void)
     veth_pair_destroy(&v);
 }
 
-/* A sender on the peer end that runs until told to stop. */
-typedef struct Flood {
-    int fd;
-    bool stop;
-    unsigned sent;
-    GThread *thread;
-} Flood;
-
-static gpointer flood_run(gpointer opaque)
+/* The link-events flood: one frame, tagged 0xf00d, 500 a second. */
+static size_t link_flood_frame(uint8_t *frame, guint64 seq)
 {
-    Flood *f = opaque;
-    uint8_t frame[60];
-
-    build_frame(frame, sizeof(frame), qrig_mac, peer_mac, 0xf00d);
-    while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
-        if (packet_send(f->fd, frame, sizeof(frame))) {
-            __atomic_add_fetch(&f->sent, 1, __ATOMIC_RELEASE);
-        }
-        /* The flood's pace (500 frames a second), not synchronisation. */
-        g_usleep(2000);
-    }
-    return NULL;
-}
-
-static bool flood_flowing(void *opaque)
-{
-    Flood *f = opaque;
-
-    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE) > 0;
-}
-
-static void flood_start(Flood *f, int fd)
-{
-    *f = (Flood){ .fd = fd };
-    f->thread = g_thread_new("flood", flood_run, f);
-    /* Frames flow before anything changes, however late the thread is
-     * scheduled on a loaded machine. */
-    qtest_wait_until(flood_flowing, f, QTEST_WAIT_S,
-                     "the flood thread to send its first frame");
-}
-
-static unsigned flood_stop(Flood *f)
-{
-    __atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
-    g_thread_join(f->thread);
-    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE);
+    (void)seq;
+    build_frame(frame, 60, qrig_mac, peer_mac, 0xf00d);
+    return 60;
 }
 
 /* Waits for NETDEV_LINK_CHANGED with @state; an interface being deleted
@@ -1678,31 +1638,31 @@ static void test_link_events(void)
     g_autoptr(JsonObject) rsp = NULL;
     g_autoptr(JsonObject) status = NULL;
     JsonObject *nd;
-    Flood flood;
-    unsigned sent;
+    PacketFlood flood;
+    guint64 sent;
     gint64 before;
     Rig r = { 0 };
 
     rig_start(&r, 1, "");
     qrig_open_guest(&r.q, NULL);
 
-    flood_start(&flood, r.q.peer);
+    packet_flood_start(&flood, r.q.peer, link_flood_frame, 2000);
     netns_run("ip link set %s down", r.veth.peer);
     expect_link_event(&r, "down");
     netns_run("ip link set %s up", r.veth.peer);
     expect_link_event(&r, "up");
-    sent = flood_stop(&flood);
+    sent = packet_flood_stop(&flood);
     g_assert_cmpuint(sent, >, 0);
     send_frames(&r, 0, 10);
     guest_skip_flood(&r, 0, 10);
 
     /* The interface goes away while frames flow, and comes back. */
     before = qrig_stat(r.q.qts, "netdev.rx.frames");
-    flood_start(&flood, r.q.peer);
+    packet_flood_start(&flood, r.q.peer, link_flood_frame, 2000);
     qrig_wait_stat_min(r.q.qts, "netdev.rx.frames", before + 1);
     netns_run("ip link del %s", r.veth.dut);
     expect_link_event(&r, "removed");
-    flood_stop(&flood);
+    packet_flood_stop(&flood);
     close(r.q.peer);
     status = qtest_qmp(r.q.qts, "{'execute': 'query-status'}");
     g_assert_true(json_object_has_member(status, "return"));

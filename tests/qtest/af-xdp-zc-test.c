@@ -199,58 +199,20 @@ static uint32_t linux_buffer(size_t len)
     return len + 8 <= 512 ? 512 : 2048;
 }
 
-/* A sender on the peer end until told to stop: numbered UDP frames,
- * alternately 60 bytes (a 512-byte buffer's) and 1000 (a 2048-byte
- * buffer's, the pool zero copy lends). */
-typedef struct Flood {
-    int fd;
-    GThread *thread;
-    bool stop;              /* atomic */
-    guint64 sent;           /* atomic */
-} Flood;
+/* The flood: numbered UDP frames, alternately 60 bytes (a 512-byte
+ * buffer's) and 1000 (a 2048-byte buffer's, the pool zero copy lends),
+ * up to 4000 a second. */
+#define FLOOD_PACE_US 250
 
 static size_t flood_len(guint64 seq)
 {
     return seq % 2 ? 1000 : 60;
 }
 
-static gpointer flood_run(gpointer opaque)
+static size_t flood_frame(uint8_t *frame, guint64 seq)
 {
-    Flood *f = opaque;
-    uint8_t frame[1000];
-
-    for (guint64 seq = 0; !__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
-         seq++) {
-        eth_frame_udp_seq(frame, flood_len(seq), qrig_mac, peer_mac, seq);
-        if (packet_send(f->fd, frame, flood_len(seq))) {
-            __atomic_add_fetch(&f->sent, 1, __ATOMIC_RELEASE);
-        }
-        /* The flood's pace (up to 4000 frames a second), not
-         * synchronisation: the loaded machine keeps its CPU for illan. */
-        g_usleep(250);
-    }
-    return NULL;
-}
-
-static bool flood_flowing(void *opaque)
-{
-    Flood *f = opaque;
-
-    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE) > 0;
-}
-
-static void flood_start(Flood *f, int fd)
-{
-    *f = (Flood){ .fd = fd };
-    f->thread = g_thread_new("flood", flood_run, f);
-    qtest_wait_until(flood_flowing, f, QTEST_WAIT_S,
-                     "the flood thread to send its first frame");
-}
-
-static void flood_stop(Flood *f)
-{
-    __atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
-    g_thread_join(f->thread);
+    eth_frame_udp_seq(frame, flood_len(seq), qrig_mac, peer_mac, seq);
+    return flood_len(seq);
 }
 
 /* What the kernel counts as received on @ifname (getifaddrs() answers
@@ -411,7 +373,8 @@ static void release_by_reset(Rig *r)
  * lent any more, and guest RAM stays as it is while the flood goes on.
  * Returns with the flood still running.
  */
-static void release_under_flood(Rig *r, Flood *flood, ReleaseFn release,
+static void release_under_flood(Rig *r, PacketFlood *flood,
+                                ReleaseFn release,
                                 const char *what)
 {
     IbmvethConf conf;
@@ -421,7 +384,7 @@ static void release_under_flood(Rig *r, Flood *flood, ReleaseFn release,
     pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
     guest_open(r, &conf);
     wait_umem_active(r);
-    flood_start(flood, r->q.peer);
+    packet_flood_start(flood, r->q.peer, flood_frame, FLOOD_PACE_US);
     qrig_wait_stat_min(r->q.qts, NIC_ZERO_COPY, 1);
     release(r);
     g_assert_cmpint(qrig_stat(r->q.qts, NIC_LENT), ==, 0);
@@ -435,11 +398,11 @@ static void release_under_flood(Rig *r, Flood *flood, ReleaseFn release,
 
 static void check_release(ReleaseFn release, const char *what)
 {
-    Flood flood;
+    PacketFlood flood;
     Rig r = { 0 };
 
     release_under_flood(&r, &flood, release, what);
-    flood_stop(&flood);
+    packet_flood_stop(&flood);
     rig_stop(&r);
 }
 
@@ -464,7 +427,7 @@ static void test_mtu_reopen_under_flood(void)
     enum { CHECKED = 40 };
     static uint8_t data[65536];
     IbmvethConf conf;
-    Flood flood;
+    PacketFlood flood;
     Rig r = { 0 };
 
     release_under_flood(&r, &flood, release_by_free, "H_FREE_LOGICAL_LAN "
@@ -484,7 +447,7 @@ static void test_mtu_reopen_under_flood(void)
         g_assert_true(e.buf_size == 512 || e.buf_size == 65536);
         qibmveth_replenish(r.q.guest);
     }
-    flood_stop(&flood);
+    packet_flood_stop(&flood);
     rig_stop(&r);
 }
 

@@ -2,6 +2,7 @@
  * Network namespaces, veth pairs and packet sockets for the af-xdp suites.
  */
 #include "netns.h"
+#include "libqtest.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -229,4 +230,44 @@ bool pin_to_cpu(int cpu)
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+static gpointer packet_flood_run(gpointer opaque)
+{
+    PacketFlood *f = opaque;
+    uint8_t frame[PACKET_FLOOD_MAX];
+
+    for (guint64 seq = 0; !__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+         seq++) {
+        if (packet_send(f->fd, frame, f->build(frame, seq))) {
+            __atomic_add_fetch(&f->sent, 1, __ATOMIC_RELEASE);
+        }
+        g_usleep(f->pace_us);
+    }
+    return NULL;
+}
+
+static bool packet_flood_flowing(void *opaque)
+{
+    PacketFlood *f = opaque;
+
+    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE) > 0;
+}
+
+void packet_flood_start(PacketFlood *f, int fd, PacketFloodFrame build,
+                        unsigned pace_us)
+{
+    *f = (PacketFlood){ .fd = fd, .build = build, .pace_us = pace_us };
+    f->thread = g_thread_new("flood", packet_flood_run, f);
+    /* Frames flow before anything changes, however late the thread is
+     * scheduled on a loaded machine. */
+    qtest_wait_until(packet_flood_flowing, f, QTEST_WAIT_S,
+                     "the flood thread to send its first frame");
+}
+
+guint64 packet_flood_stop(PacketFlood *f)
+{
+    __atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+    g_thread_join(f->thread);
+    return __atomic_load_n(&f->sent, __ATOMIC_ACQUIRE);
 }

@@ -50,6 +50,28 @@ bool packet_send(int fd, const void *frame, size_t len);
 ssize_t packet_recv(int fd, uint16_t ethertype, void *buf, size_t max,
                     int timeout_ms);
 
+/*
+ * A thread sending on packet socket @fd until stopped: frame @seq is what
+ * @build writes into @frame (at most PACKET_FLOOD_MAX bytes; it returns
+ * the length), one every @pace_us (the flood's pace on a loaded machine,
+ * not synchronisation).  packet_flood_start() returns once the first frame
+ * went; packet_flood_stop() returns how many went.
+ */
+#define PACKET_FLOOD_MAX 1514
+typedef size_t (*PacketFloodFrame)(uint8_t *frame, guint64 seq);
+typedef struct PacketFlood {
+    int fd;
+    PacketFloodFrame build;
+    unsigned pace_us;
+    GThread *thread;
+    bool stop;              /* atomic */
+    guint64 sent;           /* atomic */
+} PacketFlood;
+
+void packet_flood_start(PacketFlood *f, int fd, PacketFloodFrame build,
+                        unsigned pace_us);
+guint64 packet_flood_stop(PacketFlood *f);
+
 /* A Linux bridge, up, without STP (ports forward at once) and without
  * multicast snooping, so that it sends nothing of its own. */
 void netns_bridge_create(const char *name);
