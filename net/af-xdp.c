@@ -202,6 +202,21 @@ static bool parse_mode(const QemuOpts *opts, uint32_t *flags, GError **errp)
 }
 
 static bool parse_on_off_auto(const QemuOpts *opts, const char *key,
+                              AfXdpOnOffAuto *out, GError **errp);
+
+/* Off unless asked: on veth, zero copy measured slower than the copy
+ * (docs/devel/benchmarks.md). */
+static bool parse_guest_umem(const QemuOpts *opts, AfXdpOptions *o,
+                             GError **errp)
+{
+    if (!qemu_opt_get(opts, "guest-umem")) {
+        o->guest_umem = AF_XDP_OFF;
+        return true;
+    }
+    return parse_on_off_auto(opts, "guest-umem", &o->guest_umem, errp);
+}
+
+static bool parse_on_off_auto(const QemuOpts *opts, const char *key,
                               AfXdpOnOffAuto *out, GError **errp)
 {
     const char *v = qemu_opt_get(opts, key);
@@ -394,7 +409,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
            parse_ring_opt(opts, "rx-ring-size", &o->rx_ring_size, errp) &&
            parse_ring_opt(opts, "tx-ring-size", &o->tx_ring_size, errp) &&
            parse_on_off_auto(opts, "multi-buffer", &o->multi_buffer, errp) &&
-           parse_on_off_auto(opts, "guest-umem", &o->guest_umem, errp) &&
+           parse_guest_umem(opts, o, errp) &&
            parse_rx_metadata(opts, o, errp) &&
            (!fds || parse_sock_fds(fds, o, errp)) &&
            check_combination(o, errp);
@@ -1397,9 +1412,10 @@ static const NetdevType af_xdp_type = {
         "off)\n"
         "guest-umem=on|off|auto  guest RAM is the UMEM: the kernel writes "
         "frames into\n"
-        "                   the guest's buffers (default auto: where it can;"
-        " then\n"
-        "                   no metadata unless rx-metadata=on is given)\n",
+        "                   the guest's buffers (default off; auto: where it"
+        " can,\n"
+        "                   then no metadata unless rx-metadata=on is"
+        " given)\n",
     .create = af_xdp_create,
     .check = af_xdp_check,
 };

@@ -165,8 +165,6 @@ struct XskQueue {
     uint32_t host_fill;             /* how many of the queue's own frames
                                        the kernel may hold, by what the
                                        NIC last said it can lend */
-    bool opening;                   /* the guest opened: its buffers are
-                                       to be lent from its first frames */
     uint64_t lent_end;              /* UMEM addresses below are lent
                                        guest buffers (0: not lending) */
     uint32_t host_out;              /* own frames in the kernel; atomic
@@ -567,10 +565,11 @@ XskQueue *xsk_queue_new_on_rings(const XskQueueConfig *cfg,
  * room, each buffer at the address whose data, after the kernel's
  * headroom, starts where the NIC said; the NIC keeps one buffer unlent
  * for each of the queue's own frames the kernel holds.  The queue's own
- * frames go in only when the NIC has nothing to lend, all of them (frames
- * wait in them as without lending: a stopped machine's, or a guest's
- * short of buffers), but for a guest that has just opened: HOST_FILL_MAX
- * then, so that its buffers are lent after that many frames at most.
+ * frames go in only when the NIC has nothing to lend: all of them while it
+ * lends nothing at all (a stopped or closed guest: frames wait in them
+ * as without lending), HOST_FILL_MAX while it may lend any moment (a guest
+ * short of buffers, or that has just opened), so that the buffers it
+ * posts are lent, behind that many frames at most.
  * True when something was lent.
  */
 static bool lend_to_kernel(XskQueue *q)
@@ -596,9 +595,9 @@ static bool lend_to_kernel(XskQueue *q)
         lent += n;
     } while (room > 0);
     q->lent_out += lent;
-    q->opening &= !lent && outlook != NET_LEND_OFF;
     q->host_fill = lent || outlook == NET_LEND_KEPT ? 0
-                 : q->opening ? HOST_FILL_MAX : q->cfg.rx_ring_size;
+                 : outlook == NET_LEND_EMPTY ? HOST_FILL_MAX
+                 : q->cfg.rx_ring_size;
     return lent > 0;
 }
 
@@ -1381,9 +1380,8 @@ static void serve_requests(XskQueue *q)
         start_lending(q);
     } else if (q->lent_end) {
         /* What the NIC can lend now says how many of the queue's own
-         * frames the kernel may hold (see lend_to_kernel).  A NIC that is
-         * open asks only when the guest has just opened. */
-        q->opening = true;
+         * frames the kernel may hold (see lend_to_kernel): more than that
+         * go too (a guest that has just opened). */
         refill(q, true);
         if (q->lent_out || q->host_out > q->host_fill) {
             switch_umem(q, __atomic_load_n(&q->ram, __ATOMIC_ACQUIRE));

@@ -409,14 +409,15 @@ static void wire_down(Wire *w)
 /* ---- illan ---- */
 
 /* An illan whose built-in guest echoes what it receives. */
+/* @netdev_opts: more af-xdp options (guest-umem=on), or NULL. */
 static QTestState *start_illan(const char *ifname, const char *mem,
-                               const char *extra)
+                               const char *netdev_opts, const char *extra)
 {
     return qtest_initf("-nodefaults -m %s -netdev af-xdp,id=n0,ifname=%s,"
-                       "mode=native -device spapr-vlan,netdev=n0,"
+                       "mode=native%s -device spapr-vlan,netdev=n0,"
                        "mac=52:54:00:12:34:56,id=net0 -guest ibmveth,id=g0,"
                        "dev=net0,fwd=macswap %s", mem, ifname,
-                       extra ? extra : "");
+                       netdev_opts ? netdev_opts : "", extra ? extra : "");
 }
 
 /* ---- The source alone after it migrated away ---- */
@@ -488,7 +489,7 @@ static void test_postmigrate_drain(void)
     veth_pair_create(&v, 1);
     dir = g_dir_make_tmp("illan-live-XXXXXX", NULL);
     uri = g_strdup_printf("file:%s/stream", dir);
-    src = start_illan(v.dut, "64M", NULL);
+    src = start_illan(v.dut, "64M", NULL, NULL);
     fd = packet_socket_open_proto(v.peer, 0);
 
     /* Running: the guest echoes. */
@@ -631,6 +632,8 @@ typedef struct LiveCase {
     const char *transport;      /* "tcp" or "unix" */
     const char *mem;
     int downtime_limit_ms;      /* 0: the default */
+    const char *netdev_opts;    /* NULL, or ",guest-umem=on" */
+    const char *name;           /* the test path's last part, if not mem */
 } LiveCase;
 
 /* The URI the source gives migrate, once the destination listens. */
@@ -684,8 +687,8 @@ static void live_start(Live *l, const LiveCase *lc)
              ? g_strdup_printf("-incoming unix:%s/mig.sock", l->dir)
              : g_strdup("-incoming tcp:127.0.0.1:0");
     l->b = (Balance){ .t = &l->t, .w = &l->w };
-    l->b.src = start_illan(l->w.src.dut, lc->mem, NULL);
-    l->b.dst = start_illan(l->w.dst.dut, lc->mem, listen);
+    l->b.src = start_illan(l->w.src.dut, lc->mem, lc->netdev_opts, NULL);
+    l->b.dst = start_illan(l->w.dst.dut, lc->mem, lc->netdev_opts, listen);
     l->uri = incoming_uri(l->b.dst, lc->transport, l->dir);
     if (lc->downtime_limit_ms) {
         set_parameter(l->b.src, "downtime-limit", lc->downtime_limit_ms);
@@ -876,15 +879,18 @@ static void test_live(gconstpointer data)
 }
 
 static const LiveCase live_cases[] = {
-    { "tcp", "256M", 0 }, { "tcp", "1G", 0 },
-    { "unix", "256M", 0 }, { "unix", "1G", 0 },
+    { "tcp", "256M", 0, NULL, NULL }, { "tcp", "1G", 0, NULL, NULL },
+    { "unix", "256M", 0, NULL, NULL }, { "unix", "1G", 0, NULL, NULL },
+    /* Receive zero copy on both sides: the source takes its lent
+     * buffers back at the switchover, the destination lends its own. */
+    { "tcp", "256M", 0, ",guest-umem=on", "256M-zero-copy" },
 };
 
 /* ---- The figures (-m slow, tests/bench/migration-live.sh) ---- */
 
 static const LiveCase bench_cases[] = {
-    { "tcp", "256M", 0 }, { "tcp", "256M", 50 },
-    { "tcp", "1G", 0 }, { "tcp", "1G", 50 },
+    { "tcp", "256M", 0, NULL, NULL }, { "tcp", "256M", 50, NULL, NULL },
+    { "tcp", "1G", 0, NULL, NULL }, { "tcp", "1G", 50, NULL, NULL },
 };
 
 static void bench_downtime(void)
@@ -960,7 +966,7 @@ static double percentile(GArray *ms, unsigned pct)
  */
 static void bench_qmp_latency(void)
 {
-    static const LiveCase lc = { "tcp", "1G", 0 };
+    static const LiveCase lc = { "tcp", "1G", 0, NULL, NULL };
     g_autofree char *why = NULL;
     g_autoptr(GArray) idle = g_array_new(FALSE, FALSE, sizeof(double));
     g_autoptr(GArray) busy = g_array_new(FALSE, FALSE, sizeof(double));
@@ -1007,7 +1013,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < G_N_ELEMENTS(live_cases); i++) {
         g_autofree char *path = g_strdup_printf(
             "/migration-live/%s/%s", live_cases[i].transport,
-            live_cases[i].mem);
+            live_cases[i].name ? live_cases[i].name : live_cases[i].mem);
 
         g_test_add_data_func(path, &live_cases[i], test_live);
     }

@@ -240,8 +240,10 @@ static void check_balance(QRig *r, Generator *gen, unsigned resets)
                    qjson_int(nd, "tx.dropped"), qjson_int(g, "woken-late"));
 }
 
-static void test_stop_cont_reset_flap(void)
+/* @opaque: more af-xdp options (",guest-umem=on"), or "". */
+static void test_stop_cont_reset_flap(const void *opaque)
 {
+    const char *netdev_opts = opaque;
     g_autofree char *netdev = NULL, *mem = g_strdup_printf("%uM",
                                                            RAM_SIZE >> 20);
     g_autofree char *why = NULL;
@@ -255,7 +257,8 @@ static void test_stop_cont_reset_flap(void)
         return;
     }
     veth_pair_create(&v, 1);
-    netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s,mode=native", v.dut);
+    netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s,mode=native%s", v.dut,
+                             netdev_opts);
     qrig_init(&r);
     qrig_start(&r, &(QRigOpts){ .netdev = netdev, .nic = ",id=net0",
                                 .mem = mem,
@@ -311,6 +314,10 @@ static void test_stop_cont_reset_flap(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/stress/stop-cont-reset-flap", test_stop_cont_reset_flap);
+    g_test_add_data_func("/stress/stop-cont-reset-flap", "",
+                         test_stop_cont_reset_flap);
+    /* Every stop and reset takes lent buffers back from the kernel. */
+    g_test_add_data_func("/stress/stop-cont-reset-flap-zero-copy",
+                         ",guest-umem=on", test_stop_cont_reset_flap);
     return g_test_run();
 }
