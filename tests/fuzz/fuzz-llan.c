@@ -337,7 +337,7 @@ static void op_frames(Rig *r, FuzzInput *in)
     r->held_data = data = g_malloc(total ? total : 1);
     for (unsigned i = 0; i < n; i++) {
         build_frame(r, in, data, lens[i]);
-        frames[i] = (NetFrame){ data, lens[i] };
+        frames[i] = (NetFrame){ .data = data, .len = lens[i] };
         data += lens[i];
     }
     offer(r, frames, n);

@@ -54,7 +54,7 @@ static void receive_after_load(SpaprVlanState *lan, NetClientState *backend)
 
     memcpy(frame, mac.a, 6);
     for (size_t i = 0; i < G_N_ELEMENTS(lens); i++) {
-        frames[i] = (NetFrame){ frame, lens[i] };
+        frames[i] = (NetFrame){ .data = frame, .len = lens[i] };
     }
     net_backend_deliver(backend, frames, G_N_ELEMENTS(frames));
     net_client_get_stats(spapr_vlan_nic(lan), &st);
