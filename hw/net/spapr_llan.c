@@ -95,11 +95,11 @@ struct SpaprVlanState {
     uint32_t rx_irq_owed;       /* frames delivered with the interrupt on
                                    since its last pulse */
     /* Receive zero copy: the buffers lent to the host kernel; whether
-     * any was since the backend last took them all back; and what the
-     * backend must hear once this hcall has dropped the lock. */
+     * any was since the backend last took them all back; and whether the
+     * backend must take them back once this hcall has dropped the lock. */
     LlanRxLent lent;
     bool lent_any;
-    unsigned lend_due;
+    bool reclaim_due;
     uint64_t attrs;             /* the attributes the guest turned on */
     SpaprVlanStats stats;       /* all but tx_*, which are in tx */
     /* The built-in guest's array, by rx-queue entry, of when the frame
@@ -117,11 +117,6 @@ struct SpaprVlanState {
         uint64_t offload_errors[LLAN_OFFLOAD_ERROR__MAX];
     } tx;
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
-};
-
-/* What the backend must hear of lending after an hcall or reset. */
-enum {
-    LEND_RECLAIM = 1 << 0,      /* take all back: net_nic_rx_reclaim */
 };
 
 /* Realized devices, so that default MACs are never handed out twice. */
@@ -235,9 +230,7 @@ static void vlan_close_locked(SpaprVlanState *s)
     /* The buffers the kernel holds were the guest's to reuse as soon as
      * the hcall returns: they are taken back before it does. */
     llan_rx_lent_clear(&s->lent);
-    if (s->lent_any) {
-        s->lend_due |= LEND_RECLAIM;
-    }
+    s->reclaim_due |= s->lent_any;
     s->lent_any = false;
 }
 
@@ -280,37 +273,31 @@ static G_ALWAYS_INLINE inline bool rx_release_locked(SpaprVlanState *s)
     return true;
 }
 
-/* The lending news an hcall or reset left, taken under the lock. */
-static unsigned lend_due_locked(SpaprVlanState *s)
+/* Whether an hcall or reset left lent buffers to take back; under the
+ * lock.  The caller reclaims with the lock dropped: the reclaim waits
+ * for the delivering thread, which takes the lock. */
+static bool reclaim_due_locked(SpaprVlanState *s)
 {
-    unsigned due = s->lend_due;
+    bool due = s->reclaim_due;
 
-    s->lend_due = 0;
+    s->reclaim_due = false;
     return due;
-}
-
-/* Tells the backend, with the lock dropped: a reclaim waits for the
- * delivering thread, which takes the lock. */
-static void lend_tell(SpaprVlanState *s, unsigned due)
-{
-    if (due & LEND_RECLAIM) {
-        net_nic_rx_reclaim(s->nic);
-    }
 }
 
 static void spapr_vlan_reset(DeviceState *qdev)
 {
     SpaprVlanState *s = (SpaprVlanState *)qdev;
-    bool release;
-    unsigned due;
+    bool release, reclaim;
 
     qemu_mutex_lock(&s->lock);
     trace_spapr_vlan_reset(vlan_id(s));
     vlan_reset_locked(s);
     release = rx_release_locked(s);
-    due = lend_due_locked(s);
+    reclaim = reclaim_due_locked(s);
     qemu_mutex_unlock(&s->lock);
-    lend_tell(s, due);
+    if (reclaim) {
+        net_nic_rx_reclaim(s->nic);
+    }
     if (release) {
         net_nic_rx_ready(s->nic);
     }
@@ -1633,7 +1620,7 @@ static int64_t vlan_register(SpaprVlanState *s, const char *hcall,
      * device was closed: they go, so that the guest's buffers are lent
      * from its first frames on. */
     if (ret == H_SUCCESS && s->use_rx_buffer_pools) {
-        s->lend_due |= LEND_RECLAIM;
+        s->reclaim_due = true;
     }
     return ret;
 }
@@ -1847,8 +1834,7 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     uint64_t reg = args[0];
     VlanHcallFn fn = NULL;
     const char *name = NULL;
-    bool beyond_qemu = false, changed, release;
-    unsigned due;
+    bool beyond_qemu = false, changed, release, reclaim;
     int64_t ret;
 
     for (size_t i = 0; i < G_N_ELEMENTS(vlan_hcalls); i++) {
@@ -1879,9 +1865,11 @@ static int64_t h_vlan(SpaprMachineState *spapr, uint64_t opcode,
     changed = s->rx_filter_changed;
     s->rx_filter_changed = false;
     release = rx_release_locked(s);
-    due = lend_due_locked(s);
+    reclaim = reclaim_due_locked(s);
     qemu_mutex_unlock(&s->lock);
-    lend_tell(s, due);
+    if (reclaim) {
+        net_nic_rx_reclaim(s->nic);
+    }
     if (changed) {
         net_nic_rx_filter_changed(s->nic);
     }
