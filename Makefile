@@ -132,7 +132,7 @@ check-qemu: deps
 
 # Per-frame CPU and frame rates over af-xdp against a bare AF_XDP socket
 # and DPDK's testpmd, and XDP-to-guest latency, in private network
-# namespaces (root; ~25 minutes;
+# namespaces (root; ~30 minutes;
 # docs/devel/benchmarks.md).  Not part of check.  BENCH_ARGS passes
 # options, e.g. BENCH_ARGS="--only raw".
 $(NOTRACE_BUILD)/build.ninja:

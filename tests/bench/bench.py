@@ -677,6 +677,9 @@ def illan_argv(args, ns, point, qmp_path):
         guest += f',size={size},dst={ns.gen_mac}'
     if point.get('netdev_opts'):
         netdev += ',' + point['netdev_opts']
+    if 'umem' in point:
+        umem = point['umem']
+        netdev += f',guest-umem={UMEM_OPTION.get(umem, umem)}'
     if args.guest_opts:
         guest += ',' + args.guest_opts
     return ['ip', 'netns', 'exec', ns.dut, 'taskset', '-c', args.illan_cpus,
@@ -1135,19 +1138,74 @@ def testpmd_points():
              'peer': 'testpmd'} for f in FWDS for s in PEER_SIZES]
 
 
-def illan_points(full):
+# An illan point's UMEM: "copy" (guest-umem=off) or "guest", guest RAM
+# lent to the kernel (guest-umem=on, receive zero copy).
+UMEM_OPTION = {'copy': 'off', 'guest': 'on'}
+# What a point's label ends with, by UMEM: copy points keep the labels
+# (and --match globs) from before the twins.
+UMEM_LABEL = {'copy': [], 'guest': ['zc']}
+# The points that get a zero-copy twin by default; --full twins every
+# point with pools on that receives.  txonly sends by copy either way.
+TWIN_FWDS = ('rxonly', 'macswap')
+TWIN_AT = {'pools': 'on', 'mode': 'native', 'wait': 'poll'}
+
+
+def user_umem(netdev_opts):
+    """The UMEM --netdev-opts asks for: the copy points run with it (the
+    last guest-umem= wins, as in illan); "copy" when it names none.
+
+    >>> user_umem(''), user_umem('spin=on,guest-umem=on')
+    ('copy', 'guest')
+    >>> user_umem('guest-umem=on,guest-umem=auto')
+    'auto'
+    """
+    umem = 'copy'
+    for opt in netdev_opts.split(','):
+        key, _, value = opt.partition('=')
+        if key == 'guest-umem':
+            umem = {v: k for k, v in UMEM_OPTION.items()}.get(value, value)
+    return umem
+
+
+def illan_points(full, umem='copy'):
+    """Each point with umem, and right after it, in the same minute,
+    its zero-copy twin where it has one (not when umem is already
+    zero copy).
+
+    >>> [label(p) for p in illan_points(False)][:4]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['rxonly/64/on/native/poll', 'rxonly/64/on/native/poll/zc',
+     'rxonly/64/off/native/poll', 'rxonly/1500/on/native/poll']
+    >>> len(illan_points(False)), len(illan_points(True))
+    (30, 96)
+    >>> len(illan_points(False, 'guest'))
+    24
+    """
     if full:
-        return [{'fwd': f, 'size': s, 'pools': p, 'mode': m, 'wait': w}
-                for f in FWDS for s in SIZES for p in ('on', 'off')
-                for m in MODES for w in WAITS]
-    points = [{'fwd': f, 'size': s, 'pools': p, 'mode': 'native',
-               'wait': 'poll'}
-              for f in FWDS for s in SIZES for p in ('on', 'off')]
-    points += [{'fwd': f, 'size': '64', 'pools': 'on', 'mode': m, 'wait': w}
-               for f in ('rxonly', 'macswap')
-               for m, w in (('native', 'spin'), ('skb', 'poll'),
-                            ('skb', 'spin'))]
-    return points
+        points = [{'fwd': f, 'size': s, 'pools': p, 'mode': m, 'wait': w}
+                  for f in FWDS for s in SIZES for p in ('on', 'off')
+                  for m in MODES for w in WAITS]
+    else:
+        points = [{'fwd': f, 'size': s, 'pools': p, 'mode': 'native',
+                   'wait': 'poll'}
+                  for f in FWDS for s in SIZES for p in ('on', 'off')]
+        points += [{'fwd': f, 'size': '64', 'pools': 'on', 'mode': m,
+                    'wait': w}
+                   for f in ('rxonly', 'macswap')
+                   for m, w in (('native', 'spin'), ('skb', 'poll'),
+                                ('skb', 'spin'))]
+    twinned = []
+    for point in points:
+        twinned.append(dict(point, umem=umem))
+        if has_twin(point, full) and umem != 'guest':
+            twinned.append(dict(point, umem='guest'))
+    return twinned
+
+
+def has_twin(point, full):
+    at = {'pools': 'on'} if full else TWIN_AT
+    return point['fwd'] in TWIN_FWDS and \
+        all(point[k] == v for k, v in at.items())
 
 
 def steal(run):
@@ -1431,17 +1489,39 @@ def testpmd_row(r, failed='FAILED'):
         cpu_cells(r) + [runs_cell(r)]
 
 
-ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'I/O ns/frame (cpu)',
+ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'umem',
+                'I/O ns/frame (cpu)',
                 'I/O vs raw', 'I/O vs raw copy', 'vCPU ns/frame (cpu)', 'vCPU vs raw',
                 'all ns/frame (cpu)', 'all vs raw', 'gen ns/frame (cpu)',
                 'Mpps',
                 'vs raw', 'vs testpmd', 'offered Mpps', 'guest tx Mpps',
-                'drops/s', 'illan %', 'cpu0 %', 'cpu1 %', 'ksoftirqd %', 'steal %',
-                'other %', 'runs (Mpps)']
+                'drops/s', 'in place / copied down', 'illan %', 'cpu0 %',
+                'cpu1 %', 'ksoftirqd %', 'steal %', 'other %', 'runs (Mpps)']
+# The device's frames delivered into a lent guest buffer as they came,
+# and those copied from one into a smaller buffer of the guest's.
+ZERO_COPY_COUNTERS = ('net.nics.0.device.rx-zero-copy',
+                      'net.nics.0.device.rx-copy-down')
+
+
+def zero_copy_cell(r):
+    """The window's frames in place / copied down, in millions; empty
+    for a point that copies.
+
+    >>> r = {'umem': 'guest', 'counters': {
+    ...     'net.nics.0.device.rx-zero-copy': 1300000,
+    ...     'net.nics.0.device.rx-copy-down': 14560000}}
+    >>> zero_copy_cell(r), zero_copy_cell(dict(r, umem='copy'))
+    ('1.30 M / 14.56 M', '')
+    """
+    if r.get('umem', 'copy') == 'copy':
+        return ''
+    return ' / '.join(f'{fmt(r["counters"].get(k, 0) / 1e6)} M'
+                      for k in ZERO_COPY_COUNTERS)
 
 
 def illan_row(r, failed='FAILED'):
-    head = [r['fwd'], r['size'], r['pools'], r['mode'], r['wait']]
+    head = [r['fwd'], r['size'], r['pools'], r['mode'], r['wait'],
+            r.get('umem', 'copy')]
     if 'failed' in r:
         return failed_row(head, ILLAN_HEADER, failed)
     c = r['cost']
@@ -1451,14 +1531,17 @@ def illan_row(r, failed='FAILED'):
                    fmt_cost(c['gen']),
                    fmt(r['mpps']), fmt(r['vs_raw']), fmt(r['vs_testpmd']),
                    fmt(r['offered_mpps']), fmt(r['guest_tx_mpps']),
-                   fmt_drops(r['drops']), fmt(r['cpu'].get('illan'), 0)] + \
+                   fmt_drops(r['drops']), zero_copy_cell(r),
+                   fmt(r['cpu'].get('illan'), 0)] + \
         cpu_cells(r) + [runs_cell(r)]
 
 
-ADJACENT_HEADER = ['size', 'raw ns/frame (cpu)', 'raw copy ns/frame (cpu)',
+ADJACENT_HEADER = ['size', 'umem', 'raw ns/frame (cpu)',
+                   'raw copy ns/frame (cpu)',
                    'I/O ns/frame (cpu)', 'I/O vs raw', 'I/O vs raw copy',
                    'vCPU ns/frame (cpu)', 'vCPU vs raw',
-                   'gen ns/frame: raw / raw copy / illan']
+                   'gen ns/frame: raw / raw copy / illan',
+                   'in place / copied down']
 
 
 TRACE_HEADER = ['point', 'illan', 'I/O ns/frame (cpu)', 'I/O vs off',
@@ -1484,7 +1567,7 @@ def trace_row(r, failed='FAILED'):
 
 
 def adjacent_row(r, failed='FAILED'):
-    head = [r['size']]
+    head = [r['size'], r.get('umem', 'copy')]
     if 'failed' in r:
         return failed_row(head, ADJACENT_HEADER, failed)
     near, c = r['adjacent'], r['cost']
@@ -1493,7 +1576,8 @@ def adjacent_row(r, failed='FAILED'):
                    fmt_cost(c['io']), fmt(r['io_vs_raw_now']),
                    fmt(r['io_vs_copy_now']), fmt_cost(c['vcpu']),
                    fmt(r['vcpu_vs_raw_now']),
-                   ' / '.join(fmt(g['ns'], 0) if g else '-' for g in gens)]
+                   ' / '.join(fmt(g['ns'], 0) if g else '-' for g in gens),
+                   zero_copy_cell(r)]
 
 
 LATENCY_HEADER = ['I/O wake-up', 'I/O thread on', 'kpps',
@@ -1700,15 +1784,15 @@ def header(args):
             'kernel': f'{platform.system()} {platform.release()} '
                       f'{platform.version()}',
             'machine': machine()}
+    illan = illan_points(args.full, user_umem(args.netdev_opts))
     points = sum(len(selected(args, pts)) for part, pts in (
         ('raw', raw_points()), ('testpmd', testpmd_points()),
-        ('illan', illan_points(args.full)),
+        ('illan', illan),
         ('latency', latency_points()), ('trace', trace_points()))
         if part in args.only)
     if 'illan' in args.only:
         points += len(ADJACENT_FWDS) * sum(
-            1 for p in selected(args, illan_points(args.full))
-            if is_adjacent(p))
+            1 for p in selected(args, illan) if is_adjacent(p))
     minutes = points * args.runs * (args.secs + RUN_OVERHEAD_S) / 60
     print(f'date:    {info["date"]}\nkernel:  {info["kernel"]}\n'
           f'machine: {info["machine"]}\n'
@@ -1718,7 +1802,8 @@ def header(args):
 
 
 def label(point):
-    """fwd/size/pools/mode/wait for illan; raw/size/mode/wait for the
+    """fwd/size/pools/mode/wait for illan, with /zc for a zero-copy point
+    (/auto for --netdev-opts guest-umem=auto); raw/size/mode/wait for the
     receive limit, raw-macswap/... and raw-txonly/... for the forwarding
     loop's and the sender's; testpmd/fwd/size for the peer;
     latency/wake/core for the latency table's; trace/how/size for the
@@ -1731,7 +1816,9 @@ def label(point):
         return f"latency/{point['wake']}/{point['core']}"
     if 'pools' in point:
         keys = ('fwd', 'size', 'pools', 'mode', 'wait')
-        return '/'.join(point[k] for k in keys)
+        umem = point.get('umem', 'copy')
+        return '/'.join([point[k] for k in keys] +
+                        UMEM_LABEL.get(umem, [umem]))
     raw = 'raw' if point['fwd'] == 'drop' else 'raw-' + point['fwd']
     return '/'.join([raw] + [point[k] for k in ('size', 'mode', 'wait')])
 
@@ -1768,7 +1855,8 @@ def bench(args, report):
             print_table("DPDK testpmd, AF_XDP driver (net_af_xdp)",
                         TESTPMD_HEADER, report['testpmd'], testpmd_row)
         if 'illan' in args.only:
-            for point in selected(args, illan_points(args.full)):
+            for point in selected(args, illan_points(
+                    args.full, user_umem(args.netdev_opts))):
                 r = measure(args, ns, point, illan_run_adjacent
                             if is_adjacent(point) else illan_run)
                 hold(r, raw, peers, (('io_vs_raw', 'io'),

@@ -2,7 +2,9 @@
 """make bench's SVG charts, drawn from charts-fixture.json: a cut of a
 real run (2026-11-26 14:52) with points of the 2026-11-25
 10:06 run's tables added, so that every chart has bars, and its rxonly
-64 B illan point once more as "umem": "guest", a second variant.
+64 B illan point once more as "umem": "guest", a second variant; its
+rxonly 1500 B point has "umem": "copy", as bench.py writes it, and a
+"guest" twin with the zero-copy figures of 2026-11-27.
 
 Usage: test-charts.py SOURCE_DIR (the directory of charts.py)."""
 
@@ -86,6 +88,14 @@ class Charts(unittest.TestCase):
                      'illan, zero copy: vCPU (vcpu-*)',
                      # bar values: raw 64 B rxonly, illan's txonly vCPU
                      '>66<', '>975<')), [])
+        svg = read(os.path.join(self.dir, 'charts-fixture-cost-1500.svg'))
+        self.assertEqual(missing(svg, (
+                     'CPU a frame by thread, 1500 B frames',
+                     'illan, copy: I/O thread (xsk-*)',
+                     'illan, zero copy: I/O thread (xsk-*)',
+                     'illan, zero copy: vCPU (vcpu-*)',
+                     # bar values: the zero-copy twin's I/O and vCPU
+                     '>395<', '>228<')), [])
         svg = read(os.path.join(self.dir, 'charts-fixture-cost-mix.svg'))
         self.assertEqual(missing(svg, (
             'CPU a frame by thread, mixed sizes', 'raw: xsk-rxdrop')), [])
@@ -99,9 +109,10 @@ class Charts(unittest.TestCase):
                      'poll, I/O thread on the other core')), [])
         self.assertFalse('busy-poll' in svg)
 
-    def test_one_illan_series_without_umem(self):
+    def test_one_illan_series_when_every_point_copies(self):
         report = json.loads(read(FIXTURE))
-        report['illan'] = [p for p in report['illan'] if 'umem' not in p]
+        report['illan'] = [p for p in report['illan']
+                           if p.get('umem', 'copy') == 'copy']
         self.draw(report)
         svg = read(os.path.join(self.dir, 'bench-cost-64.svg'))
         self.assertEqual(missing(svg, ('illan, copy: I/O thread',)), [])
