@@ -100,6 +100,10 @@ struct SpaprVlanState {
     LlanRxLent lent;
     bool lent_any;
     bool reclaim_due;
+    /* Receive zero copy: the 2048-byte pool's count at which the backend
+     * must hear that it can lend again (0: it needs not), because it
+     * found nothing to lend and waits for no frame. */
+    unsigned lend_wake_at;
     uint64_t attrs;             /* the attributes the guest turned on */
     SpaprVlanStats stats;       /* all but tx_*, which are in tx */
     /* The built-in guest's array, by rx-queue entry, of when the frame
@@ -265,6 +269,12 @@ static bool must_hold_locked(SpaprVlanState *s)
  * after any hcall or reset, under the lock. */
 static G_ALWAYS_INLINE inline bool rx_release_locked(SpaprVlanState *s)
 {
+    if (G_UNLIKELY(s->lend_wake_at) &&
+        llan_rx_pools_lendable(&s->pools, LEND_MIN_BUFSIZE) >=
+        s->lend_wake_at) {
+        s->lend_wake_at = 0;
+        return true;
+    }
     if (!s->rx_held || must_hold_locked(s)) {
         return false;
     }
@@ -1137,7 +1147,7 @@ static unsigned spapr_vlan_rx_lend(void *opaque, uint64_t *addrs,
                                    NetLendOutlook *outlook)
 {
     SpaprVlanState *s = opaque;
-    unsigned n = 0, looked = 0;
+    unsigned n = 0, looked = 0, lendable;
     bool lending;
     uint64_t bd, gpa;
 
@@ -1154,9 +1164,10 @@ static unsigned spapr_vlan_rx_lend(void *opaque, uint64_t *addrs,
         addrs[n++] = gpa;
     }
     s->lent_any |= n > 0;
+    lendable = llan_rx_pools_lendable(&s->pools, LEND_MIN_BUFSIZE);
     *outlook = !lending ? NET_LEND_OFF
-             : llan_rx_pools_lendable(&s->pools, LEND_MIN_BUFSIZE) > 0
-             ? NET_LEND_KEPT : NET_LEND_EMPTY;
+             : lendable > 0 ? NET_LEND_KEPT : NET_LEND_EMPTY;
+    s->lend_wake_at = lending && lendable <= keep ? keep + 1 : 0;
     qemu_mutex_unlock(&s->lock);
     return n;
 }

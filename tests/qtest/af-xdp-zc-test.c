@@ -15,6 +15,7 @@
 #include "libqos/ibmveth.h"
 #include "libqos/rig.h"
 #include "netns.h"
+#include "net/net.h"
 #include "net/xdp-prog.h"
 
 #include <ifaddrs.h>
@@ -349,6 +350,70 @@ static void test_deliver(void)
     rig_stop(&r);
 }
 
+typedef struct QueueStatWait {
+    Rig *r;
+    const char *path;
+    gint64 want;
+} QueueStatWait;
+
+static bool queue_stat_is(void *opaque)
+{
+    QueueStatWait *w = opaque;
+
+    return queue_stat(w->r, w->path) == w->want;
+}
+
+/*
+ * A guest that has taken every buffer it posted leaves the device
+ * nothing to lend; the queue gives the kernel a batch of its own frames
+ * meanwhile.  The buffers the guest posts next are lent at once, with no
+ * frame on the wire to wake the queue: lending waits neither for
+ * traffic nor for those frames to be used.
+ */
+static void test_lend_on_post(void)
+{
+    enum { COUNT = 128, BURST = 16 };
+    static uint8_t data[2048];
+    IbmvethConf conf;
+    Rig r = { 0 };
+    QueueStatWait hungry = { &r, Q_HOST_FRAMES, NET_BATCH_MAX };
+    unsigned posted;
+    uint16_t tag = 0;
+
+    veth_pair_create(&r.veth, 1);
+    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
+    pools_conf(&conf, 1u << POOL_2048);
+    conf.pool_count[POOL_2048] = COUNT;
+    guest_open(&r, &conf);
+    wait_umem_active(&r);
+    while (qibmveth_posted(r.q.guest, POOL_2048) > 0) {
+        unsigned n = MIN(BURST, qibmveth_posted(r.q.guest, POOL_2048));
+
+        for (unsigned i = 0; i < n; i++) {
+            send_tagged(&r, 1000, tag + i);
+        }
+        for (unsigned i = 0; i < n; i++) {
+            IbmvethRxEntry e = qibmveth_wait_rx(r.q.guest, data,
+                                                sizeof(data));
+
+            g_assert_cmpuint(e.len, ==, 1000);
+            g_assert_cmpuint(e.buf_size, ==, 2048);
+        }
+        tag += n;
+    }
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
+    qtest_wait_until(queue_stat_is, &hungry, QTEST_WAIT_S,
+                     "the queue to give the kernel %d frames of its own "
+                     "once the guest had no buffer left", NET_BATCH_MAX);
+    posted = qibmveth_replenish(r.q.guest);
+    g_assert_cmpuint(posted, ==, COUNT);
+    /* One buffer stays unlent for each of the queue's frames. */
+    qrig_wait_stat(r.q.qts, NIC_LENT, COUNT - NET_BATCH_MAX);
+    g_test_message("%u buffers posted with the link quiet: %u lent",
+                   posted, COUNT - NET_BATCH_MAX);
+    rig_stop(&r);
+}
+
 /* How the guest lets go of its buffers while the flood runs. */
 typedef void (*ReleaseFn)(Rig *r);
 
@@ -603,6 +668,7 @@ int main(int argc, char **argv)
         return g_test_run();
     }
     g_test_add_func("/af-xdp-zc/deliver", test_deliver);
+    g_test_add_func("/af-xdp-zc/lend-on-post", test_lend_on_post);
     g_test_add_func("/af-xdp-zc/free-under-flood", test_free_under_flood);
     g_test_add_func("/af-xdp-zc/reset-under-flood", test_reset_under_flood);
     g_test_add_func("/af-xdp-zc/mtu-reopen-under-flood",
