@@ -1459,8 +1459,11 @@ static void wait_for_work(XskQueue *q)
 
     /* Frames came faster than a batch per wake-up: rather than be woken
      * by the kernel for every NAPI poll of them, sleep a while and take
-     * what came meanwhile in one go. */
-    if (q->rx_since_sleep >= q->cfg.batch) {
+     * what came meanwhile in one go.  Not while lending: the fill ring
+     * then holds only the guest's buffers, a few hundred, which the
+     * kernel used up during such sleeps and then dropped frames for
+     * (docs/devel/benchmarks.md). */
+    if (q->rx_since_sleep >= q->cfg.batch && !q->lent_end) {
         nfds = 1;
         wait_ns = RX_LOAD_SLEEP_NS;
         STAT_ADD(q->stats.load_sleeps, 1);
