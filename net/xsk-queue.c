@@ -1280,8 +1280,9 @@ static void drain_rx_ring(XskQueue *q);
 static gboolean drain_readable(gint fd, GIOCondition cond, gpointer opaque);
 
 /*
- * A new socket on guest RAM: the first, or one that replaces a socket
- * whose fill ring holds lent buffers, to take them back.  Frames
+ * A new socket on guest RAM (@ram), or on the queue's own UMEM alone
+ * (NULL): the first, or one that replaces a socket whose fill ring holds
+ * lent buffers, to take them back.  Frames
  * already in the rx ring go to the NIC first, lending nothing more; the
  * old socket's close takes every buffer on its fill ring back.  Until
  * the new socket is in the program's map, the program drops the
@@ -1313,8 +1314,8 @@ static void switch_umem(XskQueue *q, GuestRam *ram)
              __atomic_load_n(q->rx.consumer, __ATOMIC_RELAXED));
     keep_xdp_statistics(q);
     close_socket(q);
-    lend = open_lending(q, ram);
-    if (!lend) {
+    lend = ram && open_lending(q, ram);
+    if (ram && !lend) {
         __atomic_store_n(&q->stats.lend_error, errno, __ATOMIC_RELAXED);
         __atomic_store_n(&q->copy_reason, XSK_COPY_REFUSED, __ATOMIC_RELAXED);
         trace_af_xdp_lend_refused(q->cfg.queue_id, g_strerror(errno));
@@ -1376,8 +1377,13 @@ static void serve_requests(XskQueue *q)
 {
     unsigned seq = __atomic_load_n(&q->request_seq, __ATOMIC_ACQUIRE);
 
-    if (!q->lent_end && __atomic_load_n(&q->lend_wanted, __ATOMIC_ACQUIRE)) {
+    bool wanted = __atomic_load_n(&q->lend_wanted, __ATOMIC_ACQUIRE);
+
+    if (!q->lent_end && wanted) {
         start_lending(q);
+    } else if (q->lent_end && !wanted) {
+        switch_umem(q, NULL);
+        STAT_ADD(q->stats.lend_reclaims, 1);
     } else if (q->lent_end) {
         /* What the NIC can lend now says how many of the queue's own
          * frames the kernel may hold (see lend_to_kernel): more than that
@@ -1430,8 +1436,10 @@ static void request_and_wait(XskQueue *q)
 
 void xsk_queue_lendable(XskQueue *q, GuestRam *ram)
 {
-    __atomic_store_n(&q->ram, ram, __ATOMIC_RELEASE);
-    __atomic_store_n(&q->lend_wanted, true, __ATOMIC_RELEASE);
+    if (ram) {
+        __atomic_store_n(&q->ram, ram, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&q->lend_wanted, ram != NULL, __ATOMIC_RELEASE);
     request_and_wait(q);
 }
 

@@ -1969,27 +1969,46 @@ static void lent_back_to_pool(void *opaque, uint64_t bd)
     llan_rx_pools_unlend(&s->pools, bd, false);
 }
 
-/* Every lent buffer back in its pool, the kernel holding none: the
- * stream carries them as posted, and the guest reads none of them.  The
- * backend also refills the kernel with frames of its own, for a
- * stopped machine's frames to wait in. */
-static void take_back_lent(SpaprVlanState *s)
+/* Every lent buffer back in its pool, once the backend took them from
+ * the kernel: the stream carries them as posted, and the guest reads
+ * none of them. */
+static void lent_back_to_pools(SpaprVlanState *s)
 {
-    net_nic_rx_reclaim(s->nic);
     qemu_mutex_lock(&s->lock);
     llan_rx_lent_drain(&s->lent, lent_back_to_pool, s);
     s->lent_any = false;
     qemu_mutex_unlock(&s->lock);
 }
 
-/* A machine that stops stops writing guest RAM: the kernel gives back
- * what it was lent (the notifier runs with every thread parked). */
+/* The kernel holds no lent buffer, and is lent more at once: the
+ * backend refills it with frames of its own meanwhile. */
+static void take_back_lent(SpaprVlanState *s)
+{
+    net_nic_rx_reclaim(s->nic);
+    lent_back_to_pools(s);
+}
+
+/*
+ * A machine that stops stops writing guest RAM: the kernel gives back
+ * what it was lent (the notifier runs with every thread parked), and
+ * the backend waits on its own frames, whose socket costs far less to
+ * open than one on guest RAM: that cost was a migration's downtime.
+ * Lending resumes with the machine.
+ */
 static void spapr_vlan_runstate(RunstateEvent event, const char *reason,
                                 void *opaque)
 {
+    SpaprVlanState *s = opaque;
+
     (void)reason;
-    if (event == RUNSTATE_EVENT_CHANGED && !runstate_is_running()) {
-        take_back_lent(opaque);
+    if (event != RUNSTATE_EVENT_CHANGED) {
+        return;
+    }
+    if (runstate_is_running()) {
+        net_nic_rx_lendable(s->nic, spapr_tce_table_ram(s->vdev.tcet));
+    } else {
+        net_nic_rx_lendable(s->nic, NULL);
+        lent_back_to_pools(s);
     }
 }
 

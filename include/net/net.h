@@ -166,7 +166,9 @@ typedef struct NetBackendOps {
      * dictionary (floating reference), for x-query-net-stats. */
     GVariant *(*query)(void *opaque);
     /* Optional, receive zero copy: the NIC lends buffers in @ram (when
-     * it has some).  Synchronous; any thread, not under the NIC's lock. */
+     * it has some), or with @ram NULL lends none until it calls again
+     * with its RAM, and takes back every lent buffer as rx_reclaim()
+     * does.  Synchronous; any thread, not under the NIC's lock. */
     void (*rx_lendable)(void *opaque, GuestRam *ram);
     /* Optional: takes back every lent buffer the host kernel still holds;
      * once it returns, nothing writes them.  Any thread but the

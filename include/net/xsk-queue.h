@@ -168,7 +168,9 @@ void xsk_queue_rx_ready(XskQueue *q);
  * followed by the queue's own frames, unless the config or the
  * interface's MTU rules it out (or the kernel refuses).  From then on
  * the fill ring holds the buffers the NIC lends and, when it has none,
- * frames of the queue's own.  Synchronous.
+ * frames of the queue's own.  @ram NULL: the NIC lends nothing until it
+ * calls again with its RAM (a stopped machine), and the queue goes back
+ * to its own UMEM, taking back what is lent.  Synchronous.
  */
 void xsk_queue_lendable(XskQueue *q, GuestRam *ram);
 /* Takes back every lent buffer the kernel holds (with a new socket):

@@ -414,6 +414,54 @@ static void test_lend_on_post(void)
     rig_stop(&r);
 }
 
+static void qmp_ok(Rig *r, const char *command)
+{
+    g_autoptr(JsonObject) rsp = qtest_qmp(r->q.qts, "{'execute': %s}",
+                                          command);
+
+    g_assert_true(json_object_has_member(rsp, "return"));
+}
+
+/*
+ * A stopped machine lends nothing: by the time stop returns, the queue
+ * is back on its own UMEM, and frames that come meanwhile wait in its
+ * own frames.  cont lends again, and those frames arrive.
+ */
+static void test_stop_cont(void)
+{
+    enum { FRAMES = 5 };
+    IbmvethConf conf;
+    Rig r = { 0 };
+    RxCount arrived;
+    uint16_t tag = 0;
+
+    veth_pair_create(&r.veth, 1);
+    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(&r, &conf);
+    wait_umem_active(&r);
+    tag = drain_host_frames(&r, tag);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), >, 0);
+    qmp_ok(&r, "'stop'");
+    g_assert_false(umem_active(&r));
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
+    arrived = (RxCount){ r.veth.dut, if_rx_packets(r.veth.dut) + FRAMES };
+    for (unsigned i = 0; i < FRAMES; i++) {
+        send_tagged(&r, 1000, tag + i);
+    }
+    qtest_wait_until(if_rx_reached, &arrived, QTEST_WAIT_S,
+                     "%s to take %d frames", r.veth.dut, FRAMES);
+    qmp_ok(&r, "'cont'");
+    g_assert_true(umem_active(&r));
+    for (unsigned i = 0; i < FRAMES; i++) {
+        receive_tagged(&r, 1000, tag++, linux_buffer(1000));
+    }
+    g_assert_cmpint(queue_stat(&r, "guest-umem-switches"), ==, 2);
+    g_test_message("%d frames sent while stopped, on the queue's own "
+                   "UMEM, arrived after cont", FRAMES);
+    rig_stop(&r);
+}
+
 /* How the guest lets go of its buffers while the flood runs. */
 typedef void (*ReleaseFn)(Rig *r);
 
@@ -424,10 +472,7 @@ static void release_by_free(Rig *r)
 
 static void release_by_reset(Rig *r)
 {
-    g_autoptr(JsonObject) rsp = qtest_qmp(r->q.qts,
-                                          "{'execute': 'system_reset'}");
-
-    g_assert_true(json_object_has_member(rsp, "return"));
+    qmp_ok(r, "'system_reset'");
     /* The reset closed the adapter: the model's H_FREE finds none. */
     g_assert_cmpint(qibmveth_close(r->q.guest), ==, H_RESOURCE);
     r->q.guest = NULL;
@@ -669,6 +714,7 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/af-xdp-zc/deliver", test_deliver);
     g_test_add_func("/af-xdp-zc/lend-on-post", test_lend_on_post);
+    g_test_add_func("/af-xdp-zc/stop-cont", test_stop_cont);
     g_test_add_func("/af-xdp-zc/free-under-flood", test_free_under_flood);
     g_test_add_func("/af-xdp-zc/reset-under-flood", test_reset_under_flood);
     g_test_add_func("/af-xdp-zc/mtu-reopen-under-flood",
