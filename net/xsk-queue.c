@@ -167,8 +167,9 @@ struct XskQueue {
                                        NIC last said it can lend */
     uint64_t lent_end;              /* UMEM addresses below are lent
                                        guest buffers (0: not lending) */
-    uint32_t host_out;              /* own frames in the kernel; atomic
-                                       for the stats, written here only */
+    uint32_t host_out;              /* own frames in the kernel while
+                                       lending; atomic for the stats,
+                                       written here only */
     uint32_t lent_out;              /* lent buffers in the kernel */
     uint32_t tx_piece;              /* bytes of a frame per descriptor */
     void *host_area;                /* the queue's frames after guest RAM */
@@ -630,7 +631,10 @@ static void refill(XskQueue *q, bool ask)
                 q->rx_free[--q->rx_nfree];
         }
         xsk_ring_prod__submit(&q->fill, n);
-        __atomic_store_n(&q->host_out, q->host_out + n, __ATOMIC_RELAXED);
+        if (q->lent_end) {
+            __atomic_store_n(&q->host_out, q->host_out + n,
+                             __ATOMIC_RELAXED);
+        }
     } else if (!lent) {
         return;
     }
@@ -1243,6 +1247,8 @@ static bool open_own(XskQueue *q)
 
     q->umem_area = q->own_area;
     q->lent_end = 0;
+    q->lent_out = 0;
+    __atomic_store_n(&q->host_out, 0, __ATOMIC_RELAXED);
     q->tx_piece = XSK_FRAME_SIZE;
     for (;;) {
         clear_rings(q);

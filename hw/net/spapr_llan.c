@@ -104,6 +104,11 @@ struct SpaprVlanState {
      * must hear that it can lend again (0: it needs not), because it
      * found nothing to lend and waits for no frame. */
     unsigned lend_wake_at;
+    /* The main thread's, for the run-state notifier: whether the machine
+     * ran at the last change, and whether lending waits for it to run
+     * again. */
+    bool ran;
+    bool lend_paused;
     uint64_t attrs;             /* the attributes the guest turned on */
     SpaprVlanStats stats;       /* all but tx_*, which are in tx */
     /* The built-in guest's array, by rx-queue entry, of when the frame
@@ -1993,20 +1998,27 @@ static void take_back_lent(SpaprVlanState *s)
  * what it was lent (the notifier runs with every thread parked), and
  * the backend waits on its own frames, whose socket costs far less to
  * open than one on guest RAM: that cost was a migration's downtime.
- * Lending resumes with the machine.
+ * Lending resumes with the machine.  Only a machine that ran stops so:
+ * a migration's destination keeps the socket it opened at realize, or
+ * its start would pay that cost instead; one that shuts down needs
+ * nothing back.
  */
 static void spapr_vlan_runstate(RunstateEvent event, const char *reason,
                                 void *opaque)
 {
     SpaprVlanState *s = opaque;
+    bool running = runstate_is_running();
 
     (void)reason;
-    if (event != RUNSTATE_EVENT_CHANGED) {
+    if (event != RUNSTATE_EVENT_CHANGED || running == s->ran) {
         return;
     }
-    if (runstate_is_running()) {
+    s->ran = running;
+    if (running && s->lend_paused) {
+        s->lend_paused = false;
         net_nic_rx_lendable(s->nic, spapr_tce_table_ram(s->vdev.tcet));
-    } else {
+    } else if (!running && runstate_get() != RUN_STATE_SHUTDOWN) {
+        s->lend_paused = true;
         net_nic_rx_lendable(s->nic, NULL);
         lent_back_to_pools(s);
     }
@@ -2293,6 +2305,7 @@ static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)
     vmstate_register(idstr, 0, &vmstate_spapr_llan, &spapr_vlan_image_ops, s);
     /* Only pools keep buffers by size, as lending needs. */
     if (s->use_rx_buffer_pools) {
+        s->ran = runstate_is_running();
         runstate_add_notifier(spapr_vlan_runstate, s);
         net_nic_rx_lendable(s->nic, spapr_tce_table_ram(s->vdev.tcet));
     }

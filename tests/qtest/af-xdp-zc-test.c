@@ -445,6 +445,7 @@ static void test_stop_cont(void)
     qmp_ok(&r, "'stop'");
     g_assert_false(umem_active(&r));
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
+    g_assert_cmpint(queue_stat(&r, Q_HOST_FRAMES), ==, 0);
     arrived = (RxCount){ r.veth.dut, if_rx_packets(r.veth.dut) + FRAMES };
     for (unsigned i = 0; i < FRAMES; i++) {
         send_tagged(&r, 1000, tag + i);
@@ -459,6 +460,30 @@ static void test_stop_cont(void)
     g_assert_cmpint(queue_stat(&r, "guest-umem-switches"), ==, 2);
     g_test_message("%d frames sent while stopped, on the queue's own "
                    "UMEM, arrived after cont", FRAMES);
+    rig_stop(&r);
+}
+
+/*
+ * A migration's destination keeps its socket on guest RAM while it waits
+ * for the stream: it never ran, so it has nothing lent to take back, and
+ * registering guest RAM again when it starts would be the guest's
+ * outage.
+ */
+static void test_incoming_keeps_guest_umem(void)
+{
+    g_autofree char *mem = g_strdup_printf("%uM", RAM_SIZE >> 20);
+    Rig r = { 0 };
+    g_autofree char *netdev = NULL;
+
+    veth_pair_create(&r.veth, 1);
+    netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s,mode=native,queues=1,"
+                             "guest-umem=on", r.veth.dut);
+    qrig_init(&r.q);
+    qrig_start(&r.q, &(QRigOpts){ .mem = mem, .netdev = netdev,
+                                  .extra = "-incoming defer" });
+    g_assert_true(umem_active(&r));
+    g_assert_cmpint(queue_stat(&r, "guest-umem-switches"), ==, 1);
+    g_assert_cmpint(queue_stat(&r, Q_RECLAIMS), ==, 0);
     rig_stop(&r);
 }
 
@@ -596,6 +621,9 @@ static void test_fallback_sock_fds(void)
     g_assert_false(umem_active(&r));
     g_assert_cmpint(queue_stat(&r, Q_COPIED("sock-fds")), ==, FRAMES);
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_ZERO_COPY), ==, 0);
+    /* Counted only while lending: a copying queue's frames are all the
+     * kernel's but those in flight. */
+    g_assert_cmpint(queue_stat(&r, Q_HOST_FRAMES), ==, 0);
     rig_stop(&r);
     close(xsk);
     xdp_redirect_detach(prog);
@@ -715,6 +743,8 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp-zc/deliver", test_deliver);
     g_test_add_func("/af-xdp-zc/lend-on-post", test_lend_on_post);
     g_test_add_func("/af-xdp-zc/stop-cont", test_stop_cont);
+    g_test_add_func("/af-xdp-zc/incoming-keeps-guest-umem",
+                    test_incoming_keeps_guest_umem);
     g_test_add_func("/af-xdp-zc/free-under-flood", test_free_under_flood);
     g_test_add_func("/af-xdp-zc/reset-under-flood", test_reset_under_flood);
     g_test_add_func("/af-xdp-zc/mtu-reopen-under-flood",
