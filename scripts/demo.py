@@ -97,8 +97,9 @@ class Qmp:
 
 
 class Demo:
-    def __init__(self, build):
+    def __init__(self, build, netdev_opts=""):
         self.illan = os.path.join(build, "illan")
+        self.netdev_extra = "," + netdev_opts if netdev_opts else ""
         self.tag = str(os.getpid())
         self.ns = {k: f"il{k}{self.tag}" for k in ("peer", "dut", "guest")}
         self.veth_peer, self.veth_dut = f"ilp{self.tag}", f"ild{self.tag}"
@@ -198,7 +199,8 @@ class Demo:
         self.set_mtu(self.veth_dut, dut, mtu)
         self.sh("ip", "tuntap", "add", "dev", self.tap, "mode", "tap", ns=dut)
         proc, qmp = self.start_illan(
-            pools, f"af-xdp,id=n0,ifname={self.veth_dut},mode=native",
+            pools, f"af-xdp,id=n0,ifname={self.veth_dut},mode=native"
+            f"{self.netdev_extra}",
             f"fwd=tap,ifname={self.tap},"
             f"offloads={'on' if offloads else 'off'}", ns=dut)
         # illan holds the TAP open; the guest's kernel gets it.
@@ -772,8 +774,11 @@ def main():
     ap.add_argument("--matrix-runs", type=int, default=3,
                     help="iperf3 streams per cell of the TCP table; it shows "
                          "their median (default: 3)")
+    ap.add_argument("--netdev-opts", default="", metavar="OPTS",
+                    help="more options for illan's -netdev af-xdp, e.g. "
+                         "guest-umem=on (default: none)")
     args = ap.parse_args()
-    demo = Demo(args.build)
+    demo = Demo(args.build, args.netdev_opts)
     root = os.geteuid() == 0
     load = LoadMeter()
     demo.progress = Progress(plan(args, root), load)
@@ -785,7 +790,9 @@ def main():
     try:
         print(f"demo: {len(demo.progress.planned)} steps, about "
               f"{fmt_secs(sum(demo.progress.planned))}; /proc/loadavg at "
-              f"the start: {loadavg()}", file=sys.stderr)
+              f"the start: {loadavg()}" +
+              (f"; -netdev af-xdp,...,{args.netdev_opts}"
+               if args.netdev_opts else ""), file=sys.stderr)
         if root:
             demo.make_namespaces()
         else:
