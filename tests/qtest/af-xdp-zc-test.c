@@ -28,6 +28,7 @@
 #include <linux/if_packet.h>
 
 #define RAM_SIZE        (64u << 20)
+#define LENDING_NETDEV  ",mode=native,queues=1,guest-umem=on"
 #define ETHERTYPE_TEST  0x88b5
 /* Frames the flood sends after the guest let go of its buffers, between
  * the two images of RAM. */
@@ -117,15 +118,17 @@ static void pools_conf(IbmvethConf *conf, unsigned active)
 }
 
 /* illan on the dut end of @r->veth (created by the caller) with
- * "-netdev af-xdp,id=n0,ifname=DUT@netdev_opts". */
-static void rig_start(Rig *r, const char *netdev_opts)
+ * "-netdev af-xdp,id=n0,ifname=DUT@netdev_opts" and @extra (or NULL)
+ * on its command line. */
+static void rig_start(Rig *r, const char *netdev_opts, const char *extra)
 {
     g_autofree char *netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s%s",
                                               r->veth.dut, netdev_opts);
     g_autofree char *mem = g_strdup_printf("%uM", RAM_SIZE >> 20);
 
     qrig_init(&r->q);
-    qrig_start(&r->q, &(QRigOpts){ .mem = mem, .netdev = netdev });
+    qrig_start(&r->q, &(QRigOpts){ .mem = mem, .netdev = netdev,
+                                   .extra = extra });
     r->q.peer = packet_socket_open(r->veth.peer);
 }
 
@@ -147,6 +150,19 @@ static void rig_stop(Rig *r)
 {
     qrig_stop(&r->q);
     veth_pair_destroy(&r->veth);
+}
+
+/* illan lending, on a new veth pair, to a guest that opened with
+ * Linux's 512- and 2048-byte pools. */
+static void rig_start_lending(Rig *r)
+{
+    IbmvethConf conf;
+
+    veth_pair_create(&r->veth, 1);
+    rig_start(r, LENDING_NETDEV, NULL);
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(r, &conf);
+    wait_umem_active(r);
 }
 
 /* Frames. */
@@ -320,16 +336,11 @@ static void test_deliver(void)
 {
     static const size_t sizes[] = { 60, 1000, 1500 };
     enum { ROUNDS = 4 };
-    IbmvethConf conf;
     Rig r = { 0 };
-    uint16_t tag = 0;
+    uint16_t tag;
 
-    veth_pair_create(&r.veth, 1);
-    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
-    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
-    guest_open(&r, &conf);
-    wait_umem_active(&r);
-    tag = drain_host_frames(&r, tag);
+    rig_start_lending(&r);
+    tag = drain_host_frames(&r, 0);
     for (unsigned i = 0; i < ROUNDS * G_N_ELEMENTS(sizes); i++) {
         send_tagged(&r, sizes[i % G_N_ELEMENTS(sizes)], tag + i);
     }
@@ -381,7 +392,7 @@ static void test_lend_on_post(void)
     uint16_t tag = 0;
 
     veth_pair_create(&r.veth, 1);
-    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
+    rig_start(&r, LENDING_NETDEV, NULL);
     pools_conf(&conf, 1u << POOL_2048);
     conf.pool_count[POOL_2048] = COUNT;
     guest_open(&r, &conf);
@@ -430,17 +441,12 @@ static void qmp_ok(Rig *r, const char *command)
 static void test_stop_cont(void)
 {
     enum { FRAMES = 5 };
-    IbmvethConf conf;
     Rig r = { 0 };
     RxCount arrived;
-    uint16_t tag = 0;
+    uint16_t tag;
 
-    veth_pair_create(&r.veth, 1);
-    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
-    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
-    guest_open(&r, &conf);
-    wait_umem_active(&r);
-    tag = drain_host_frames(&r, tag);
+    rig_start_lending(&r);
+    tag = drain_host_frames(&r, 0);
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), >, 0);
     qmp_ok(&r, "'stop'");
     g_assert_false(umem_active(&r));
@@ -471,16 +477,10 @@ static void test_stop_cont(void)
  */
 static void test_incoming_keeps_guest_umem(void)
 {
-    g_autofree char *mem = g_strdup_printf("%uM", RAM_SIZE >> 20);
     Rig r = { 0 };
-    g_autofree char *netdev = NULL;
 
     veth_pair_create(&r.veth, 1);
-    netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s,mode=native,queues=1,"
-                             "guest-umem=on", r.veth.dut);
-    qrig_init(&r.q);
-    qrig_start(&r.q, &(QRigOpts){ .mem = mem, .netdev = netdev,
-                                  .extra = "-incoming defer" });
+    rig_start(&r, LENDING_NETDEV, "-incoming defer");
     g_assert_true(umem_active(&r));
     g_assert_cmpint(queue_stat(&r, "guest-umem-switches"), ==, 1);
     g_assert_cmpint(queue_stat(&r, Q_RECLAIMS), ==, 0);
@@ -512,13 +512,7 @@ static void release_under_flood(Rig *r, PacketFlood *flood,
                                 ReleaseFn release,
                                 const char *what)
 {
-    IbmvethConf conf;
-
-    veth_pair_create(&r->veth, 1);
-    rig_start(r, ",mode=native,queues=1,guest-umem=on");
-    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
-    guest_open(r, &conf);
-    wait_umem_active(r);
+    rig_start_lending(r);
     packet_flood_start(flood, r->q.peer, flood_frame, FLOOD_PACE_US);
     qrig_wait_stat_min(r->q.qts, NIC_ZERO_COPY, 1);
     release(r);
@@ -607,7 +601,7 @@ static void test_fallback_sock_fds(void)
     g_assert_cmpint(xsk, >=, 0);
     g_assert_true(xdp_redirect_add_socket(prog, 0, xsk));
     opts = g_strdup_printf(",inhibit=on,sock-fds=%d,guest-umem=auto", xsk);
-    rig_start(&r, opts);
+    rig_start(&r, opts, NULL);
     pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
     guest_open(&r, &conf);
     for (unsigned i = 0; i < FRAMES; i++) {
@@ -640,7 +634,8 @@ static void test_fallback_mtu(void)
     veth_pair_create(&r.veth, 1);
     netns_run("ip link set %s mtu 9000", r.veth.dut);
     netns_run("ip link set %s mtu 9000", r.veth.peer);
-    rig_start(&r, ",mode=native,queues=1,multi-buffer=on,guest-umem=auto");
+    rig_start(&r, ",mode=native,queues=1,multi-buffer=on,guest-umem=auto",
+              NULL);
     pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048 | 1u << POOL_16K);
     guest_open(&r, &conf);
     send_tagged(&r, LEN, 1);
@@ -722,7 +717,7 @@ static void test_on_refuses_sock_fds(void)
     xdp_redirect_detach(prog);
 
     r.veth = v;
-    rig_start(&r, ",mode=native,queues=1,guest-umem=on");
+    rig_start(&r, LENDING_NETDEV, NULL);
     rig_stop(&r);
 }
 
