@@ -1288,12 +1288,12 @@ static gboolean drain_readable(gint fd, GIOCondition cond, gpointer opaque);
 /*
  * A new socket on guest RAM (@ram), or on the queue's own UMEM alone
  * (NULL): the first, or one that replaces a socket whose fill ring holds
- * lent buffers, to take them back.  Frames
- * already in the rx ring go to the NIC first, lending nothing more; the
- * old socket's close takes every buffer on its fill ring back.  Until
- * the new socket is in the program's map, the program drops the
- * queue's frames and counts them (socket_changed with fd -1).  A
- * refused UMEM leaves the queue on its own, the reason kept.
+ * lent buffers, to take them back.  Frames already in the rx ring go to
+ * the NIC first, lending nothing more; the old socket's close takes
+ * every buffer on its fill ring back.  Until the new socket is in the
+ * program's map, the program drops the queue's frames and counts them
+ * (socket_changed with fd -1).  A refused UMEM leaves the queue on its
+ * own, the reason kept.
  */
 static void switch_umem(XskQueue *q, GuestRam *ram)
 {
@@ -1382,7 +1382,6 @@ static void start_lending(XskQueue *q)
 static void serve_requests(XskQueue *q)
 {
     unsigned seq = __atomic_load_n(&q->request_seq, __ATOMIC_ACQUIRE);
-
     bool wanted = __atomic_load_n(&q->lend_wanted, __ATOMIC_ACQUIRE);
 
     if (!q->lent_end && wanted) {

@@ -100,9 +100,9 @@ struct SpaprVlanState {
     LlanRxLent lent;
     bool lent_any;
     bool reclaim_due;
-    /* Receive zero copy: the 2048-byte pool's count at which the backend
+    /* Receive zero copy: the lending pool's count at which the backend
      * must hear that it can lend again (0: it needs not), because it
-     * found nothing to lend and waits for no frame. */
+     * found nothing to lend and may wait for no frame. */
     unsigned lend_wake_at;
     /* The main thread's, for the run-state notifier: whether the machine
      * ran at the last change, and whether lending waits for it to run
