@@ -110,6 +110,9 @@ typedef struct AfXdpState {
     bool mb_reported;           /* its absence was said on stderr */
     bool sock_fds_taken;        /* o.sock_fds are the netdev's to close */
     const char *rx_metadata;    /* "kfunc", "ktime", "external" or "off" */
+    /* Where the NIC lends from (NULL: nothing now), for the queues of
+     * an interface that returns.  Main thread only. */
+    GuestRam *lend_ram;
     /* The interface's MTU, set by the main thread, read by senders. */
     uint32_t mtu;               /* atomic */
     uint64_t tx_over_mtu;       /* atomic */
@@ -990,6 +993,8 @@ static void report_link(AfXdpState *s, const char *state, const char *fmt,
 static void interface_removed(AfXdpState *s)
 {
     close_queues(s);
+    /* The sockets' fill rings died with them. */
+    net_backend_rx_lent_lost(s->nc);
     s->link = AF_XDP_LINK_REMOVED;
     net_client_set_link(s->nc, false);
     report_link(s, "removed", "%s was removed; its AF_XDP sockets are "
@@ -1016,6 +1021,11 @@ static void interface_returned(AfXdpState *s, unsigned ifindex)
         return;
     }
     start_queues(s);
+    if (s->lend_ram) {
+        for (unsigned i = 0; i < s->o.queues; i++) {
+            xsk_queue_lendable(s->queues[i], s->lend_ram);
+        }
+    }
     s->reopens++;
     s->link = link_is_up(s->o.ifname) ? AF_XDP_LINK_UP : AF_XDP_LINK_DOWN;
     net_client_set_link(s->nc, s->link == AF_XDP_LINK_UP);
@@ -1111,6 +1121,8 @@ static void af_xdp_rx_ready(void *opaque)
 static void af_xdp_rx_lendable(void *opaque, GuestRam *ram)
 {
     AfXdpState *s = opaque;
+
+    s->lend_ram = ram;
 
     qemu_rwlock_rdlock(&s->queues_lock);
     for (unsigned i = 0; i < s->o.queues; i++) {

@@ -505,6 +505,15 @@ unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
     return nic->nic_ops->rx_lend(nic->opaque, addrs, max, keep, outlook);
 }
 
+void net_backend_rx_lent_lost(NetClientState *backend)
+{
+    NetClientState *nic = backend->peer;
+
+    if (nic && nic->nic_ops->rx_lent_lost) {
+        nic->nic_ops->rx_lent_lost(nic->opaque);
+    }
+}
+
 void net_nic_rx_ready(NetClientState *nic)
 {
     NetClientState *backend = nic->peer;

@@ -1985,6 +1985,11 @@ static void lent_back_to_pools(SpaprVlanState *s)
     qemu_mutex_unlock(&s->lock);
 }
 
+static void spapr_vlan_rx_lent_lost(void *opaque)
+{
+    lent_back_to_pools(opaque);
+}
+
 /* The kernel holds no lent buffer, and is lent more at once: the
  * backend refills it with frames of its own meanwhile. */
 static void take_back_lent(SpaprVlanState *s)
@@ -2266,6 +2271,7 @@ static const NetNicOps spapr_vlan_nic_ops = {
     .rx_run_end = spapr_vlan_rx_run_end,
     .rx_lend = spapr_vlan_rx_lend,
     .rx_unlend = spapr_vlan_rx_unlend,
+    .rx_lent_lost = spapr_vlan_rx_lent_lost,
     .model = TYPE_SPAPR_VLAN,
     .query = spapr_vlan_query,
     .query_rx_filter = spapr_vlan_query_rx_filter,

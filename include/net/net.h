@@ -147,6 +147,10 @@ typedef struct NetNicOps {
     /* Frames in lent buffers that the NIC never saw (the link was down,
      * too short): their buffers are the NIC's to lend again. */
     void (*rx_unlend)(void *opaque, const NetFrame *frames, unsigned n);
+    /* Every lent buffer died with the backend's sockets (the interface
+     * went away): all are the NIC's again.  Main thread, with no
+     * delivering thread left. */
+    void (*rx_lent_lost)(void *opaque);
 } NetNicOps;
 
 /* What a lent buffer offers (the kernel's copy-mode chunk of 2296 bytes
@@ -277,6 +281,8 @@ void net_nic_rx_reclaim(NetClientState *nic);
 unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
                              unsigned max, unsigned keep,
                              NetLendOutlook *outlook);
+/* For the backend: the NIC's rx_lent_lost(), if it lends. */
+void net_backend_rx_lent_lost(NetClientState *backend);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
 

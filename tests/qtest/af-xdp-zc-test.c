@@ -487,6 +487,51 @@ static void test_incoming_keeps_guest_umem(void)
     rig_stop(&r);
 }
 
+/* Waits for netdev n0's NETDEV_LINK_CHANGED with @state. */
+static void wait_link_state(Rig *r, const char *state)
+{
+    for (;;) {
+        g_autoptr(JsonObject) ev = qtest_qmp_eventwait(r->q.qts,
+                                                       "NETDEV_LINK_CHANGED");
+        JsonObject *data = json_object_get_object_member(ev, "data");
+
+        if (!strcmp(json_object_get_string_member(data, "state"), state)) {
+            return;
+        }
+    }
+}
+
+/*
+ * The interface goes away while the queue lends: the buffers its socket
+ * held died with it and are the device's again; when an interface of
+ * that name returns, the new queue lends again.
+ */
+static void test_interface_returns(void)
+{
+    Rig r = { 0 };
+    uint16_t tag;
+
+    rig_start_lending(&r);
+    tag = drain_host_frames(&r, 0);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), >, 0);
+    netns_run("ip link del %s", r.veth.dut);
+    wait_link_state(&r, "removed");
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
+    close(r.q.peer);
+    netns_run("ip link add %s type veth peer name %s", r.veth.dut,
+              r.veth.peer);
+    netns_run("ip link set %s up", r.veth.dut);
+    netns_run("ip link set %s up", r.veth.peer);
+    wait_link_state(&r, "reopened");
+    r.q.peer = packet_socket_open(r.veth.peer);
+    wait_umem_active(&r);
+    tag = drain_host_frames(&r, tag);
+    send_tagged(&r, 1000, tag);
+    receive_tagged(&r, 1000, tag, linux_buffer(1000));
+    g_assert_cmpint(queue_stat(&r, Q_LENT_FRAMES), >=, 1);
+    rig_stop(&r);
+}
+
 /* How the guest lets go of its buffers while the flood runs. */
 typedef void (*ReleaseFn)(Rig *r);
 
@@ -740,6 +785,7 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp-zc/stop-cont", test_stop_cont);
     g_test_add_func("/af-xdp-zc/incoming-keeps-guest-umem",
                     test_incoming_keeps_guest_umem);
+    g_test_add_func("/af-xdp-zc/interface-returns", test_interface_returns);
     g_test_add_func("/af-xdp-zc/free-under-flood", test_free_under_flood);
     g_test_add_func("/af-xdp-zc/reset-under-flood", test_reset_under_flood);
     g_test_add_func("/af-xdp-zc/mtu-reopen-under-flood",
