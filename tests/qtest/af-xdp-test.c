@@ -1983,18 +1983,10 @@ static void test_map_path_refusals(void)
     close(xsk);
 }
 
-static char *skip_reason;
-
-static void test_needs_namespace(void)
-{
-    g_test_skip(skip_reason);
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    if (!netns_enter_private(&skip_reason)) {
-        g_test_add_func("/af-xdp/needs-namespace", test_needs_namespace);
+    if (!netns_enter_private_or_skip_all("/af-xdp/needs-namespace")) {
         return g_test_run();
     }
     g_test_add_func("/af-xdp/native", test_native);

@@ -766,18 +766,10 @@ static void test_on_refuses_sock_fds(void)
     rig_stop(&r);
 }
 
-static char *skip_reason;
-
-static void test_needs_namespace(void)
-{
-    g_test_skip(skip_reason);
-}
-
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    if (!netns_enter_private(&skip_reason)) {
-        g_test_add_func("/af-xdp-zc/needs-namespace", test_needs_namespace);
+    if (!netns_enter_private_or_skip_all("/af-xdp-zc/needs-namespace")) {
         return g_test_run();
     }
     g_test_add_func("/af-xdp-zc/deliver", test_deliver);

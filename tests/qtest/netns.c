@@ -61,6 +61,22 @@ bool netns_enter_private_or_skip(void)
     return true;
 }
 
+static char *skip_all_reason;
+
+static void skip_all(void)
+{
+    g_test_skip(skip_all_reason);
+}
+
+bool netns_enter_private_or_skip_all(const char *path)
+{
+    if (netns_enter_private(&skip_all_reason)) {
+        return true;
+    }
+    g_test_add_func(path, skip_all);
+    return false;
+}
+
 static int run_status(const char *cmd, char **err)
 {
     g_auto(GStrv) argv = NULL;

@@ -20,6 +20,10 @@ bool netns_enter_private(char **why);
 /* The same, marking the running test skipped with the reason when it
  * cannot. */
 bool netns_enter_private_or_skip(void);
+/* The same for a whole program, before its tests are added: when it
+ * cannot, adds one test @path that is skipped with the reason, and the
+ * caller runs only that. */
+bool netns_enter_private_or_skip_all(const char *path);
 
 /* Runs a command line (split as a shell would) and asserts it succeeds. */
 void netns_run(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
