@@ -88,6 +88,8 @@ typedef struct AfXdpOptions {
     uint32_t rx_ring_size, tx_ring_size;
     AfXdpOnOffAuto multi_buffer;
     AfXdpOnOffAuto guest_umem;
+    bool tx_in_place;           /* send from guest RAM while it is the
+                                   UMEM */
     bool rx_metadata;           /* look for struct illan_xdp_meta */
     bool rx_metadata_given;     /* rx-metadata= was on the command line */
 } AfXdpOptions;
@@ -122,7 +124,7 @@ static const char *const af_xdp_keys[] = {
     "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
     "inhibit", "sock-fds", "map-path", "map-start-index", "spin",
     "busy-poll", "batch", "rx-ring-size", "tx-ring-size", "multi-buffer",
-    "rx-metadata", "guest-umem", NULL
+    "rx-metadata", "guest-umem", "tx-in-place", NULL
 };
 
 /* Options. */
@@ -338,6 +340,12 @@ static bool check_combination(const AfXdpOptions *o, GError **errp)
                     o->n_sock_fds ? "sock-fds" : "map-path");
         return false;
     }
+    if (o->tx_in_place && o->guest_umem == AF_XDP_OFF) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "tx-in-place=on needs guest-umem=on or auto: frames go "
+                    "out from guest RAM only while it is the UMEM");
+        return false;
+    }
     if (o->map_path && o->n_sock_fds) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "map-path and sock-fds exclude each other: give the "
@@ -413,6 +421,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
            parse_ring_opt(opts, "tx-ring-size", &o->tx_ring_size, errp) &&
            parse_on_off_auto(opts, "multi-buffer", &o->multi_buffer, errp) &&
            parse_guest_umem(opts, o, errp) &&
+           parse_bool_opt(opts, "tx-in-place", &o->tx_in_place, errp) &&
            parse_rx_metadata(opts, o, errp) &&
            (!fds || parse_sock_fds(fds, o, errp)) &&
            check_combination(o, errp);
@@ -1105,6 +1114,23 @@ static bool af_xdp_send(void *opaque, const uint8_t *data, size_t len)
     return sent;
 }
 
+/* Transmit zero copy, on the queue that sends (see af_xdp_send). */
+static bool af_xdp_send_in_place(void *opaque, const uint8_t *data,
+                                 size_t len)
+{
+    AfXdpState *s = opaque;
+    bool sent;
+
+    /* The copy path counts what the interface cannot carry. */
+    if (len > frame_limit(s, data, len)) {
+        return false;
+    }
+    qemu_rwlock_rdlock(&s->queues_lock);
+    sent = s->queues[0] && xsk_queue_send_in_place(s->queues[0], data, len);
+    qemu_rwlock_unlock(&s->queues_lock);
+    return sent;
+}
+
 static void af_xdp_rx_ready(void *opaque)
 {
     AfXdpState *s = opaque;
@@ -1205,6 +1231,10 @@ static GVariant *queue_stats(AfXdpState *s, XskQueue *q)
     PUT("tx-ring-full", tx_ring_full);
     PUT("tx-oversize", tx_oversize);
     PUT("tx-chains", tx_chains);
+    PUT("tx-in-place", tx_in_place);
+    PUT("tx-in-place-waits", tx_in_place_waits);
+    PUT("tx-in-place-moved", tx_in_place_moved);
+    PUT("tx-in-place-late", tx_in_place_late);
     PUT("rx-meta-frames", rx_meta_frames);
     PUT("rx-meta-foreign", rx_meta_foreign);
     PUT("rx-meta-timestamp", rx_meta_timestamp);
@@ -1271,6 +1301,17 @@ static GVariant *af_xdp_query(void *opaque)
 
 static const NetBackendOps af_xdp_ops = {
     .send = af_xdp_send,
+    .rx_ready = af_xdp_rx_ready,
+    .rx_lendable = af_xdp_rx_lendable,
+    .rx_reclaim = af_xdp_rx_reclaim,
+    .cleanup = af_xdp_free,
+    .query = af_xdp_query,
+};
+
+/* With tx-in-place=on: the NIC asks before it copies. */
+static const NetBackendOps af_xdp_ops_in_place = {
+    .send = af_xdp_send,
+    .send_in_place = af_xdp_send_in_place,
     .rx_ready = af_xdp_rx_ready,
     .rx_lendable = af_xdp_rx_lendable,
     .rx_reclaim = af_xdp_rx_reclaim,
@@ -1363,7 +1404,8 @@ static bool af_xdp_create(const char *id, const QemuOpts *opts,
         ok = check_guest_umem_mtu(s, errp);
     }
     if (ok) {
-        s->nc = net_backend_new(id, &af_xdp_ops, s);
+        s->nc = net_backend_new(id, s->o.tx_in_place ? &af_xdp_ops_in_place
+                                                     : &af_xdp_ops, s);
         net_client_set_info_str(s->nc, "af-xdp to %s", s->o.ifname);
         ok = open_queues(s, errp);
     }
@@ -1427,7 +1469,12 @@ static const NetdevType af_xdp_type = {
         "                   the guest's buffers (default off; auto: where it"
         " can,\n"
         "                   then no metadata unless rx-metadata=on is"
-        " given)\n",
+        " given)\n"
+        "tx-in-place=on|off a frame the guest sends in one buffer goes out"
+        " from guest\n"
+        "                   RAM while it is the UMEM, each in its own"
+        " sendto(2)\n"
+        "                   (default off: slower than the copy on veth)\n",
     .create = af_xdp_create,
     .check = af_xdp_check,
 };

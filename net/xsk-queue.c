@@ -71,6 +71,9 @@
 
 /* A transmit the kernel could not finish is retried this soon (ms). */
 #define TX_RETRY_MS 1
+/* The longest a sender waits for the kernel to finish with a frame it
+ * sent in place (us). */
+#define TX_IN_PLACE_WAIT_US 1000000
 
 /* Receive zero copy: the UMEM's chunk, so that the kernel's room for a
  * frame after its headroom is exactly what a lent buffer offers. */
@@ -136,6 +139,8 @@ struct XskQueue {
     struct xsk_ring_cons comp;
     uint64_t *tx_free;
     uint32_t tx_nfree;
+    bool tx_in_place_out;           /* a guest frame sent in place waits
+                                       for its completion */
 
     GThread *thread;
     PauseThread *pause;
@@ -975,14 +980,21 @@ unsigned xsk_queue_rx_poll(XskQueue *q)
 
 /* Transmit. */
 
+/* A completed frame of the queue's own is free again; one sent in place
+ * (an address in guest RAM, below lent_end) ends its sender's wait. */
 static void reap_completions_locked(XskQueue *q)
 {
     uint32_t idx = 0;
     unsigned n = xsk_ring_cons__peek(&q->comp, q->cfg.tx_ring_size, &idx);
 
     for (unsigned i = 0; i < n; i++) {
-        q->tx_free[q->tx_nfree++] = *xsk_ring_cons__comp_addr(&q->comp,
-                                                              idx + i);
+        uint64_t addr = *xsk_ring_cons__comp_addr(&q->comp, idx + i);
+
+        if (addr < q->lent_end) {
+            q->tx_in_place_out = false;
+        } else {
+            q->tx_free[q->tx_nfree++] = addr;
+        }
     }
     xsk_ring_cons__release(&q->comp, n);
     if (n) {
@@ -1088,6 +1100,116 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
         STAT_ADD(q->stats.tx_chains, 1);
     }
     request_tx_kick(q);
+    return sent;
+}
+
+/* Transmit zero copy. */
+
+/* Whether the kernel has taken the tx descriptor at @idx. */
+static bool tx_taken(const XskQueue *q, uint32_t idx)
+{
+    return (int32_t)(__atomic_load_n(q->tx.consumer, __ATOMIC_ACQUIRE) -
+                     idx) > 0;
+}
+
+/*
+ * An interface that refuses to send (down) leaves the descriptor in the
+ * ring, and would read the guest's buffer whenever it sends again: the
+ * frame moves into a frame of the queue's own, as if it had been copied.
+ * Only a kick on the I/O thread that finds the interface up again within
+ * these microseconds could still read the old address.  False while no
+ * frame of the queue's own is free.
+ */
+static bool move_in_place_frame_locked(XskQueue *q, uint32_t idx)
+{
+    struct xdp_desc *d = xsk_ring_prod__tx_desc(&q->tx, idx);
+    uint64_t own;
+
+    if (!q->tx_nfree) {
+        return false;
+    }
+    own = q->tx_free[--q->tx_nfree];
+    memcpy(xsk_umem__get_data(q->umem_area, own),
+           xsk_umem__get_data(q->umem_area, d->addr), d->len);
+    __atomic_store_n(&d->addr, own, __ATOMIC_RELEASE);
+    q->tx_in_place_out = false;
+    STAT_ADD(q->stats.tx_in_place_moved, 1);
+    return true;
+}
+
+/*
+ * Kicks until the kernel has taken the frame at @idx, then waits for its
+ * completion: only then is the guest's buffer the guest's again.  In copy
+ * mode the kernel copies the frame inside the kick, and on veth the
+ * completion is there when the kick returns; a driver's zero copy
+ * completes when its DMA is done.  Bounded: after TX_IN_PLACE_WAIT_US the
+ * sender goes on, counted.
+ */
+static void finish_in_place_locked(XskQueue *q, uint32_t idx)
+{
+    gint64 deadline = 0;
+
+    for (unsigned turn = 0;; turn++) {
+        if (!tx_taken(q, idx)) {
+            STAT_ADD(q->stats.tx_kicks, 1);
+            if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+                errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+                STAT_ADD(q->stats.tx_kick_errors, 1);
+                if (!tx_taken(q, idx) && move_in_place_frame_locked(q, idx)) {
+                    return;
+                }
+            }
+        }
+        reap_completions_locked(q);
+        if (!q->tx_in_place_out) {
+            return;
+        }
+        if (!turn) {
+            STAT_ADD(q->stats.tx_in_place_waits, 1);
+            deadline = g_get_monotonic_time() + TX_IN_PLACE_WAIT_US;
+        } else if (g_get_monotonic_time() > deadline) {
+            q->tx_in_place_out = false;
+            STAT_ADD(q->stats.tx_in_place_late, 1);
+            return;
+        }
+        /* On two CPUs the softirq that completes may need this one. */
+        sched_yield();
+    }
+}
+
+bool xsk_queue_send_in_place(XskQueue *q, const uint8_t *data, size_t len)
+{
+    const uint8_t *base;
+    uint32_t idx = 0;
+    bool fits, sent = false;
+
+    qemu_mutex_lock(&q->tx_lock);
+    base = q->umem_area;
+    fits = q->lent_end && len <= LEND_CHUNK && data >= base &&
+           (uint64_t)(data - base) + len <= q->lent_end;
+    if (fits) {
+        sent = xsk_ring_prod__reserve(&q->tx, 1, &idx) == 1;
+        if (!sent) {
+            kick_locked(q);
+            sent = xsk_ring_prod__reserve(&q->tx, 1, &idx) == 1;
+        }
+    }
+    if (sent) {
+        struct xdp_desc *d = xsk_ring_prod__tx_desc(&q->tx, idx);
+
+        d->addr = data - base;
+        d->len = len;
+        d->options = 0;
+        q->tx_in_place_out = true;
+        xsk_ring_prod__submit(&q->tx, 1);
+        finish_in_place_locked(q, idx);
+    }
+    qemu_mutex_unlock(&q->tx_lock);
+    if (sent) {
+        trace_af_xdp_tx_in_place(q->cfg.queue_id, len);
+        STAT_ADD(q->stats.tx_frames, 1);
+        STAT_ADD(q->stats.tx_in_place, 1);
+    }
     return sent;
 }
 
@@ -1676,6 +1798,10 @@ void xsk_queue_get_stats(XskQueue *q, XskQueueStats *st)
     st->tx_ring_full = STAT_GET(q->stats.tx_ring_full);
     st->tx_oversize = STAT_GET(q->stats.tx_oversize);
     st->tx_chains = STAT_GET(q->stats.tx_chains);
+    st->tx_in_place = STAT_GET(q->stats.tx_in_place);
+    st->tx_in_place_waits = STAT_GET(q->stats.tx_in_place_waits);
+    st->tx_in_place_moved = STAT_GET(q->stats.tx_in_place_moved);
+    st->tx_in_place_late = STAT_GET(q->stats.tx_in_place_late);
     st->rx_meta_frames = STAT_GET(q->stats.rx_meta_frames);
     st->rx_meta_foreign = STAT_GET(q->stats.rx_meta_foreign);
     st->rx_meta_timestamp = STAT_GET(q->stats.rx_meta_timestamp);

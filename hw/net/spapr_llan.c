@@ -124,6 +124,7 @@ struct SpaprVlanState {
         uint64_t frames, bytes, errors;
         uint64_t csum_completed, segmented, segments;
         uint64_t offload_errors[LLAN_OFFLOAD_ERROR__MAX];
+        uint64_t in_place, copied[LLAN_TX_COPY__MAX];
     } tx;
     uint8_t tx_buf[LLAN_MAX_FRAME];     /* gather buffer, never per frame */
 };
@@ -1452,6 +1453,56 @@ static void send_frame(void *opaque, const uint8_t *frame, uint32_t len)
     net_nic_send(s->nic, frame, len);
 }
 
+const char *llan_tx_copy_reason_name(LlanTxCopyReason why)
+{
+    static const char *const names[LLAN_TX_COPY__MAX] = {
+        [LLAN_TX_COPY_GATHERED] = "gathered",
+        [LLAN_TX_COPY_OFFLOAD] = "offload",
+        [LLAN_TX_COPY_NOT_CONTIGUOUS] = "not-contiguous",
+        [LLAN_TX_COPY_BACKEND] = "backend",
+    };
+
+    return names[why];
+}
+
+/*
+ * Transmit zero copy: a frame in one descriptor, on one run of guest RAM,
+ * that the device sends as it is goes out from where it lies, if the
+ * backend can.  LLAN_TX_COPY__MAX when it went; else why it must be
+ * copied.  The descriptors are checked by the copy.
+ */
+static LlanTxCopyReason transmit_in_place(SpaprVlanState *s,
+                                          const uint64_t *bds)
+{
+    uint32_t len = LLAN_BD_LEN(bds[0]);
+    uint64_t gpa;
+    void *data;
+
+    if (!net_nic_sends_in_place(s->nic)) {
+        return LLAN_TX_COPY_BACKEND;
+    }
+    if (bds[1] & LLAN_BD_VALID) {
+        return LLAN_TX_COPY_GATHERED;
+    }
+    if (s->offloads && (bds[0] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
+        return LLAN_TX_COPY_OFFLOAD;
+    }
+    if (!(bds[0] & LLAN_BD_VALID) || !len || len > LLAN_MAX_FRAME ||
+        !spapr_tce_contiguous(s->vdev.tcet, LLAN_BD_ADDR(bds[0]), len,
+                              DMA_DEVICE_READS, &gpa) ||
+        !(data = guest_ram_ptr(spapr_tce_table_ram(s->vdev.tcet), gpa,
+                               len))) {
+        return LLAN_TX_COPY_NOT_CONTIGUOUS;
+    }
+    if (!net_nic_send_in_place(s->nic, data, len)) {
+        return LLAN_TX_COPY_BACKEND;
+    }
+    s->tx.frames++;
+    s->tx.bytes += len;
+    s->tx.in_place++;
+    return LLAN_TX_COPY__MAX;
+}
+
 /* Linux's large send without firmware support ("old large send") marks
  * a TCP/IPv4 frame with 0xFFFF as its IP header checksum, which no real
  * header can have, and puts the MSS in the TCP checksum field. */
@@ -1521,6 +1572,7 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
  */
 static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
 {
+    LlanTxCopyReason why = LLAN_TX_COPY__MAX;
     uint32_t len = 0;
     int64_t ret;
     bool open;
@@ -1540,8 +1592,13 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
         hcall_guest_error("h_send_logical_lan", "continuation token 0x%"
                           PRIx64 " continues no call", args[7]);
         ret = H_HARDWARE;
+    } else if ((why = transmit_in_place(s, &args[1])) == LLAN_TX_COPY__MAX) {
+        ret = H_SUCCESS;
     } else {
         ret = gather_tx_frame(s, &args[1], &len);
+    }
+    if (ret == H_SUCCESS && len) {
+        s->tx.copied[why]++;
     }
     /* Linux puts the same flags on every descriptor of a frame. */
     if (ret == H_SUCCESS && len && s->offloads &&
@@ -2166,6 +2223,18 @@ static GVariant *offload_errors(const SpaprVlanStats *vs)
     return g_variant_builder_end(&b);
 }
 
+static GVariant *tx_copied(const SpaprVlanStats *vs)
+{
+    GVariantBuilder b;
+
+    g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
+    for (int i = 0; i < LLAN_TX_COPY__MAX; i++) {
+        dict_add(&b, llan_tx_copy_reason_name(i),
+                 g_variant_new_uint64(vs->tx_copied[i]));
+    }
+    return g_variant_builder_end(&b);
+}
+
 static GVariant *spapr_vlan_query(void *opaque)
 {
     SpaprVlanState *s = opaque;
@@ -2190,6 +2259,8 @@ static GVariant *spapr_vlan_query(void *opaque)
     dict_add(&b, "tx-frames", g_variant_new_uint64(vs.tx_frames));
     dict_add(&b, "tx-bytes", g_variant_new_uint64(vs.tx_bytes));
     dict_add(&b, "tx-errors", g_variant_new_uint64(vs.tx_errors));
+    dict_add(&b, "tx-in-place", g_variant_new_uint64(vs.tx_in_place));
+    dict_add(&b, "tx-copied", tx_copied(&vs));
     dict_add(&b, "attributes", g_variant_new_uint64(vs.attributes));
     dict_add(&b, "attribute-names", attribute_names(vs.attributes));
     dict_add(&b, "rx-csum-good", g_variant_new_uint64(vs.rx_csum_good));
@@ -2402,6 +2473,8 @@ void spapr_vlan_get_stats(SpaprVlanState *s, SpaprVlanStats *stats)
     stats->tx_frames = s->tx.frames;
     stats->tx_bytes = s->tx.bytes;
     stats->tx_errors = s->tx.errors;
+    stats->tx_in_place = s->tx.in_place;
+    memcpy(stats->tx_copied, s->tx.copied, sizeof(stats->tx_copied));
     stats->tx_csum_completed = s->tx.csum_completed;
     stats->tx_segmented = s->tx.segmented;
     stats->tx_segments = s->tx.segments;

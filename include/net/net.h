@@ -162,6 +162,11 @@ typedef struct NetNicOps {
 typedef struct NetBackendOps {
     /* Sends one frame; false when it could not be sent. */
     bool (*send)(void *opaque, const uint8_t *data, size_t len);
+    /* Optional, transmit zero copy: sends the frame from where it lies,
+     * in the RAM the NIC lends from (rx_lendable), and returns once
+     * nothing reads it any more; false, with nothing sent, when it
+     * cannot (the caller then sends a copy). */
+    bool (*send_in_place)(void *opaque, const uint8_t *data, size_t len);
     void (*cleanup)(void *opaque);
     /* Optional: the NIC has room again for frames it held.  Any
      * thread. */
@@ -285,6 +290,15 @@ unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
 void net_backend_rx_lent_lost(NetClientState *backend);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
+/* Transmit zero copy: whether the backend may send a frame from where it
+ * lies; if not, net_nic_send_in_place() sends nothing. */
+bool net_nic_sends_in_place(const NetClientState *nic);
+/* Transmit zero copy: @data lies in guest RAM and is the NIC's until this
+ * returns.  True when the backend sent it from there (counted as
+ * net_nic_send counts); false when it could not, and nothing was sent
+ * or counted: the NIC sends a copy. */
+bool net_nic_send_in_place(NetClientState *nic, const uint8_t *data,
+                           size_t len);
 
 const char *net_client_name(const NetClientState *nc);
 /* What a backend says of itself in HMP's "info network", after its type:

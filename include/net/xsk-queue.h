@@ -101,6 +101,13 @@ typedef struct XskQueueStats {
     uint64_t rx_chains, rx_too_long, rx_truncated;
     uint64_t tx_frames, tx_kicks, tx_kick_errors, tx_ring_full, tx_oversize;
     uint64_t tx_chains;
+    /* Of tx_frames, those sent in place (guest RAM as the UMEM); of
+     * those, the ones whose completion was not there when the kick
+     * returned, those moved into a frame of the queue's own because the
+     * interface refused them, and those left to the kernel after
+     * waiting a second for it. */
+    uint64_t tx_in_place, tx_in_place_waits, tx_in_place_moved;
+    uint64_t tx_in_place_late;
     /* With meta_btf_id: frames with our struct in front and with any
      * other, and the struct of the last of ours (CLOCK_MONOTONIC ns with
      * ILLAN_XDP_META_TS_KTIME in its flags). */
@@ -159,6 +166,15 @@ void xsk_queue_close(XskQueue *q);
  * of them with it) or the tx ring is full.  Any thread; senders are
  * serialized. */
 bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len);
+/*
+ * Transmit zero copy: a frame that lies in the guest RAM the queue's UMEM
+ * now is (see xsk_queue_lendable) goes to the tx ring by its address, and
+ * the call returns once the kernel is done with those bytes.  False, with
+ * nothing sent, when the UMEM is not guest RAM, the frame is longer than
+ * a lent chunk or the tx ring stays full: the caller copies.  Any thread;
+ * senders are serialized.
+ */
+bool xsk_queue_send_in_place(XskQueue *q, const uint8_t *data, size_t len);
 
 /* The NIC has room again for frames the queue held back, or buffers to
  * lend again.  Any thread. */

@@ -52,6 +52,9 @@ static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
 #define NIC_COPY_DOWN       "nic.device.rx-copy-down"
 #define NIC_LENT            "nic.device.rx-lent"
 #define Q_HOST_FRAMES       "rx-host-frames"
+#define Q_TX_IN_PLACE       "tx-in-place"
+#define NIC_TX_IN_PLACE     "nic.device.tx-in-place"
+#define NIC_TX_COPIED(why)  "nic.device.tx-copied." why
 
 typedef struct Rig {
     VethPair veth;
@@ -358,6 +361,177 @@ static void test_deliver(void)
                    G_GINT64_FORMAT, ROUNDS * 3,
                    qrig_stat(r.q.qts, NIC_ZERO_COPY),
                    qrig_stat(r.q.qts, NIC_COPY_DOWN));
+    rig_stop(&r);
+}
+
+/* Transmit zero copy. */
+
+/* I/O pages the test maps itself, above what the guest model uses. */
+#define TX_IOBA     0x8000000u
+#define TX_PAGE     4096u
+
+/* The next test frame the peer end receives is @want, byte for byte. */
+static void peer_receives(Rig *r, const uint8_t *want, size_t len)
+{
+    static uint8_t got[2048];
+
+    g_assert_cmpint(packet_recv(r->q.peer, ETHERTYPE_TEST, got, sizeof(got),
+                                QTEST_WAIT_S * 1000), ==, len);
+    g_assert_cmpmem(got, len, want, len);
+}
+
+/* H_SEND_LOGICAL_LAN of test frame @tag, @len bytes at I/O address @ioba
+ * (real address @gpa), in one descriptor; asserts it succeeds, then
+ * scribbles over the buffer, which is the guest's again. */
+static void guest_sends_at(Rig *r, uint64_t ioba, uint64_t gpa, size_t len,
+                           uint16_t tag, uint8_t *frame)
+{
+    eth_frame_tagged(frame, len, peer_mac, qrig_mac, ETHERTYPE_TEST, tag,
+                     ETH_FRAME_TAG_FIRST);
+    qtest_memwrite(r->q.qts, gpa, frame, len);
+    g_assert_cmpint(qibmveth_send_bds(r->q.guest,
+                                      (uint64_t[]){ ibmveth_bd(len, ioba) },
+                                      1), ==, H_SUCCESS);
+    qtest_memset(r->q.qts, gpa, 0xEE, len);
+}
+
+/*
+ * tx-in-place=on: a frame in one descriptor on one run of guest RAM goes
+ * out from there, and the hcall returns only once the kernel is done with
+ * it, so that a guest that reuses the buffer at once still sends what it
+ * wrote.  A frame in two descriptors, or across I/O pages whose real
+ * pages lie apart, is copied and counted by reason.
+ */
+static void test_tx_in_place(void)
+{
+    static const size_t sizes[] = { 60, 1000, 1514 };
+    enum { ROUNDS = 4 };
+    uint8_t frame[1514];
+    uint64_t run, page_a, page_b;
+    uint16_t tag = 0;
+    Rig r = { 0 };
+    IbmvethConf conf;
+
+    veth_pair_create(&r.veth, 1);
+    rig_start(&r, LENDING_NETDEV ",tx-in-place=on", NULL);
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(&r, &conf);
+    wait_umem_active(&r);
+    /* Two I/O pages on consecutive real pages; two more on real pages
+     * with a page between them. */
+    run = guest_alloc(&r.q.alloc, 2 * TX_PAGE, TX_PAGE);
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA, run, 2 * TX_PAGE, 1);
+    page_a = guest_alloc(&r.q.alloc, 3 * TX_PAGE, TX_PAGE);
+    page_b = page_a + 2 * TX_PAGE;
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA + 2 * TX_PAGE, page_a, TX_PAGE,
+                  1);
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA + 3 * TX_PAGE, page_b, TX_PAGE,
+                  1);
+
+    /* Each frame crosses the first page boundary. */
+    for (unsigned i = 0; i < ROUNDS * G_N_ELEMENTS(sizes); i++) {
+        size_t len = sizes[i % G_N_ELEMENTS(sizes)];
+        uint32_t at = TX_PAGE - len / 2;
+
+        guest_sends_at(&r, TX_IOBA + at, run + at, len, tag++, frame);
+        peer_receives(&r, frame, len);
+    }
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_IN_PLACE), ==,
+                    ROUNDS * G_N_ELEMENTS(sizes));
+    g_assert_cmpint(queue_stat(&r, Q_TX_IN_PLACE), ==,
+                    ROUNDS * G_N_ELEMENTS(sizes));
+
+    /* Across the I/O pages whose real pages lie apart: copied. */
+    eth_frame_tagged(frame, 1000, peer_mac, qrig_mac, ETHERTYPE_TEST, tag++,
+                     ETH_FRAME_TAG_FIRST);
+    qtest_memwrite(r.q.qts, page_a + TX_PAGE - 500, frame, 500);
+    qtest_memwrite(r.q.qts, page_b, frame + 500, 500);
+    g_assert_cmpint(qibmveth_send_bds(r.q.guest, (uint64_t[]){
+                        ibmveth_bd(1000, TX_IOBA + 3 * TX_PAGE - 500) }, 1),
+                    ==, H_SUCCESS);
+    peer_receives(&r, frame, 1000);
+
+    /* In two descriptors: copied. */
+    eth_frame_tagged(frame, 1000, peer_mac, qrig_mac, ETHERTYPE_TEST, tag++,
+                     ETH_FRAME_TAG_FIRST);
+    qtest_memwrite(r.q.qts, run, frame, 1000);
+    g_assert_cmpint(qibmveth_send_bds(r.q.guest, (uint64_t[]){
+                        ibmveth_bd(400, TX_IOBA),
+                        ibmveth_bd(600, TX_IOBA + 400) }, 2), ==, H_SUCCESS);
+    peer_receives(&r, frame, 1000);
+
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_COPIED("not-contiguous")), ==,
+                    1);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_COPIED("gathered")), ==, 1);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_IN_PLACE), ==,
+                    ROUNDS * G_N_ELEMENTS(sizes));
+    g_test_message("%zu frames of 60/1000/1514 bytes sent in place, "
+                   "byte-exact; tx-copied.not-contiguous %" G_GINT64_FORMAT
+                   ", tx-copied.gathered %" G_GINT64_FORMAT,
+                   ROUNDS * G_N_ELEMENTS(sizes),
+                   qrig_stat(r.q.qts, NIC_TX_COPIED("not-contiguous")),
+                   qrig_stat(r.q.qts, NIC_TX_COPIED("gathered")));
+    rig_stop(&r);
+}
+
+/*
+ * The built-in guest (fwd=txonly, the IMIX sizes) writes each frame into
+ * the one transmit buffer the moment the last hcall returns: had the
+ * kernel not finished with the last frame by then, it would send it with
+ * the next one's bytes, its IP length not its own.
+ */
+static void test_tx_in_place_buffer_reused(void)
+{
+    enum { FRAMES = 400 };
+    g_autofree char *netdev = NULL, *mem = NULL;
+    uint8_t f[2048];
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    netdev = g_strdup_printf("af-xdp,id=n0,ifname=%s" LENDING_NETDEV
+                             ",tx-in-place=on", r.veth.dut);
+    mem = g_strdup_printf("%uM", RAM_SIZE >> 20);
+    qrig_init(&r.q);
+    r.q.peer = packet_socket_open_proto(r.veth.peer, 0x0800);
+    qrig_start(&r.q, &(QRigOpts){ .mem = mem, .netdev = netdev,
+                                  .nic = ",id=net0",
+                                  .extra = "-guest ibmveth,dev=net0,"
+                                           "fwd=txonly,size=mix,"
+                                           "dst=02:00:00:00:00:02" });
+    for (unsigned i = 0; i < FRAMES; i++) {
+        ssize_t len = packet_recv(r.q.peer, 0x0800, f, sizeof(f),
+                                  QTEST_WAIT_S * 1000);
+
+        g_assert_cmpint(len, >=, 60);
+        g_assert_cmpint(f[ETH_FRAME_HLEN + 2] << 8 | f[ETH_FRAME_HLEN + 3],
+                        ==, len - ETH_FRAME_HLEN);
+    }
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_IN_PLACE), >=, FRAMES / 2);
+    g_test_message("%u frames, each with its own IP length; tx-in-place %"
+                   G_GINT64_FORMAT, FRAMES,
+                   qrig_stat(r.q.qts, NIC_TX_IN_PLACE));
+    rig_stop(&r);
+}
+
+/* Without tx-in-place=on every frame is copied, counted as the
+ * backend's reason, even while guest RAM is the UMEM. */
+static void test_tx_copied_by_default(void)
+{
+    enum { FRAMES = 5 };
+    uint8_t frame[1000];
+    uint64_t run;
+    Rig r = { 0 };
+
+    rig_start_lending(&r);
+    run = guest_alloc(&r.q.alloc, TX_PAGE, TX_PAGE);
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA, run, TX_PAGE, 1);
+    for (uint16_t tag = 0; tag < FRAMES; tag++) {
+        guest_sends_at(&r, TX_IOBA, run, sizeof(frame), tag, frame);
+        peer_receives(&r, frame, sizeof(frame));
+    }
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_COPIED("backend")), ==, FRAMES);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_IN_PLACE), ==, 0);
+    g_assert_cmpint(queue_stat(&r, Q_TX_IN_PLACE), ==, 0);
     rig_stop(&r);
 }
 
@@ -782,6 +956,11 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp-zc/reset-under-flood", test_reset_under_flood);
     g_test_add_func("/af-xdp-zc/mtu-reopen-under-flood",
                     test_mtu_reopen_under_flood);
+    g_test_add_func("/af-xdp-zc/tx-in-place", test_tx_in_place);
+    g_test_add_func("/af-xdp-zc/tx-in-place/buffer-reused",
+                    test_tx_in_place_buffer_reused);
+    g_test_add_func("/af-xdp-zc/tx-copied-by-default",
+                    test_tx_copied_by_default);
     g_test_add_func("/af-xdp-zc/fallback/sock-fds", test_fallback_sock_fds);
     g_test_add_func("/af-xdp-zc/fallback/mtu", test_fallback_mtu);
     g_test_add_func("/af-xdp-zc/on-refuses-sock-fds",

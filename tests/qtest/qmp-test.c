@@ -1257,7 +1257,8 @@ static void check_nic_stats(JsonObject *nic)
             "rx-buffer-bytes", "rx-interrupts", "rx-held",
             "rx-bufs-posted", "rx-dropped", "rx-zero-copy", "rx-copy-down",
             "rx-lent", "rx-lend-refused", "tx-frames", "tx-bytes",
-            "tx-errors", "attributes", "attribute-names", "rx-csum-good",
+            "tx-errors", "tx-in-place", "tx-copied", "attributes",
+            "attribute-names", "rx-csum-good",
             "rx-csum-partial", "rx-csum-bad", "rx-csum-completed",
             "rx-lro-frames",
             "rx-lro-segments", "rx-long-tcp", "tx-csum-completed",
@@ -1278,6 +1279,10 @@ static void check_nic_stats(JsonObject *nic)
     get_int(dev, "tx-frames");
     get_int(dev, "tx-bytes");
     get_int(dev, "tx-errors");
+    /* Nor sends in place. */
+    g_assert_cmpint(get_int(dev, "tx-in-place"), ==, 0);
+    MEMBERS(get_obj(dev, "tx-copied"), "gathered", "offload",
+            "not-contiguous", "backend");
     /* A device that offers offloads, none turned on. */
     g_assert_cmpint(get_int(dev, "attributes"), ==, 0x4A000);
     g_assert_cmpuint(json_array_get_length(get_arr(dev, "attribute-names")),

@@ -17,6 +17,21 @@
 
 #define TYPE_SPAPR_VLAN         "spapr-vlan"
 
+/* Why a frame the guest sends is copied rather than sent from where it
+ * lies in guest RAM (transmit zero copy). */
+typedef enum LlanTxCopyReason {
+    LLAN_TX_COPY_GATHERED,      /* in several descriptors */
+    LLAN_TX_COPY_OFFLOAD,       /* the device fills in a checksum or
+                                   segments it */
+    LLAN_TX_COPY_NOT_CONTIGUOUS,    /* not one run of RAM through the TCEs */
+    LLAN_TX_COPY_BACKEND,       /* the backend's UMEM is not guest RAM, or
+                                   it could not take the frame */
+    LLAN_TX_COPY__MAX
+} LlanTxCopyReason;
+
+/* "gathered", "offload", "not-contiguous", "backend". */
+const char *llan_tx_copy_reason_name(LlanTxCopyReason why);
+
 typedef struct SpaprVlanStats {
     uint64_t rx_frames;             /* delivered into guest buffers */
     uint64_t rx_bytes;
@@ -34,6 +49,10 @@ typedef struct SpaprVlanStats {
     uint64_t tx_frames;
     uint64_t tx_bytes;
     uint64_t tx_errors;             /* H_SEND_LOGICAL_LAN calls that failed */
+    /* Of tx_frames, those sent from where they lie in guest RAM, and
+     * those copied, by reason. */
+    uint64_t tx_in_place;
+    uint64_t tx_copied[LLAN_TX_COPY__MAX];
     /* Offloads (see docs/system/devices/spapr-vlan.md). */
     uint64_t attributes;            /* what H_ILLAN_ATTRIBUTES reports */
     uint64_t rx_csum_good, rx_csum_partial, rx_csum_bad;
