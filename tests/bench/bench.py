@@ -680,6 +680,8 @@ def illan_argv(args, ns, point, qmp_path):
     if 'umem' in point:
         umem = point['umem']
         netdev += f',guest-umem={UMEM_OPTION.get(umem, umem)}'
+        if umem == 'guest' and point['fwd'] == 'txonly':
+            netdev += ',tx-in-place=on'
     if args.guest_opts:
         guest += ',' + args.guest_opts
     return ['ip', 'netns', 'exec', ns.dut, 'taskset', '-c', args.illan_cpus,
@@ -1145,8 +1147,9 @@ UMEM_OPTION = {'copy': 'off', 'guest': 'on'}
 # (and --match globs) from before the twins.
 UMEM_LABEL = {'copy': [], 'guest': ['zc']}
 # The points that get a zero-copy twin by default; --full twins every
-# point with pools on that receives.  txonly sends by copy either way.
-TWIN_FWDS = ('rxonly', 'macswap')
+# such point with pools on.  txonly's twin sends in place too
+# (tx-in-place=on); macswap's sends a copy, as the default does.
+TWIN_FWDS = ('rxonly', 'txonly', 'macswap')
 TWIN_AT = {'pools': 'on', 'mode': 'native', 'wait': 'poll'}
 
 
@@ -1177,7 +1180,7 @@ def illan_points(full, umem='copy'):
     ['rxonly/64/on/native/poll', 'rxonly/64/on/native/poll/zc',
      'rxonly/64/off/native/poll', 'rxonly/1500/on/native/poll']
     >>> len(illan_points(False)), len(illan_points(True))
-    (30, 96)
+    (33, 108)
     >>> len(illan_points(False, 'guest'))
     24
     """
@@ -1501,21 +1504,32 @@ ILLAN_HEADER = ['fwd', 'size', 'pools', 'mode', 'wait', 'umem',
 # and those copied from one into a smaller buffer of the guest's.
 ZERO_COPY_COUNTERS = ('net.nics.0.device.rx-zero-copy',
                       'net.nics.0.device.rx-copy-down')
+# txonly: the frames the guest sent, and those sent from guest RAM.
+TX_IN_PLACE_COUNTERS = ('net.nics.0.device.tx-frames',
+                        'net.nics.0.device.tx-in-place')
 
 
 def zero_copy_cell(r):
-    """The window's frames in place / copied down, in millions; empty
-    for a point that copies.
+    """The window's frames in place / copied down (txonly: in place /
+    copied), in millions; empty for a point that copies.
 
-    >>> r = {'umem': 'guest', 'counters': {
+    >>> r = {'umem': 'guest', 'fwd': 'rxonly', 'counters': {
     ...     'net.nics.0.device.rx-zero-copy': 1300000,
     ...     'net.nics.0.device.rx-copy-down': 14560000}}
     >>> zero_copy_cell(r), zero_copy_cell(dict(r, umem='copy'))
     ('1.30 M / 14.56 M', '')
+    >>> zero_copy_cell({'umem': 'guest', 'fwd': 'txonly', 'counters': {
+    ...     'net.nics.0.device.tx-frames': 2500000,
+    ...     'net.nics.0.device.tx-in-place': 2400000}})
+    '2.40 M / 0.10 M'
     """
     if r.get('umem', 'copy') == 'copy':
         return ''
-    return ' / '.join(f'{fmt(r["counters"].get(k, 0) / 1e6)} M'
+    c = r['counters']
+    if r.get('fwd') == 'txonly':
+        sent, in_place = (c.get(k, 0) for k in TX_IN_PLACE_COUNTERS)
+        return f'{fmt(in_place / 1e6)} M / {fmt((sent - in_place) / 1e6)} M'
+    return ' / '.join(f'{fmt(c.get(k, 0) / 1e6)} M'
                       for k in ZERO_COPY_COUNTERS)
 
 
