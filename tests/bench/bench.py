@@ -605,8 +605,15 @@ def start_retrying(start, ready, retryable=lambda proc: True):
             time.sleep(SETTLE_S)
 
 
+# Raw loops that are another one's with options: the sender that kicks
+# the kernel for each frame, as a sender in place must (illan's
+# tx-in-place), against which txonly's zero-copy twin is held.
+RAW_VARIANTS = {'txonly1': ('txonly', ['-b', '1'])}
+
+
 def start_rxdrop(args, ns, mode, wait, fwd, size):
-    extra = ['-s', size, '-d', ns.gen_mac] if fwd == 'txonly' else []
+    fwd, more = RAW_VARIANTS.get(fwd, (fwd, []))
+    extra = ['-s', size, '-d', ns.gen_mac, *more] if fwd == 'txonly' else []
     rx, _ = start_retrying(
         lambda: Proc('xsk-rxdrop', ['ip', 'netns', 'exec', ns.dut,
                                     tool(args, 'xsk-rxdrop'), '-i', 'dut0',
@@ -622,12 +629,12 @@ def raw_run(args, ns, point):
     at the generator's end, as for illan's.  The receiver's (or sender's)
     CPU a frame is over the frames it counted itself in its window:
     received, forwarded or sent."""
-    size, mode, wait, fwd = (point['size'], point['mode'], point['wait'],
-                             point['fwd'])
+    size, mode, wait = point['size'], point['mode'], point['wait']
+    fwd = RAW_VARIANTS.get(point['fwd'], (point['fwd'],))[0]
     gen_args = (args, ns, size, args.secs + START_TIMEOUT_S + 5, ns.dut_mac,
                 *{'macswap': ['--count'], 'txonly': ['--listen']}.get(fwd, []))
     gen = start_gen(*gen_args) if fwd == 'txonly' else None
-    rx = start_rxdrop(args, ns, mode, wait, fwd, size)
+    rx = start_rxdrop(args, ns, mode, wait, point['fwd'], size)
     try:
         gen = gen or start_gen(*gen_args)
         rx.expect('first', START_TIMEOUT_S)
@@ -1130,7 +1137,7 @@ def raw_points():
          for s in PEER_SIZES] + \
         [{'fwd': 'macswap', 'size': '64', 'mode': 'native', 'wait': 'spin'}] + \
         [{'fwd': f, 'size': s, 'mode': 'native', 'wait': 'poll'}
-         for f in ('macswap', 'txonly') for s in PEER_SIZES]
+         for f in ('macswap', 'txonly', 'txonly1') for s in PEER_SIZES]
 
 
 def testpmd_points():

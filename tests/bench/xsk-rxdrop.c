@@ -21,9 +21,11 @@
  *
  * With --fwd txonly it is the limit of a sender: no program and no
  * receive ring, every UMEM frame holds one IPv4/UDP frame of --size bytes
- * to --dst, and the loop puts up to a batch of them on the tx ring and
- * kicks the kernel with sendto() every batch (copy mode sends in that
- * call), taking completed frames back as it goes.  It counts completed
+ * to --dst, and the loop puts up to a batch of them (--batch, 64 unless
+ * told) on the tx ring and kicks the kernel with sendto() every batch
+ * (copy mode sends in that call), taking completed frames back as it
+ * goes.  --batch 1 is what a sender that may not batch pays: a kick, and
+ * so one run of the peer's receive, for every frame.  It counts completed
  * frames; the benchmark counts what arrives at the generator's end, as it
  * does for illan's txonly.
  *
@@ -66,7 +68,7 @@
 
 typedef struct Options {
     char *ifname, *mode, *wait, *fwd, *dst;
-    int secs, cpu, size;
+    int secs, cpu, size, batch;
 } Options;
 
 typedef struct Rx {
@@ -86,7 +88,7 @@ typedef struct Rx {
     uint64_t frames, bytes, tx_frames;
     /* txonly: the UMEM frames not on the tx ring, and the frame length. */
     uint64_t free_frames[RING];
-    uint32_t nfree, size;
+    uint32_t nfree, size, batch;
 } Rx;
 
 static _Noreturn void die(const char *what, int err)
@@ -192,6 +194,7 @@ static void setup_sender(Rx *r, const Options *o)
 {
     r->txonly = true;
     r->size = o->size;
+    r->batch = o->batch;
     open_socket(r, o);
     write_frames(r, o->dst);
 }
@@ -306,7 +309,7 @@ static uint32_t send_batch(Rx *r)
             *xsk_ring_cons__comp_addr(&r->comp, idx_comp + i);
     }
     xsk_ring_cons__release(&r->comp, done);
-    n = xsk_ring_prod__reserve(&r->tx, MIN(BATCH, r->nfree), &idx_tx);
+    n = xsk_ring_prod__reserve(&r->tx, MIN(r->batch, r->nfree), &idx_tx);
     for (uint32_t i = 0; i < n; i++) {
         struct xdp_desc *t = xsk_ring_prod__tx_desc(&r->tx, idx_tx + i);
 
@@ -493,6 +496,8 @@ static bool parse_args(int argc, char **argv, Options *o)
           "txonly: frame length in bytes, 60 to 1514, default 64", "BYTES" },
         { "dst", 'd', 0, G_OPTION_ARG_STRING, &o->dst,
           "txonly: destination MAC (required)", "MAC" },
+        { "batch", 'b', 0, G_OPTION_ARG_INT, &o->batch,
+          "txonly: frames a kick, 1 to 64, default 64", "N" },
         { 0 },
     };
     g_autoptr(GOptionContext) ctx =
@@ -510,11 +515,12 @@ static bool parse_args(int argc, char **argv, Options *o)
         (strcmp(o->fwd, "drop") && strcmp(o->fwd, "copy") &&
          strcmp(o->fwd, "macswap") && strcmp(o->fwd, "txonly")) ||
         (!strcmp(o->fwd, "txonly") &&
-         (!o->dst || o->size < 60 || o->size > 1514))) {
+         (!o->dst || o->size < 60 || o->size > 1514 || o->batch < 1 ||
+          o->batch > BATCH))) {
         fprintf(stderr, "xsk-rxdrop: needs --ifname, a positive --duration, "
                 "--mode native|skb, --wait poll|spin, --fwd "
-                "drop|copy|macswap|txonly, and for txonly --dst and a --size of "
-                "60 to 1514\n");
+                "drop|copy|macswap|txonly, and for txonly --dst, a --size of "
+                "60 to 1514 and a --batch of 1 to 64\n");
         return false;
     }
     return true;
@@ -523,7 +529,7 @@ static bool parse_args(int argc, char **argv, Options *o)
 int main(int argc, char **argv)
 {
     Options o = { .mode = "native", .wait = "poll", .fwd = "drop",
-                  .secs = 10, .cpu = 1, .size = 64 };
+                  .secs = 10, .cpu = 1, .size = 64, .batch = BATCH };
     Rx r = { 0 };
 
     if (!parse_args(argc, argv, &o)) {
