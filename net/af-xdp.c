@@ -1308,16 +1308,9 @@ static const NetBackendOps af_xdp_ops = {
     .query = af_xdp_query,
 };
 
-/* With tx-in-place=on: the NIC asks before it copies. */
-static const NetBackendOps af_xdp_ops_in_place = {
-    .send = af_xdp_send,
-    .send_in_place = af_xdp_send_in_place,
-    .rx_ready = af_xdp_rx_ready,
-    .rx_lendable = af_xdp_rx_lendable,
-    .rx_reclaim = af_xdp_rx_reclaim,
-    .cleanup = af_xdp_free,
-    .query = af_xdp_query,
-};
+/* With tx-in-place=on, the same and send_in_place: the NIC asks before
+ * it copies.  Filled in at registration. */
+static NetBackendOps af_xdp_ops_in_place;
 
 /* Creation. */
 
@@ -1485,6 +1478,8 @@ static void af_xdp_register(void)
 {
     libxdp_set_print(NULL);
     libbpf_set_print(NULL);
+    af_xdp_ops_in_place = af_xdp_ops;
+    af_xdp_ops_in_place.send_in_place = af_xdp_send_in_place;
     netdev_type_register(&af_xdp_type);
 }
 illan_init(af_xdp_register)
