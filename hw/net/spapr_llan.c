@@ -1162,7 +1162,7 @@ static unsigned spapr_vlan_rx_lend(void *opaque, uint64_t *addrs,
                                    NetLendOutlook *outlook)
 {
     SpaprVlanState *s = opaque;
-    unsigned n = 0, looked = 0, lendable;
+    unsigned n = 0, looked = 0, refused = 0, lendable;
     bool lending;
     uint64_t bd, gpa;
 
@@ -1174,14 +1174,18 @@ static unsigned spapr_vlan_rx_lend(void *opaque, uint64_t *addrs,
             gpa < NET_LEND_HEADROOM || !llan_rx_lent_put(&s->lent, gpa, bd)) {
             llan_rx_pools_unlend(&s->pools, bd, true);
             s->stats.rx_lend_refused++;
+            refused++;
             continue;
         }
         addrs[n++] = gpa;
     }
     s->lent_any |= n > 0;
     lendable = llan_rx_pools_lendable(&s->pools, LEND_MIN_BUFSIZE);
+    /* Buffers that were all refused are none to lend, however many the
+     * pool holds: the backend must feed the kernel frames of its own. */
     *outlook = !lending ? NET_LEND_OFF
-             : lendable > 0 ? NET_LEND_KEPT : NET_LEND_EMPTY;
+             : lendable > 0 && (n || !refused) ? NET_LEND_KEPT
+             : NET_LEND_EMPTY;
     s->lend_wake_at = lending && lendable <= keep ? keep + 1 : 0;
     qemu_mutex_unlock(&s->lock);
     return n;

@@ -367,8 +367,8 @@ static void test_deliver(void)
 /* Transmit zero copy. */
 
 /* I/O pages the test maps itself, above what the guest model uses. */
-#define TX_IOBA     0x8000000u
-#define TX_PAGE     4096u
+#define TEST_IOBA     0x8000000u
+#define TEST_PAGE     4096u
 
 /* The next test frame the peer end receives is @want, byte for byte. */
 static void peer_receives(Rig *r, const uint8_t *want, size_t len)
@@ -419,21 +419,21 @@ static void test_tx_in_place(void)
     wait_umem_active(&r);
     /* Two I/O pages on consecutive real pages; two more on real pages
      * with a page between them. */
-    run = guest_alloc(&r.q.alloc, 2 * TX_PAGE, TX_PAGE);
-    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA, run, 2 * TX_PAGE, 1);
-    page_a = guest_alloc(&r.q.alloc, 3 * TX_PAGE, TX_PAGE);
-    page_b = page_a + 2 * TX_PAGE;
-    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA + 2 * TX_PAGE, page_a, TX_PAGE,
+    run = guest_alloc(&r.q.alloc, 2 * TEST_PAGE, TEST_PAGE);
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TEST_IOBA, run, 2 * TEST_PAGE, 1);
+    page_a = guest_alloc(&r.q.alloc, 3 * TEST_PAGE, TEST_PAGE);
+    page_b = page_a + 2 * TEST_PAGE;
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TEST_IOBA + 2 * TEST_PAGE, page_a, TEST_PAGE,
                   1);
-    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA + 3 * TX_PAGE, page_b, TX_PAGE,
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TEST_IOBA + 3 * TEST_PAGE, page_b, TEST_PAGE,
                   1);
 
     /* Each frame crosses the first page boundary. */
     for (unsigned i = 0; i < ROUNDS * G_N_ELEMENTS(sizes); i++) {
         size_t len = sizes[i % G_N_ELEMENTS(sizes)];
-        uint32_t at = TX_PAGE - len / 2;
+        uint32_t at = TEST_PAGE - len / 2;
 
-        guest_sends_at(&r, TX_IOBA + at, run + at, len, tag++, frame);
+        guest_sends_at(&r, TEST_IOBA + at, run + at, len, tag++, frame);
         peer_receives(&r, frame, len);
     }
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_IN_PLACE), ==,
@@ -444,10 +444,10 @@ static void test_tx_in_place(void)
     /* Across the I/O pages whose real pages lie apart: copied. */
     eth_frame_tagged(frame, 1000, peer_mac, qrig_mac, ETHERTYPE_TEST, tag++,
                      ETH_FRAME_TAG_FIRST);
-    qtest_memwrite(r.q.qts, page_a + TX_PAGE - 500, frame, 500);
+    qtest_memwrite(r.q.qts, page_a + TEST_PAGE - 500, frame, 500);
     qtest_memwrite(r.q.qts, page_b, frame + 500, 500);
     g_assert_cmpint(qibmveth_send_bds(r.q.guest, (uint64_t[]){
-                        ibmveth_bd(1000, TX_IOBA + 3 * TX_PAGE - 500) }, 1),
+                        ibmveth_bd(1000, TEST_IOBA + 3 * TEST_PAGE - 500) }, 1),
                     ==, H_SUCCESS);
     peer_receives(&r, frame, 1000);
 
@@ -456,8 +456,8 @@ static void test_tx_in_place(void)
                      ETH_FRAME_TAG_FIRST);
     qtest_memwrite(r.q.qts, run, frame, 1000);
     g_assert_cmpint(qibmveth_send_bds(r.q.guest, (uint64_t[]){
-                        ibmveth_bd(400, TX_IOBA),
-                        ibmveth_bd(600, TX_IOBA + 400) }, 2), ==, H_SUCCESS);
+                        ibmveth_bd(400, TEST_IOBA),
+                        ibmveth_bd(600, TEST_IOBA + 400) }, 2), ==, H_SUCCESS);
     peer_receives(&r, frame, 1000);
 
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_COPIED("not-contiguous")), ==,
@@ -523,15 +523,62 @@ static void test_tx_copied_by_default(void)
     Rig r = { 0 };
 
     rig_start_lending(&r);
-    run = guest_alloc(&r.q.alloc, TX_PAGE, TX_PAGE);
-    qtest_tce_map(r.q.qts, QRIG_UNIT, TX_IOBA, run, TX_PAGE, 1);
+    run = guest_alloc(&r.q.alloc, TEST_PAGE, TEST_PAGE);
+    qtest_tce_map(r.q.qts, QRIG_UNIT, TEST_IOBA, run, TEST_PAGE, 1);
     for (uint16_t tag = 0; tag < FRAMES; tag++) {
-        guest_sends_at(&r, TX_IOBA, run, sizeof(frame), tag, frame);
+        guest_sends_at(&r, TEST_IOBA, run, sizeof(frame), tag, frame);
         peer_receives(&r, frame, sizeof(frame));
     }
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_COPIED("backend")), ==, FRAMES);
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_TX_IN_PLACE), ==, 0);
     g_assert_cmpint(queue_stat(&r, Q_TX_IN_PLACE), ==, 0);
+    rig_stop(&r);
+}
+
+/*
+ * A guest whose only buffers of a lendable size are not one run of RAM
+ * (each crosses an I/O page boundary onto real pages apart) still gets
+ * its frames: the device refuses to lend those buffers, and the queue's
+ * own frames must keep the fill ring fed.  Here the other frames are 60
+ * bytes, for the 512-byte pool; more of them than the kernel held of the
+ * queue's own when the buffers were posted.
+ */
+static void test_refused_buffers_receive(void)
+{
+    enum { BUFS = 8, FRAMES = 200 };
+    Rig r = { 0 };
+    IbmvethConf conf;
+    uint64_t far;
+
+    veth_pair_create(&r.veth, 1);
+    rig_start(&r, LENDING_NETDEV, NULL);
+    pools_conf(&conf, 1u << POOL_512);
+    guest_open(&r, &conf);
+    wait_umem_active(&r);
+    far = guest_alloc(&r.q.alloc, 2 * BUFS * 2 * TEST_PAGE, TEST_PAGE);
+    for (unsigned i = 0; i < BUFS; i++) {
+        uint64_t io = TEST_IOBA + 2 * i * TEST_PAGE;
+        uint64_t first = far + 4 * i * TEST_PAGE;
+        uint64_t handle = 0xF00D0000 + i;
+
+        qtest_tce_map(r.q.qts, QRIG_UNIT, io, first, TEST_PAGE, 3);
+        qtest_tce_map(r.q.qts, QRIG_UNIT, io + TEST_PAGE, first + 2 * TEST_PAGE,
+                      TEST_PAGE, 3);
+        qtest_memwrite(r.q.qts, first + TEST_PAGE - 1024, &handle,
+                       sizeof(handle));
+        g_assert_cmpint(qtest_hcallv(r.q.qts, H_ADD_LOGICAL_LAN_BUFFER,
+                                     QRIG_UNIT,
+                                     ibmveth_bd(2048,
+                                                io + TEST_PAGE - 1024)),
+                        ==, H_SUCCESS);
+    }
+    for (uint16_t tag = 0; tag < FRAMES; tag++) {
+        send_tagged(&r, 60, tag);
+        receive_tagged(&r, 60, tag, 512);
+    }
+    g_assert_cmpint(qrig_stat(r.q.qts, "nic.device.rx-lend-refused"), >=,
+                    BUFS);
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
     rig_stop(&r);
 }
 
@@ -956,6 +1003,8 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp-zc/reset-under-flood", test_reset_under_flood);
     g_test_add_func("/af-xdp-zc/mtu-reopen-under-flood",
                     test_mtu_reopen_under_flood);
+    g_test_add_func("/af-xdp-zc/refused-buffers-receive",
+                    test_refused_buffers_receive);
     g_test_add_func("/af-xdp-zc/tx-in-place", test_tx_in_place);
     g_test_add_func("/af-xdp-zc/tx-in-place/buffer-reused",
                     test_tx_in_place_buffer_reused);
