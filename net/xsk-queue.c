@@ -394,10 +394,14 @@ static bool map_bounce(XskQueue *q)
     return true;
 }
 
+/* On each socket the queue gets, first or replacing one. */
 static void set_busy_poll(XskQueue *q)
 {
     int one = 1, usecs = q->cfg.busy_poll_usecs, budget = q->cfg.batch;
 
+    if (!usecs) {
+        return;
+    }
     /* Best effort: kernels without it still work, only without. */
     setsockopt(q->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof(one));
     setsockopt(q->fd, SOL_SOCKET, SO_BUSY_POLL, &usecs, sizeof(usecs));
@@ -536,9 +540,7 @@ XskQueue *xsk_queue_open(const XskQueueConfig *cfg, NetClientState *backend,
         queue_free(q);
         return NULL;
     }
-    if (cfg->busy_poll_usecs) {
-        set_busy_poll(q);
-    }
+    set_busy_poll(q);
     read_options(q);
     queue_ready(q);
     return q;
@@ -1351,6 +1353,7 @@ static bool open_lending(XskQueue *q, GuestRam *ram)
         g_usleep(REBIND_RETRY_US);
     }
     q->fd = xsk_socket__fd(q->xsk);
+    set_busy_poll(q);
     q->umem_area = guest_ram_base(ram);
     q->lent_end = guest_ram_size(ram);
     q->multi_buffer = false;
@@ -1383,6 +1386,7 @@ static bool open_own(XskQueue *q)
         g_usleep(REBIND_RETRY_US);
     }
     if (ok) {
+        set_busy_poll(q);
         read_options(q);
         queue_ready(q);
     }

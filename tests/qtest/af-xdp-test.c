@@ -651,45 +651,6 @@ static void test_unprivileged_sock_fds(void)
 
 /* sock-fds claims: only sockets handed to illan, each by one netdev. */
 
-/* The AF_XDP socket illan opened for netdev n0: the one of its
- * descriptors, copied here, that is an AF_XDP socket and none of
- * @inherited's @n. */
-static int illan_own_xsk(pid_t pid, const int *inherited, unsigned n)
-{
-    g_autofree char *dir = g_strdup_printf("/proc/%d/fd", pid);
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    int pidfd = syscall(SYS_pidfd_open, pid, 0), found = -1;
-    const char *name;
-
-    g_assert_nonnull(d);
-    g_assert_cmpint(pidfd, >=, 0);
-    while (found < 0 && (name = g_dir_read_name(d))) {
-        int fd = atoi(name);
-        int copy = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-        int domain = 0;
-        socklen_t len = sizeof(domain);
-        bool theirs = false;
-        struct stat a, b;
-
-        if (copy < 0) {
-            continue;
-        }
-        g_assert_cmpint(fstat(copy, &a), ==, 0);
-        for (unsigned i = 0; i < n; i++) {
-            g_assert_cmpint(fstat(inherited[i], &b), ==, 0);
-            theirs |= a.st_ino == b.st_ino && a.st_dev == b.st_dev;
-        }
-        if (!theirs && !getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &domain,
-                                   &len) && domain == AF_XDP) {
-            found = fd;
-        }
-        close(copy);
-    }
-    close(pidfd);
-    g_assert_cmpint(found, >=, 0);
-    return found;
-}
-
 /* netdev_add of an af-xdp netdev @id on @ifname with @opts: its error,
  * or NULL if it was added. */
 static char *netdev_add_error(Rig *r, const char *id, const char *ifname,
@@ -763,7 +724,7 @@ static void test_sock_fds_claims(void)
     n1.qts = r.q.qts;
 
     /* n0's own socket: refused, and n0 keeps it. */
-    own = illan_own_xsk(qtest_pid(r.q.qts), inherited, 2);
+    close(process_xsk(qtest_pid(r.q.qts), inherited, 2, &own));
     opts = g_strdup_printf(", 'sock-fds': '%d'", own);
     want = g_strdup_printf("sock-fds: descriptor %d was not handed to "
                            "illan for this: it is one of illan's own "

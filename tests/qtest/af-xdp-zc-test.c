@@ -690,6 +690,41 @@ static void test_stop_cont(void)
     rig_stop(&r);
 }
 
+/* SO_BUSY_POLL of the queue's socket now, in illan. */
+static int socket_busy_poll(Rig *r)
+{
+    int fd_there, usecs = -1;
+    int xsk = process_xsk(qtest_pid(r->q.qts), NULL, 0, &fd_there);
+    socklen_t len = sizeof(usecs);
+
+    g_assert_cmpint(getsockopt(xsk, SOL_SOCKET, SO_BUSY_POLL, &usecs, &len),
+                    ==, 0);
+    close(xsk);
+    return usecs;
+}
+
+/* busy-poll= holds for each socket the queue gets: on guest RAM, and on
+ * its own UMEM while stopped. */
+static void test_busy_poll_kept(void)
+{
+    IbmvethConf conf;
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    rig_start(&r, LENDING_NETDEV ",busy-poll=25", NULL);
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(&r, &conf);
+    wait_umem_active(&r);
+    g_assert_cmpint(socket_busy_poll(&r), ==, 25);
+    qmp_ok(&r, "'stop'");
+    g_assert_false(umem_active(&r));
+    g_assert_cmpint(socket_busy_poll(&r), ==, 25);
+    qmp_ok(&r, "'cont'");
+    g_assert_true(umem_active(&r));
+    g_assert_cmpint(socket_busy_poll(&r), ==, 25);
+    rig_stop(&r);
+}
+
 /*
  * A migration's destination keeps its socket on guest RAM while it waits
  * for the stream: it never ran, so it has nothing lent to take back, and
@@ -996,6 +1031,7 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp-zc/deliver", test_deliver);
     g_test_add_func("/af-xdp-zc/lend-on-post", test_lend_on_post);
     g_test_add_func("/af-xdp-zc/stop-cont", test_stop_cont);
+    g_test_add_func("/af-xdp-zc/busy-poll-kept", test_busy_poll_kept);
     g_test_add_func("/af-xdp-zc/incoming-keeps-guest-umem",
                     test_incoming_keeps_guest_umem);
     g_test_add_func("/af-xdp-zc/interface-returns", test_interface_returns);

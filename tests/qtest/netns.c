@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +134,49 @@ void veth_pair_destroy(VethPair *p)
 unsigned veth_ifindex(const char *ifname)
 {
     return if_nametoindex(ifname);
+}
+
+static bool same_file(int a, int b)
+{
+    struct stat sa, sb;
+
+    g_assert_cmpint(fstat(a, &sa), ==, 0);
+    g_assert_cmpint(fstat(b, &sb), ==, 0);
+    return sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+int process_xsk(pid_t pid, const int *skip, unsigned nskip, int *fd_there)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/fd", pid);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    int pidfd = syscall(SYS_pidfd_open, pid, 0), found = -1;
+    const char *name;
+
+    g_assert_nonnull(d);
+    g_assert_cmpint(pidfd, >=, 0);
+    while (found < 0 && (name = g_dir_read_name(d))) {
+        int copy = syscall(SYS_pidfd_getfd, pidfd, atoi(name), 0);
+        int domain = 0;
+        socklen_t len = sizeof(domain);
+        bool skipped = false;
+
+        if (copy < 0) {
+            continue;
+        }
+        for (unsigned i = 0; i < nskip; i++) {
+            skipped |= same_file(copy, skip[i]);
+        }
+        if (!skipped && !getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &domain,
+                                    &len) && domain == AF_XDP) {
+            found = copy;
+            *fd_there = atoi(name);
+        } else {
+            close(copy);
+        }
+    }
+    close(pidfd);
+    g_assert_cmpint(found, >=, 0);
+    return found;
 }
 
 int packet_socket_open(const char *ifname)

@@ -40,6 +40,12 @@ void veth_pair_create(VethPair *p, unsigned queues);
 void veth_pair_destroy(VethPair *p);
 unsigned veth_ifindex(const char *ifname);
 
+/* A copy, in this process, of the first AF_XDP socket process @pid
+ * holds that is none of @skip's @nskip (descriptors of this process),
+ * with its number in @pid in *@fd_there; fails the test if there is
+ * none.  Root. */
+int process_xsk(pid_t pid, const int *skip, unsigned nskip, int *fd_there);
+
 /* AF_PACKET socket bound to @ifname, receiving every protocol. */
 int packet_socket_open(const char *ifname);
 /* The same receiving only EtherType @proto (host order), which leaves out
