@@ -613,18 +613,14 @@ bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len)
     return count_tx(nic, TX_SENT, len);
 }
 
-bool net_nic_sends_in_place(const NetClientState *nic)
-{
-    return nic->peer && nic->peer->backend_ops->send_in_place;
-}
-
 bool net_nic_send_in_place(NetClientState *nic, const uint8_t *data,
                            size_t len)
 {
     NetClientState *backend = nic->peer;
 
     g_assert(nic->is_nic);
-    if (!net_nic_sends_in_place(nic) || !net_client_link_up(nic) || !net_client_link_up(backend) ||
+    if (!backend || !backend->backend_ops->send_in_place ||
+        !net_client_link_up(nic) || !net_client_link_up(backend) ||
         len == 0 || len > NET_FRAME_MAX ||
         !backend->backend_ops->send_in_place(backend->opaque, data, len)) {
         return false;

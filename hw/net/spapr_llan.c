@@ -1470,41 +1470,46 @@ const char *llan_tx_copy_reason_name(LlanTxCopyReason why)
 }
 
 /*
- * Transmit zero copy: a frame in one descriptor, on one run of guest RAM,
- * that the device sends as it is goes out from where it lies, if the
- * backend can.  LLAN_TX_COPY__MAX when it went; else why it must be
- * copied.  The descriptors are checked by the copy.
+ * A frame in one descriptor, on one run of guest RAM, that the device
+ * sends as it is: where it lies, so that the device makes no copy of its
+ * own.  NULL, with why in *@why, for one it gathers into tx_buf; the
+ * gather checks the descriptors.
  */
-static LlanTxCopyReason transmit_in_place(SpaprVlanState *s,
-                                          const uint64_t *bds)
+static const uint8_t *frame_as_it_lies(SpaprVlanState *s, const uint64_t *bds,
+                                       LlanTxCopyReason *why)
 {
     uint32_t len = LLAN_BD_LEN(bds[0]);
+    const uint8_t *data = NULL;
     uint64_t gpa;
-    void *data;
 
-    if (!net_nic_sends_in_place(s->nic)) {
-        return LLAN_TX_COPY_BACKEND;
-    }
     if (bds[1] & LLAN_BD_VALID) {
-        return LLAN_TX_COPY_GATHERED;
+        *why = LLAN_TX_COPY_GATHERED;
+    } else if (s->offloads &&
+               (bds[0] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
+        *why = LLAN_TX_COPY_OFFLOAD;
+    } else if (!(bds[0] & LLAN_BD_VALID) || !len || len > LLAN_MAX_FRAME ||
+               !spapr_tce_contiguous(s->vdev.tcet, LLAN_BD_ADDR(bds[0]), len,
+                                     DMA_DEVICE_READS, &gpa) ||
+               !(data = guest_ram_ptr(spapr_tce_table_ram(s->vdev.tcet), gpa,
+                                      len))) {
+        *why = LLAN_TX_COPY_NOT_CONTIGUOUS;
     }
-    if (s->offloads && (bds[0] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
-        return LLAN_TX_COPY_OFFLOAD;
+    return data;
+}
+
+/* Transmit zero copy if the backend can; else it copies the frame
+ * straight from guest RAM. */
+static void send_as_it_lies(SpaprVlanState *s, const uint8_t *data,
+                            uint32_t len)
+{
+    if (net_nic_send_in_place(s->nic, data, len)) {
+        s->tx.frames++;
+        s->tx.bytes += len;
+        s->tx.in_place++;
+        return;
     }
-    if (!(bds[0] & LLAN_BD_VALID) || !len || len > LLAN_MAX_FRAME ||
-        !spapr_tce_contiguous(s->vdev.tcet, LLAN_BD_ADDR(bds[0]), len,
-                              DMA_DEVICE_READS, &gpa) ||
-        !(data = guest_ram_ptr(spapr_tce_table_ram(s->vdev.tcet), gpa,
-                               len))) {
-        return LLAN_TX_COPY_NOT_CONTIGUOUS;
-    }
-    if (!net_nic_send_in_place(s->nic, data, len)) {
-        return LLAN_TX_COPY_BACKEND;
-    }
-    s->tx.frames++;
-    s->tx.bytes += len;
-    s->tx.in_place++;
-    return LLAN_TX_COPY__MAX;
+    s->tx.copied[LLAN_TX_COPY_BACKEND]++;
+    send_frame(s, data, len);
 }
 
 /* Linux's large send without firmware support ("old large send") marks
@@ -1577,6 +1582,7 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
 static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
 {
     LlanTxCopyReason why = LLAN_TX_COPY__MAX;
+    const uint8_t *data;
     uint32_t len = 0;
     int64_t ret;
     bool open;
@@ -1596,13 +1602,14 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
         hcall_guest_error("h_send_logical_lan", "continuation token 0x%"
                           PRIx64 " continues no call", args[7]);
         ret = H_HARDWARE;
-    } else if ((why = transmit_in_place(s, &args[1])) == LLAN_TX_COPY__MAX) {
+    } else if ((data = frame_as_it_lies(s, &args[1], &why))) {
+        send_as_it_lies(s, data, LLAN_BD_LEN(args[1]));
         ret = H_SUCCESS;
     } else {
         ret = gather_tx_frame(s, &args[1], &len);
-    }
-    if (ret == H_SUCCESS && len) {
-        s->tx.copied[why]++;
+        if (ret == H_SUCCESS && len) {
+            s->tx.copied[why]++;
+        }
     }
     /* Linux puts the same flags on every descriptor of a frame. */
     if (ret == H_SUCCESS && len && s->offloads &&

@@ -290,9 +290,6 @@ unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
 void net_backend_rx_lent_lost(NetClientState *backend);
 /* Sends one frame the guest built to the backend; false if dropped. */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
-/* Transmit zero copy: whether the backend may send a frame from where it
- * lies; if not, net_nic_send_in_place() sends nothing. */
-bool net_nic_sends_in_place(const NetClientState *nic);
 /* Transmit zero copy: @data lies in guest RAM and is the NIC's until this
  * returns.  True when the backend sent it from there (counted as
  * net_nic_send counts); false when it could not, and nothing was sent

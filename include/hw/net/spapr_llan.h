@@ -18,14 +18,16 @@
 #define TYPE_SPAPR_VLAN         "spapr-vlan"
 
 /* Why a frame the guest sends is copied rather than sent from where it
- * lies in guest RAM (transmit zero copy). */
+ * lies in guest RAM (transmit zero copy): the device gathers it into a
+ * buffer of its own first, or (backend) the netdev copies it from guest
+ * RAM. */
 typedef enum LlanTxCopyReason {
     LLAN_TX_COPY_GATHERED,      /* in several descriptors */
     LLAN_TX_COPY_OFFLOAD,       /* the device fills in a checksum or
                                    segments it */
     LLAN_TX_COPY_NOT_CONTIGUOUS,    /* not one run of RAM through the TCEs */
-    LLAN_TX_COPY_BACKEND,       /* the backend's UMEM is not guest RAM, or
-                                   it could not take the frame */
+    LLAN_TX_COPY_BACKEND,       /* the netdev does not send in place, or
+                                   could not take this frame */
     LLAN_TX_COPY__MAX
 } LlanTxCopyReason;
 
