@@ -85,8 +85,10 @@ bool pause_thread_parked(PauseThread *t)
 {
     bool parked;
 
+    /* A thread resume_all() woke keeps its flag until it runs again:
+     * parked only while the pause is in force. */
     qemu_mutex_lock(&lock);
-    parked = t->parked;
+    parked = t->parked && depth > 0;
     qemu_mutex_unlock(&lock);
     return parked;
 }

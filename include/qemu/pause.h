@@ -41,9 +41,11 @@ void pause_thread_free(PauseThread *t);
  * so the caller looks again at whatever told it to stop. */
 bool pause_point(PauseThread *t);
 
-/* Whether @t is parked at its pause point now.  It stays parked until a
- * resume_all(), which a caller that is itself registered and not parked,
- * or the main thread between its pause and resume, knows cannot come. */
+/* Whether @t is parked at its pause point now, a pause in force: false
+ * from the resume_all() that ends it on, though @t may not have run yet.
+ * It stays parked until that resume_all(), which a caller that is itself
+ * registered and not parked, or the main thread between its pause and
+ * resume, knows cannot come. */
 bool pause_thread_parked(PauseThread *t);
 
 /* Main thread only.  @why is the trace events' reason
