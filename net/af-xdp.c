@@ -207,21 +207,6 @@ static bool parse_mode(const QemuOpts *opts, uint32_t *flags, GError **errp)
 }
 
 static bool parse_on_off_auto(const QemuOpts *opts, const char *key,
-                              AfXdpOnOffAuto *out, GError **errp);
-
-/* Off unless asked: on veth, zero copy measured slower than the copy
- * (docs/devel/benchmarks.md). */
-static bool parse_guest_umem(const QemuOpts *opts, AfXdpOptions *o,
-                             GError **errp)
-{
-    if (!qemu_opt_get(opts, "guest-umem")) {
-        o->guest_umem = AF_XDP_OFF;
-        return true;
-    }
-    return parse_on_off_auto(opts, "guest-umem", &o->guest_umem, errp);
-}
-
-static bool parse_on_off_auto(const QemuOpts *opts, const char *key,
                               AfXdpOnOffAuto *out, GError **errp)
 {
     const char *v = qemu_opt_get(opts, key);
@@ -420,7 +405,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
            parse_ring_opt(opts, "rx-ring-size", &o->rx_ring_size, errp) &&
            parse_ring_opt(opts, "tx-ring-size", &o->tx_ring_size, errp) &&
            parse_on_off_auto(opts, "multi-buffer", &o->multi_buffer, errp) &&
-           parse_guest_umem(opts, o, errp) &&
+           parse_on_off_auto(opts, "guest-umem", &o->guest_umem, errp) &&
            parse_bool_opt(opts, "tx-in-place", &o->tx_in_place, errp) &&
            parse_rx_metadata(opts, o, errp) &&
            (!fds || parse_sock_fds(fds, o, errp)) &&
@@ -1456,13 +1441,15 @@ static const NetdevType af_xdp_type = {
         "rx-metadata=on|off the program writes the receive timestamp and "
         "hash in\n"
         "                   front of each frame (default on; with inhibit=on, "
-        "off)\n"
+        "off;\n"
+        "                   on a queue lending guest buffers, off)\n"
         "guest-umem=on|off|auto  guest RAM is the UMEM: the kernel writes "
         "frames into\n"
-        "                   the guest's buffers (default off; auto: where it"
-        " can,\n"
-        "                   then no metadata unless rx-metadata=on is"
-        " given)\n"
+        "                   the guest's buffers (default auto: where it can,"
+        " then no\n"
+        "                   metadata unless rx-metadata=on is given; guest RAM"
+        " is\n"
+        "                   pinned once per queue; off: frames are copied)\n"
         "tx-in-place=on|off a frame the guest sends in one buffer goes out"
         " from guest\n"
         "                   RAM while it is the UMEM, each in its own"

@@ -776,7 +776,7 @@ def main():
                          "their median (default: 3)")
     ap.add_argument("--netdev-opts", default="", metavar="OPTS",
                     help="more options for illan's -netdev af-xdp, e.g. "
-                         "guest-umem=on (default: none)")
+                         "guest-umem=off for the copy (default: none)")
     args = ap.parse_args()
     demo = Demo(args.build, args.netdev_opts)
     root = os.geteuid() == 0

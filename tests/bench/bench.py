@@ -794,8 +794,9 @@ TRACE_LOG = 'trace.log'
 
 
 def trace_points():
+    """The copy's data path, as the figures before guest-umem=auto."""
     return [{'trace': t, 'fwd': 'rxonly', 'size': s, 'pools': 'on',
-             'mode': 'native', 'wait': 'poll'}
+             'mode': 'native', 'wait': 'poll', 'umem': 'copy'}
             for s in PEER_SIZES for t in TRACE_HOW]
 
 
@@ -1148,7 +1149,8 @@ def testpmd_points():
 
 
 # An illan point's UMEM: "copy" (guest-umem=off) or "guest", guest RAM
-# lent to the kernel (guest-umem=on, receive zero copy).
+# lent to the kernel (guest-umem=on, receive zero copy).  The illan
+# and trace points name theirs: illan's own default is auto.
 UMEM_OPTION = {'copy': 'off', 'guest': 'on'}
 # What a point's label ends with, by UMEM: copy points keep the labels
 # (and --match globs) from before the twins.

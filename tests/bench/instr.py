@@ -5,8 +5,8 @@ counted by valgrind's callgrind.
 Time per frame on a shared 2-CPU machine moves by more than a trace
 check costs; the instructions a thread runs per frame do not.  illan
 runs under callgrind on the bench's veth pair (af-xdp, native, the
-built-in guest in rxonly, pools on) twice, with a few frames and with
-many more; the difference of the two runs' counts over the difference
+copy, the built-in guest in rxonly, pools on) twice, with a few frames
+and with many more; the difference of the two runs' counts over the difference
 of their frames leaves out start-up and shutdown.  The frames come from
 an AF_PACKET socket in the generator's namespace, paced by the guest's
 count so that none is dropped (callgrind runs illan some 50 times
@@ -54,7 +54,8 @@ def run_counted(build, ns, size, mac, frames):
             os.path.join(build, 'illan'), '-M', 'pseries', '-nodefaults',
             '-device', f'spapr-vlan,id=net0,netdev=n0,mac={mac},'
             'use-rx-buffer-pools=on',
-            '-netdev', 'af-xdp,id=n0,ifname=dut0,mode=native,queues=1',
+            '-netdev', 'af-xdp,id=n0,ifname=dut0,mode=native,queues=1,'
+            'guest-umem=off',
             '-guest', 'ibmveth,id=g0,dev=net0,fwd=rxonly',
             '-qmp', f'unix:{qmp_path},server=on,wait=off'],
             stderr_path=os.path.join(tmp, 'illan.err'))

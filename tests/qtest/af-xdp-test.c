@@ -310,6 +310,7 @@ static bool load_slept(void *opaque)
  * Frames that wait in the socket's ring go to the guest as one run of
  * batches with one interrupt, not one per batch; the I/O thread, having
  * taken more than a batch, then sleeps on its timer, not on the socket.
+ * That sleep is the copy's (a lending queue never takes it): guest-umem=off.
  */
 static void test_interrupt_per_run(void)
 {
@@ -318,7 +319,7 @@ static void test_interrupt_per_run(void)
     RxCount in = { 0 };
     Rig r = { 0 };
 
-    rig_start(&r, 1, ",mode=native");
+    rig_start(&r, 1, ",mode=native,guest-umem=off");
     qrig_open_guest(&r.q, NULL);
     qtest_irq_intercept_out(r.q.qts, "l-lan@71000000");
     qibmveth_set_irq(r.q.guest, true);

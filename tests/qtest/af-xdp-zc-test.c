@@ -364,6 +364,42 @@ static void test_deliver(void)
     rig_stop(&r);
 }
 
+/*
+ * guest-umem= not given is auto: the queue lends, and its frames arrive
+ * where the kernel wrote them, none copied for the reason off.  Nor was
+ * rx-metadata= given, so nothing is looked for in front of a lent frame.
+ */
+static void test_lends_by_default(void)
+{
+    enum { FRAMES = 8 };
+    IbmvethConf conf;
+    Rig r = { 0 };
+    gint64 lent, meta;
+    uint16_t tag;
+
+    veth_pair_create(&r.veth, 1);
+    rig_start(&r, ",mode=native,queues=1", NULL);
+    pools_conf(&conf, 1u << POOL_512 | 1u << POOL_2048);
+    guest_open(&r, &conf);
+    send_tagged(&r, 1000, 0);
+    receive_tagged(&r, 1000, 0, linux_buffer(1000));
+    g_assert_cmpint(queue_stat(&r, Q_COPIED("off")), ==, 0);
+    wait_umem_active(&r);
+    tag = drain_host_frames(&r, 1);
+    lent = queue_stat(&r, Q_LENT_FRAMES);
+    meta = queue_stat(&r, "rx-meta-frames");
+    for (unsigned i = 0; i < FRAMES; i++) {
+        send_tagged(&r, 1000, tag + i);
+    }
+    for (unsigned i = 0; i < FRAMES; i++) {
+        receive_tagged(&r, 1000, tag + i, linux_buffer(1000));
+    }
+    g_assert_cmpint(queue_stat(&r, Q_LENT_FRAMES) - lent, >=, FRAMES);
+    g_assert_cmpint(queue_stat(&r, "rx-meta-frames"), ==, meta);
+    g_assert_cmpint(queue_stat(&r, Q_COPIED("off")), ==, 0);
+    rig_stop(&r);
+}
+
 /* Transmit zero copy. */
 
 /* I/O pages the test maps itself, above what the guest model uses. */
@@ -1029,6 +1065,7 @@ int main(int argc, char **argv)
         return g_test_run();
     }
     g_test_add_func("/af-xdp-zc/deliver", test_deliver);
+    g_test_add_func("/af-xdp-zc/lends-by-default", test_lends_by_default);
     g_test_add_func("/af-xdp-zc/lend-on-post", test_lend_on_post);
     g_test_add_func("/af-xdp-zc/stop-cont", test_stop_cont);
     g_test_add_func("/af-xdp-zc/busy-poll-kept", test_busy_poll_kept);

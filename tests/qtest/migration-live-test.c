@@ -409,7 +409,7 @@ static void wire_down(Wire *w)
 /* ---- illan ---- */
 
 /* An illan whose built-in guest echoes what it receives. */
-/* @netdev_opts: more af-xdp options (guest-umem=on), or NULL. */
+/* @netdev_opts: more af-xdp options (guest-umem=), or NULL. */
 static QTestState *start_illan(const char *ifname, const char *mem,
                                const char *netdev_opts, const char *extra)
 {
@@ -632,7 +632,7 @@ typedef struct LiveCase {
     const char *transport;      /* "tcp" or "unix" */
     const char *mem;
     int downtime_limit_ms;      /* 0: the default */
-    const char *netdev_opts;    /* NULL, or ",guest-umem=on" */
+    const char *netdev_opts;    /* ",guest-umem=off" or ",guest-umem=on" */
     const char *name;           /* the test path's last part, if not mem */
 } LiveCase;
 
@@ -878,9 +878,13 @@ static void test_live(gconstpointer data)
     run_live_case(data, &fig);
 }
 
+/* The copy, guest-umem=off, keeps the cases and figures from before
+ * receive zero copy became the default. */
+#define COPY ",guest-umem=off"
+
 static const LiveCase live_cases[] = {
-    { "tcp", "256M", 0, NULL, NULL }, { "tcp", "1G", 0, NULL, NULL },
-    { "unix", "256M", 0, NULL, NULL }, { "unix", "1G", 0, NULL, NULL },
+    { "tcp", "256M", 0, COPY, NULL }, { "tcp", "1G", 0, COPY, NULL },
+    { "unix", "256M", 0, COPY, NULL }, { "unix", "1G", 0, COPY, NULL },
     /* Receive zero copy on both sides: the source takes its lent
      * buffers back at the switchover, the destination lends its own. */
     { "tcp", "256M", 0, ",guest-umem=on", "256M-zero-copy" },
@@ -889,8 +893,8 @@ static const LiveCase live_cases[] = {
 /* ---- The figures (-m slow, tests/bench/migration-live.sh) ---- */
 
 static const LiveCase bench_cases[] = {
-    { "tcp", "256M", 0, NULL, NULL }, { "tcp", "256M", 50, NULL, NULL },
-    { "tcp", "1G", 0, NULL, NULL }, { "tcp", "1G", 50, NULL, NULL },
+    { "tcp", "256M", 0, COPY, NULL }, { "tcp", "256M", 50, COPY, NULL },
+    { "tcp", "1G", 0, COPY, NULL }, { "tcp", "1G", 50, COPY, NULL },
 };
 
 static void bench_downtime(void)
