@@ -1411,22 +1411,29 @@ static int64_t add_buffers_locked(SpaprVlanState *s, const char *hcall,
     return H_SUCCESS;
 }
 
-/* Gathers the frame from up to six descriptors; the first one without
- * VALID ends the list.  Returns the length, or an hcall error. */
-static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
-                               uint32_t *len)
+/* The frame's descriptors, up to six: the first one without VALID ends
+ * the list.  How many, and their bytes in *@total. */
+static unsigned count_tx_descs(const uint64_t *bds, uint64_t *total)
 {
-    uint64_t total = 0;
     unsigned n = 0;
 
+    *total = 0;
     for (; n < LLAN_MAX_TX_BDS; n++) {
         trace_spapr_vlan_h_send_logical_lan_buf_desc(bds[n]);
         if (!(bds[n] & LLAN_BD_VALID)) {
             break;
         }
-        total += LLAN_BD_LEN(bds[n]);
+        *total += LLAN_BD_LEN(bds[n]);
     }
-    trace_spapr_vlan_h_send_logical_lan_total(n, total);
+    trace_spapr_vlan_h_send_logical_lan_total(n, *total);
+    return n;
+}
+
+/* Gathers the frame from its @n descriptors of @total bytes.  Returns
+ * the length, or an hcall error. */
+static int64_t gather_tx_frame(SpaprVlanState *s, const uint64_t *bds,
+                               unsigned n, uint64_t total, uint32_t *len)
+{
     if (total > LLAN_MAX_FRAME) {
         hcall_guest_error("h_send_logical_lan", "the descriptors hold %"
                           PRIu64 " bytes, more than the maximum frame of %u",
@@ -1470,24 +1477,24 @@ const char *llan_tx_copy_reason_name(LlanTxCopyReason why)
 }
 
 /*
- * A frame in one descriptor, on one run of guest RAM, that the device
- * sends as it is: where it lies, so that the device makes no copy of its
- * own.  NULL, with why in *@why, for one it gathers into tx_buf; the
- * gather checks the descriptors.
+ * A frame in one descriptor (of @n), on one run of guest RAM, that the
+ * device sends as it is: where it lies, so that the device makes no copy
+ * of its own.  NULL, with why in *@why, for one it gathers into tx_buf;
+ * the gather checks the descriptors.
  */
 static const uint8_t *frame_as_it_lies(SpaprVlanState *s, const uint64_t *bds,
-                                       LlanTxCopyReason *why)
+                                       unsigned n, LlanTxCopyReason *why)
 {
     uint32_t len = LLAN_BD_LEN(bds[0]);
     const uint8_t *data = NULL;
     uint64_t gpa;
 
-    if (bds[1] & LLAN_BD_VALID) {
+    if (n > 1) {
         *why = LLAN_TX_COPY_GATHERED;
     } else if (s->offloads &&
                (bds[0] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
         *why = LLAN_TX_COPY_OFFLOAD;
-    } else if (!(bds[0] & LLAN_BD_VALID) || !len || len > LLAN_MAX_FRAME ||
+    } else if (!n || !len || len > LLAN_MAX_FRAME ||
                !spapr_tce_contiguous(s->vdev.tcet, LLAN_BD_ADDR(bds[0]), len,
                                      DMA_DEVICE_READS, &gpa) ||
                !(data = guest_ram_ptr(spapr_tce_table_ram(s->vdev.tcet), gpa,
@@ -1574,6 +1581,35 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
     send_frame(s, s->tx_buf, len);
 }
 
+/* The frame of a call that may send: as it lies, or gathered and with
+ * what the guest left to the device done. */
+static int64_t transmit_frame(SpaprVlanState *s, const uint64_t *args)
+{
+    LlanTxCopyReason why = LLAN_TX_COPY__MAX;
+    uint64_t total;
+    unsigned n = count_tx_descs(&args[1], &total);
+    const uint8_t *data = frame_as_it_lies(s, &args[1], n, &why);
+    uint32_t len = 0;
+    int64_t ret;
+
+    if (data) {
+        send_as_it_lies(s, data, total);
+        return H_SUCCESS;
+    }
+    ret = gather_tx_frame(s, &args[1], n, total, &len);
+    if (ret != H_SUCCESS || !len) {
+        return ret;
+    }
+    s->tx.copied[why]++;
+    /* Linux puts the same flags on every descriptor of a frame. */
+    if (s->offloads && (args[1] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
+        transmit_offload(s, len, args[1], args[8]);
+    } else {
+        send_frame(s, s->tx_buf, len);
+    }
+    return H_SUCCESS;
+}
+
 /*
  * H_SEND_LOGICAL_LAN.  Only the open check needs the device lock; the
  * gather and the backend's send (a sendto(), a stream write) run under
@@ -1581,9 +1617,6 @@ static void transmit_offload(SpaprVlanState *s, uint32_t len, uint64_t bd,
  */
 static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
 {
-    LlanTxCopyReason why = LLAN_TX_COPY__MAX;
-    const uint8_t *data;
-    uint32_t len = 0;
     int64_t ret;
     bool open;
 
@@ -1602,22 +1635,10 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
         hcall_guest_error("h_send_logical_lan", "continuation token 0x%"
                           PRIx64 " continues no call", args[7]);
         ret = H_HARDWARE;
-    } else if ((data = frame_as_it_lies(s, &args[1], &why))) {
-        send_as_it_lies(s, data, LLAN_BD_LEN(args[1]));
-        ret = H_SUCCESS;
     } else {
-        ret = gather_tx_frame(s, &args[1], &len);
-        if (ret == H_SUCCESS && len) {
-            s->tx.copied[why]++;
-        }
+        ret = transmit_frame(s, args);
     }
-    /* Linux puts the same flags on every descriptor of a frame. */
-    if (ret == H_SUCCESS && len && s->offloads &&
-        (args[1] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
-        transmit_offload(s, len, args[1], args[8]);
-    } else if (ret == H_SUCCESS && len) {
-        send_frame(s, s->tx_buf, len);
-    } else if (ret != H_SUCCESS) {
+    if (ret != H_SUCCESS) {
         s->tx.errors++;
     }
     qemu_mutex_unlock(&s->tx_lock);
