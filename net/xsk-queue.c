@@ -139,8 +139,8 @@ struct XskQueue {
     struct xsk_ring_cons comp;
     uint64_t *tx_free;
     uint32_t tx_nfree;
-    bool tx_in_place_out;           /* a guest frame sent in place waits
-                                       for its completion */
+    uint64_t tx_in_place_sent;      /* guest frames sent in place, and */
+    uint64_t tx_in_place_done;      /* the completions of guest frames */
 
     GThread *thread;
     PauseThread *pause;
@@ -983,7 +983,8 @@ unsigned xsk_queue_rx_poll(XskQueue *q)
 /* Transmit. */
 
 /* A completed frame of the queue's own is free again; one sent in place
- * (an address in guest RAM, below lent_end) ends its sender's wait. */
+ * (an address in guest RAM, below lent_end) counts for its sender's
+ * wait. */
 static void reap_completions_locked(XskQueue *q)
 {
     uint32_t idx = 0;
@@ -993,7 +994,7 @@ static void reap_completions_locked(XskQueue *q)
         uint64_t addr = *xsk_ring_cons__comp_addr(&q->comp, idx + i);
 
         if (addr < q->lent_end) {
-            q->tx_in_place_out = false;
+            q->tx_in_place_done++;
         } else {
             q->tx_free[q->tx_nfree++] = addr;
         }
@@ -1115,68 +1116,101 @@ static bool tx_taken(const XskQueue *q, uint32_t idx)
 }
 
 /*
- * An interface that refuses to send (down) leaves the descriptor in the
- * ring, and would read the guest's buffer whenever it sends again: the
- * frame moves into a frame of the queue's own, as if it had been copied.
- * Only a kick on the I/O thread that finds the interface up again within
- * these microseconds could still read the old address.  False while no
- * frame of the queue's own is free.
+ * Moves the frame at @idx, not yet taken, into @spare, a frame of the
+ * queue's own set aside for it: the kernel then never reads the guest's
+ * buffer.  Only a kick on the I/O thread that reads the descriptor in
+ * these nanoseconds could still take the old address (if the interface
+ * came up again just then): its completion would then end the next
+ * in-place frame's wait one completion early, and @spare would be lost to
+ * the queue until its socket is replaced.
  */
-static bool move_in_place_frame_locked(XskQueue *q, uint32_t idx)
+static void move_in_place_frame_locked(XskQueue *q, uint32_t idx,
+                                       uint64_t spare)
 {
     struct xdp_desc *d = xsk_ring_prod__tx_desc(&q->tx, idx);
-    uint64_t own;
 
-    if (!q->tx_nfree) {
-        return false;
-    }
-    own = q->tx_free[--q->tx_nfree];
-    memcpy(xsk_umem__get_data(q->umem_area, own),
+    memcpy(xsk_umem__get_data(q->umem_area, spare),
            xsk_umem__get_data(q->umem_area, d->addr), d->len);
-    __atomic_store_n(&d->addr, own, __ATOMIC_RELEASE);
-    q->tx_in_place_out = false;
+    __atomic_store_n(&d->addr, spare, __ATOMIC_RELEASE);
+    q->tx_in_place_sent--;
     STAT_ADD(q->stats.tx_in_place_moved, 1);
+}
+
+/* Every guest frame sent in place has completed. */
+static bool in_place_done(const XskQueue *q)
+{
+    return (int64_t)(q->tx_in_place_done - q->tx_in_place_sent) >= 0;
+}
+
+/* Kicks until the kernel takes the frame at @idx; false if the
+ * interface refuses it (down), or the kernel has taken nothing by
+ * @deadline (its queue stopped). */
+static bool kick_until_taken_locked(XskQueue *q, uint32_t idx,
+                                    gint64 deadline)
+{
+    while (!tx_taken(q, idx)) {
+        STAT_ADD(q->stats.tx_kicks, 1);
+        if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+            errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+            STAT_ADD(q->stats.tx_kick_errors, 1);
+            return tx_taken(q, idx);
+        }
+        reap_completions_locked(q);
+        if (g_get_monotonic_time() > deadline) {
+            return tx_taken(q, idx);
+        }
+    }
     return true;
 }
 
 /*
- * Kicks until the kernel has taken the frame at @idx, then waits for its
- * completion: only then is the guest's buffer the guest's again.  In copy
- * mode the kernel copies the frame inside the kick, and on veth the
+ * The frame at @idx, sent in place, is the kernel's until it completes:
+ * only then is the guest's buffer the guest's again.  In copy mode the
+ * kernel copies the frame inside the kick that takes it, and on veth the
  * completion is there when the kick returns; a driver's zero copy
- * completes when its DMA is done.  Bounded: after TX_IN_PLACE_WAIT_US the
- * sender goes on, counted.
+ * completes when its DMA is done.  A frame the kernel will not take
+ * moves into @spare; one it took but has not completed after
+ * TX_IN_PLACE_WAIT_US is left to it, counted, and the next frame's wait
+ * ends only once it has completed too (or by its own deadline): never
+ * early.  Whether @spare was used.
  */
-static void finish_in_place_locked(XskQueue *q, uint32_t idx)
+static bool finish_in_place_locked(XskQueue *q, uint32_t idx, uint64_t spare)
 {
-    gint64 deadline = 0;
+    gint64 deadline = g_get_monotonic_time() + TX_IN_PLACE_WAIT_US;
 
-    for (unsigned turn = 0;; turn++) {
-        if (!tx_taken(q, idx)) {
-            STAT_ADD(q->stats.tx_kicks, 1);
-            if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-                errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
-                STAT_ADD(q->stats.tx_kick_errors, 1);
-                if (!tx_taken(q, idx) && move_in_place_frame_locked(q, idx)) {
-                    return;
-                }
-            }
-        }
-        reap_completions_locked(q);
-        if (!q->tx_in_place_out) {
-            return;
-        }
-        if (!turn) {
-            STAT_ADD(q->stats.tx_in_place_waits, 1);
-            deadline = g_get_monotonic_time() + TX_IN_PLACE_WAIT_US;
-        } else if (g_get_monotonic_time() > deadline) {
-            q->tx_in_place_out = false;
+    if (!kick_until_taken_locked(q, idx, deadline)) {
+        move_in_place_frame_locked(q, idx, spare);
+        return true;
+    }
+    reap_completions_locked(q);
+    if (in_place_done(q)) {
+        return false;
+    }
+    STAT_ADD(q->stats.tx_in_place_waits, 1);
+    while (!in_place_done(q)) {
+        if (g_get_monotonic_time() > deadline) {
             STAT_ADD(q->stats.tx_in_place_late, 1);
-            return;
+            break;
         }
         /* On two CPUs the softirq that completes may need this one. */
         sched_yield();
+        reap_completions_locked(q);
     }
+    return false;
+}
+
+/* Room in the tx ring, and a frame of the queue's own to move the frame
+ * into should the kernel not take it. */
+static bool in_place_reserve_locked(XskQueue *q, uint32_t *idx)
+{
+    if (!q->tx_nfree) {
+        reap_completions_locked(q);
+    }
+    if (q->tx_nfree && xsk_ring_prod__reserve(&q->tx, 1, idx) == 1) {
+        return true;
+    }
+    kick_locked(q);
+    return q->tx_nfree && xsk_ring_prod__reserve(&q->tx, 1, idx) == 1;
 }
 
 bool xsk_queue_send_in_place(XskQueue *q, const uint8_t *data, size_t len)
@@ -1187,24 +1221,23 @@ bool xsk_queue_send_in_place(XskQueue *q, const uint8_t *data, size_t len)
 
     qemu_mutex_lock(&q->tx_lock);
     base = q->umem_area;
-    fits = q->lent_end && len <= LEND_CHUNK && data >= base &&
-           (uint64_t)(data - base) + len <= q->lent_end;
-    if (fits) {
-        sent = xsk_ring_prod__reserve(&q->tx, 1, &idx) == 1;
-        if (!sent) {
-            kick_locked(q);
-            sent = xsk_ring_prod__reserve(&q->tx, 1, &idx) == 1;
-        }
-    }
+    /* A driver's zero copy refuses a frame across pages whose DMA
+     * addresses are not contiguous, which guest RAM's need not be. */
+    fits = q->lent_end && !q->zero_copy && len <= LEND_CHUNK &&
+           data >= base && (uint64_t)(data - base) + len <= q->lent_end;
+    sent = fits && in_place_reserve_locked(q, &idx);
     if (sent) {
         struct xdp_desc *d = xsk_ring_prod__tx_desc(&q->tx, idx);
+        uint64_t spare = q->tx_free[--q->tx_nfree];
 
         d->addr = data - base;
         d->len = len;
         d->options = 0;
-        q->tx_in_place_out = true;
+        q->tx_in_place_sent++;
         xsk_ring_prod__submit(&q->tx, 1);
-        finish_in_place_locked(q, idx);
+        if (!finish_in_place_locked(q, idx, spare)) {
+            q->tx_free[q->tx_nfree++] = spare;
+        }
     }
     qemu_mutex_unlock(&q->tx_lock);
     if (sent) {

@@ -1593,7 +1593,7 @@ static int64_t transmit_frame(SpaprVlanState *s, const uint64_t *args)
     int64_t ret;
 
     if (data) {
-        send_as_it_lies(s, data, total);
+        send_as_it_lies(s, data, LLAN_BD_LEN(args[1]));
         return H_SUCCESS;
     }
     ret = gather_tx_frame(s, &args[1], n, total, &len);

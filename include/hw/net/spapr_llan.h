@@ -51,8 +51,9 @@ typedef struct SpaprVlanStats {
     uint64_t tx_frames;
     uint64_t tx_bytes;
     uint64_t tx_errors;             /* H_SEND_LOGICAL_LAN calls that failed */
-    /* Of tx_frames, those sent from where they lie in guest RAM, and
-     * those copied, by reason. */
+    /* Frames the guest sent that went out from where they lie in guest
+     * RAM, and those (one per hcall, before any segmentation) copied
+     * instead, by reason. */
     uint64_t tx_in_place;
     uint64_t tx_copied[LLAN_TX_COPY__MAX];
     /* Offloads (see docs/system/devices/spapr-vlan.md). */
