@@ -1336,8 +1336,11 @@ static void stock_frames(XskQueue *q, uint64_t first)
  * A socket on guest RAM followed by the queue's own frames (the host
  * area), in unaligned-chunk mode so that fill addresses are taken as
  * given, with chunks sized to a lent buffer, and without XDP_USE_SG, so
- * that no frame spans buffers.  A closed socket's queue is released by
- * the kernel in the background: the bind is retried while it says EBUSY.
+ * that no frame spans buffers.  In copy mode always: a driver's zero
+ * copy would drop, unseen, a lent buffer that crosses pages whose DMA
+ * addresses are not contiguous, which guest RAM's need not be.  A
+ * closed socket's queue is released by the kernel in the background:
+ * the bind is retried while it says EBUSY.
  */
 static bool open_lending(XskQueue *q, GuestRam *ram)
 {
@@ -1348,7 +1351,7 @@ static bool open_lending(XskQueue *q, GuestRam *ram)
     struct xsk_socket_config scfg = {
         .rx_size = q->cfg.rx_ring_size, .tx_size = q->cfg.tx_ring_size,
         .libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-        .bind_flags = bind_flags(q, false),
+        .bind_flags = bind_flags(q, false) | XDP_COPY,
     };
     gint64 deadline = g_get_monotonic_time() + REBIND_DEADLINE_US;
     int err;
@@ -1387,6 +1390,7 @@ static bool open_lending(XskQueue *q, GuestRam *ram)
     }
     q->fd = xsk_socket__fd(q->xsk);
     set_busy_poll(q);
+    read_options(q);
     q->umem_area = guest_ram_base(ram);
     q->lent_end = guest_ram_size(ram);
     q->multi_buffer = false;
