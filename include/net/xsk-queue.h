@@ -104,8 +104,8 @@ typedef struct XskQueueStats {
     /* Of tx_frames, those sent in place (guest RAM as the UMEM); of
      * those, the ones whose completion was not there when the kick
      * returned, those moved into a frame of the queue's own because the
-     * interface refused them, and those left to the kernel after
-     * waiting a second for it. */
+     * kernel did not take them, and those taken but left to the kernel
+     * after waiting a second for them. */
     uint64_t tx_in_place, tx_in_place_waits, tx_in_place_moved;
     uint64_t tx_in_place_late;
     /* With meta_btf_id: frames with our struct in front and with any
