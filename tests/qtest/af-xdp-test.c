@@ -1636,10 +1636,7 @@ static void test_link_events(void)
                     qjson_int(nd, "rx.frames"));
     g_clear_pointer(&rsp, json_object_unref);
 
-    netns_run("ip link add %s type veth peer name %s", r.veth.dut,
-              r.veth.peer);
-    netns_run("ip link set %s up", r.veth.dut);
-    netns_run("ip link set %s up", r.veth.peer);
+    veth_pair_recreate(&r.veth);
     expect_link_event(&r, "reopened");
     r.q.peer = packet_socket_open(r.veth.peer);
     send_frames(&r, 20, 10);
@@ -1870,10 +1867,7 @@ static void test_map_path(void)
     netns_run("ip link del %s", r.veth.dut);
     expect_link_event(&r, "removed");
     close(r.q.peer);
-    netns_run("ip link add %s type veth peer name %s", r.veth.dut,
-              r.veth.peer);
-    netns_run("ip link set %s up", r.veth.dut);
-    netns_run("ip link set %s up", r.veth.peer);
+    veth_pair_recreate(&r.veth);
     expect_link_event(&r, "reopened");
     g_assert_cmpint(bpf_xdp_attach(veth_ifindex(r.veth.dut), p.prog_fd,
                                    XDP_FLAGS_DRV_MODE, NULL), ==, 0);

@@ -810,10 +810,7 @@ static void test_interface_returns(void)
     wait_link_state(&r, "removed");
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
     close(r.q.peer);
-    netns_run("ip link add %s type veth peer name %s", r.veth.dut,
-              r.veth.peer);
-    netns_run("ip link set %s up", r.veth.dut);
-    netns_run("ip link set %s up", r.veth.peer);
+    veth_pair_recreate(&r.veth);
     wait_link_state(&r, "reopened");
     r.q.peer = packet_socket_open(r.veth.peer);
     wait_umem_active(&r);

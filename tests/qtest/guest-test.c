@@ -973,9 +973,7 @@ static void test_af_xdp_tx_through_reopen(void)
         close(fd);
         netns_run("ip link del %s", v.dut);
         expect_link_state(r.qts, "removed");
-        netns_run("ip link add %s type veth peer name %s", v.dut, v.peer);
-        netns_run("ip link set %s up", v.dut);
-        netns_run("ip link set %s up", v.peer);
+        veth_pair_recreate(&v);
         expect_link_state(r.qts, "reopened");
     }
     qrig_stop(&r);

@@ -114,9 +114,14 @@ void veth_pair_create(VethPair *p, unsigned queues)
     g_snprintf(p->dut, sizeof(p->dut), "ixd%u", n);
     g_snprintf(p->peer, sizeof(p->peer), "ixp%u", n++);
     p->queues = queues;
+    veth_pair_recreate(p);
+}
+
+void veth_pair_recreate(VethPair *p)
+{
     netns_run("ip link add %s numrxqueues %u numtxqueues %u type veth peer "
-              "name %s numrxqueues %u numtxqueues %u", p->dut, queues, queues,
-              p->peer, queues, queues);
+              "name %s numrxqueues %u numtxqueues %u", p->dut, p->queues,
+              p->queues, p->peer, p->queues, p->queues);
     netns_run("ip link set %s up", p->dut);
     netns_run("ip link set %s up", p->peer);
 }

@@ -37,6 +37,9 @@ typedef struct VethPair {
 /* A pair named uniquely within this test, both ends up. */
 void veth_pair_create(VethPair *p, unsigned queues);
 /* Deletes the pair (both ends) if it still exists. */
+/* The pair, both ends up, again under its names (after an end was
+ * deleted: an interface that comes back). */
+void veth_pair_recreate(VethPair *p);
 void veth_pair_destroy(VethPair *p);
 unsigned veth_ifindex(const char *ifname);
 
