@@ -502,8 +502,7 @@ static void switchover(void *opaque)
     }
     mig.vm_old_state = runstate_get();
     mig.stop_us = g_get_monotonic_time();
-    vm_stop();
-    runstate_set(RUN_STATE_FINISH_MIGRATE);
+    vm_stop_force_state(RUN_STATE_FINISH_MIGRATE);
     answer_switchover(job, qemu_savevm_capture());
 }
 

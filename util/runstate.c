@@ -108,6 +108,16 @@ void vm_stop(void)
     }
 }
 
+void vm_stop_force_state(RunState state)
+{
+    bool was_running = runstate_is_running();
+
+    runstate_set(state);
+    if (was_running) {
+        notify(RUNSTATE_EVENT_STOP, NULL);
+    }
+}
+
 void vm_start(void)
 {
     RunState s = runstate_get();

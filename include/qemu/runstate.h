@@ -55,6 +55,10 @@ void runstate_remove_notifier(RunstateNotifier fn, void *opaque);
 
 /* Running → paused, with STOP; anything else is left as it is. */
 void vm_stop(void);
+/* Running → @state, with STOP, as QEMU's vm_stop_force_state: a
+ * migration's switchover stops straight into finish-migrate, so that the
+ * run state's notifiers see why it stops.  Any other state → @state. */
+void vm_stop_force_state(RunState state);
 /* Prelaunch, paused or postmigrate → running, with RESUME. */
 void vm_start(void);
 /* Resets the machine with every thread parked, then RESET. */
