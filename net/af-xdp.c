@@ -1132,12 +1132,18 @@ static void af_xdp_rx_ready(void *opaque)
 static void af_xdp_rx_lendable(void *opaque, GuestRam *ram)
 {
     AfXdpState *s = opaque;
+    bool leaving = !ram && runstate_get() == RUN_STATE_FINISH_MIGRATE;
 
     s->lend_ram = ram;
 
     qemu_rwlock_rdlock(&s->queues_lock);
     for (unsigned i = 0; i < s->o.queues; i++) {
-        if (s->queues[i]) {
+        if (!s->queues[i]) {
+            continue;
+        }
+        if (leaving) {
+            xsk_queue_unlend_leaving(s->queues[i]);
+        } else {
             xsk_queue_lendable(s->queues[i], ram);
         }
     }

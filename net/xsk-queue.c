@@ -184,6 +184,12 @@ struct XskQueue {
                                           tx_lock */
     GMutex request_lock;
     GCond request_cond;
+    bool leaving;                   /* the next switch to the own UMEM is a
+                                       leaving machine's (see
+                                       switch_to_own_leaving) */
+    GThread *switcher;              /* that switch, in the background */
+    bool switch_closed;             /* atomic, written under request_lock:
+                                       its close is done */
     unsigned request_seq;           /* atomic; written under request_lock */
     unsigned request_done;          /* atomic; written under request_lock */
 };
@@ -1408,9 +1414,6 @@ static bool open_own(XskQueue *q)
     bool ok;
 
     q->umem_area = q->own_area;
-    q->lent_end = 0;
-    q->lent_out = 0;
-    __atomic_store_n(&q->host_out, 0, __ATOMIC_RELAXED);
     q->tx_piece = XSK_FRAME_SIZE;
     for (;;) {
         clear_rings(q);
@@ -1458,17 +1461,11 @@ static gboolean drain_readable(gint fd, GIOCondition cond, gpointer opaque);
  * (socket_changed with fd -1).  A refused UMEM leaves the queue on its
  * own, the reason kept.
  */
-static void switch_umem(XskQueue *q, GuestRam *ram)
+/* The old socket goes: what it holds goes to the NIC first, lending
+ * nothing more, and once this returns the kernel writes no lent buffer.
+ * Under tx_lock. */
+static void close_for_switch_locked(XskQueue *q)
 {
-    bool lend, watched = q->drain_watch != 0;
-
-    /* A machine that has left watches the socket from the main loop,
-     * which is where this runs then. */
-    if (watched) {
-        g_source_remove(q->drain_watch);
-        q->drain_watch = 0;
-    }
-    qemu_mutex_lock(&q->tx_lock);
     flush_tx_locked(q);
     q->cfg.socket_changed(q->cfg.opaque, q->cfg.queue_id, -1, false);
     g_usleep(GAP_GRACE_US);
@@ -1483,7 +1480,18 @@ static void switch_umem(XskQueue *q, GuestRam *ram)
              __atomic_load_n(q->rx.consumer, __ATOMIC_RELAXED));
     keep_xdp_statistics(q);
     close_socket(q);
-    lend = ram && open_lending(q, ram);
+    /* The close took back everything lent. */
+    q->lent_end = 0;
+    q->lent_out = 0;
+    __atomic_store_n(&q->host_out, 0, __ATOMIC_RELAXED);
+}
+
+/* The new socket, on @ram or the queue's own UMEM.  Under tx_lock.  True
+ * when it lends. */
+static bool open_for_switch_locked(XskQueue *q, GuestRam *ram)
+{
+    bool lend = ram && open_lending(q, ram);
+
     if (ram && !lend) {
         __atomic_store_n(&q->stats.lend_error, errno, __ATOMIC_RELAXED);
         __atomic_store_n(&q->copy_reason, XSK_COPY_REFUSED, __ATOMIC_RELAXED);
@@ -1496,6 +1504,22 @@ static void switch_umem(XskQueue *q, GuestRam *ram)
     }
     __atomic_store_n(&q->lending, lend, __ATOMIC_RELEASE);
     trace_af_xdp_lend_switch(q->cfg.queue_id, lend);
+    return lend;
+}
+
+static void switch_umem(XskQueue *q, GuestRam *ram)
+{
+    bool lend, watched = q->drain_watch != 0;
+
+    /* A machine that has left watches the socket from the main loop,
+     * which is where this runs then. */
+    if (watched) {
+        g_source_remove(q->drain_watch);
+        q->drain_watch = 0;
+    }
+    qemu_mutex_lock(&q->tx_lock);
+    close_for_switch_locked(q);
+    lend = open_for_switch_locked(q, ram);
     qemu_mutex_unlock(&q->tx_lock);
     /* Frames find buffers at once, even while the I/O thread is parked
      * (a stopped machine's wait in the ring). */
@@ -1504,6 +1528,50 @@ static void switch_umem(XskQueue *q, GuestRam *ram)
     }
     if (watched && !xsk_queue_failed(q)) {
         q->drain_watch = g_unix_fd_add(q->fd, G_IO_IN, drain_readable, q);
+    }
+}
+
+static gpointer switch_to_own_thread(gpointer opaque)
+{
+    XskQueue *q = opaque;
+
+    qemu_mutex_lock(&q->tx_lock);
+    close_for_switch_locked(q);
+    g_mutex_lock(&q->request_lock);
+    __atomic_store_n(&q->switch_closed, true, __ATOMIC_RELEASE);
+    g_cond_broadcast(&q->request_cond);
+    g_mutex_unlock(&q->request_lock);
+    open_for_switch_locked(q, NULL);
+    qemu_mutex_unlock(&q->tx_lock);
+    return NULL;
+}
+
+/*
+ * Back on the queue's own UMEM for a machine that is leaving: returns
+ * once the socket on guest RAM is closed, and a thread of its own binds
+ * the new socket, which waits for the kernel to release the queue (about
+ * 16 ms, most of a migration's downtime here).  Frames that arrive
+ * meanwhile the program drops and counts, as the source drops those that
+ * wait in its rings once the machine has left.  It keeps tx_lock
+ * throughout, so senders wait for the new socket; the next to touch the
+ * receive side joins it first (join_switch).
+ */
+static void switch_to_own_leaving(XskQueue *q)
+{
+    __atomic_store_n(&q->switch_closed, false, __ATOMIC_RELAXED);
+    q->switcher = g_thread_new("xsk-switch", switch_to_own_thread, q);
+    g_mutex_lock(&q->request_lock);
+    while (!__atomic_load_n(&q->switch_closed, __ATOMIC_ACQUIRE)) {
+        g_cond_wait(&q->request_cond, &q->request_lock);
+    }
+    g_mutex_unlock(&q->request_lock);
+}
+
+static void join_switch(XskQueue *q)
+{
+    if (G_UNLIKELY(q->switcher)) {
+        g_thread_join(q->switcher);
+        q->switcher = NULL;
     }
 }
 
@@ -1546,11 +1614,18 @@ static void serve_requests(XskQueue *q)
 {
     unsigned seq = __atomic_load_n(&q->request_seq, __ATOMIC_ACQUIRE);
     bool wanted = __atomic_load_n(&q->lend_wanted, __ATOMIC_ACQUIRE);
+    bool leaving = __atomic_exchange_n(&q->leaving, false, __ATOMIC_ACQ_REL);
 
+    /* A switch in the background has lent_end 0 already. */
     if (!q->lent_end && wanted) {
+        join_switch(q);
         start_lending(q);
     } else if (q->lent_end && !wanted) {
-        switch_umem(q, NULL);
+        if (leaving && !q->drain_watch) {
+            switch_to_own_leaving(q);
+        } else {
+            switch_umem(q, NULL);
+        }
         STAT_ADD(q->stats.lend_reclaims, 1);
     } else if (q->lent_end) {
         /* What the NIC can lend now says how many of the queue's own
@@ -1609,6 +1684,12 @@ void xsk_queue_lendable(XskQueue *q, GuestRam *ram)
     }
     __atomic_store_n(&q->lend_wanted, ram != NULL, __ATOMIC_RELEASE);
     request_and_wait(q);
+}
+
+void xsk_queue_unlend_leaving(XskQueue *q)
+{
+    __atomic_store_n(&q->leaving, true, __ATOMIC_RELEASE);
+    xsk_queue_lendable(q, NULL);
 }
 
 void xsk_queue_reclaim(XskQueue *q)
@@ -1687,6 +1768,7 @@ static gpointer io_thread(gpointer opaque)
         if (G_UNLIKELY(requested(q))) {
             serve_requests(q);
         }
+        join_switch(q);
         n = rx_batch(q);
         if (__atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE)) {
             more_tx = tx_kick(q);
@@ -1735,6 +1817,7 @@ void xsk_queue_drain_parked(XskQueue *q, bool on)
         q->drain_watch = 0;
         return;
     }
+    join_switch(q);
     if (xsk_queue_failed(q)) {
         return;
     }
@@ -1782,6 +1865,7 @@ void xsk_queue_close(XskQueue *q)
         g_thread_join(q->thread);
         pause_thread_free(q->pause);
     }
+    join_switch(q);
     queue_free(q);
 }
 

@@ -189,6 +189,16 @@ void xsk_queue_rx_ready(XskQueue *q);
  * to its own UMEM, taking back what is lent.  Synchronous.
  */
 void xsk_queue_lendable(XskQueue *q, GuestRam *ram);
+/*
+ * xsk_queue_lendable(q, NULL) for a machine that stops to leave (a
+ * migration's switchover): returns once the kernel holds no lent buffer,
+ * as that does, but binds the socket on the queue's own UMEM in the
+ * background, which would add the kernel's release of the queue (about
+ * 16 ms) to the downtime.  Frames that arrive before it is bound are
+ * dropped and counted by the program, as the source drops those that
+ * wait in its rings once the machine has left.
+ */
+void xsk_queue_unlend_leaving(XskQueue *q);
 /* Takes back every lent buffer the kernel holds (with a new socket):
  * once it returns the kernel writes none of them.  Synchronous; tens of
  * milliseconds when something was lent. */

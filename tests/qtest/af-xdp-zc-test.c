@@ -726,6 +726,69 @@ static void test_stop_cont(void)
     rig_stop(&r);
 }
 
+typedef struct StatusIs {
+    Rig *r;
+    const char *status;
+} StatusIs;
+
+static bool run_status_is(void *opaque)
+{
+    StatusIs *w = opaque;
+    g_autoptr(JsonObject) rsp = qtest_qmp(w->r->q.qts,
+                                          "{'execute': 'query-status'}");
+
+    return !strcmp(json_object_get_string_member(
+                       json_object_get_object_member(rsp, "return"),
+                       "status"), w->status);
+}
+
+static bool umem_left(void *opaque)
+{
+    return !umem_active(opaque);
+}
+
+/*
+ * A migration's switchover stops the machine without waiting for the
+ * queue's own socket (it binds in the background): once bound, frames
+ * that come wait in it as after a stop.  A cancelled migration runs the
+ * machine again, which lends again, and those frames arrive.
+ */
+static void test_switchover_cancelled(void)
+{
+    enum { FRAMES = 5 };
+    Rig r = { 0 };
+    RxCount arrived;
+    uint16_t tag;
+    g_autofree char *cmd = NULL;
+
+    rig_start_lending(&r);
+    tag = drain_host_frames(&r, 0);
+    /* The stream's reader stays, so the switchover never ends. */
+    cmd = g_strdup_printf("'migrate', 'arguments': {'uri': "
+                          "'exec:cat > %s/stream; exec sleep 60'}", r.q.dir);
+    qmp_ok(&r, cmd);
+    qtest_wait_until(run_status_is, &(StatusIs){ &r, "finish-migrate" },
+                     QTEST_WAIT_S, "the source to stop for the switchover");
+    g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
+    qtest_wait_until(umem_left, &r, QTEST_WAIT_S,
+                     "queue 0 to bind its own socket");
+    arrived = (RxCount){ r.veth.dut, if_rx_packets(r.veth.dut) + FRAMES };
+    for (unsigned i = 0; i < FRAMES; i++) {
+        send_tagged(&r, 1000, tag + i);
+    }
+    qtest_wait_until(if_rx_reached, &arrived, QTEST_WAIT_S,
+                     "%s to take %d frames", r.veth.dut, FRAMES);
+    qmp_ok(&r, "'migrate_cancel'");
+    qtest_wait_until(run_status_is, &(StatusIs){ &r, "running" },
+                     QTEST_WAIT_S, "the source to run again");
+    wait_umem_active(&r);
+    for (unsigned i = 0; i < FRAMES; i++) {
+        receive_tagged(&r, 1000, tag++, linux_buffer(1000));
+    }
+    g_assert_cmpint(queue_stat(&r, "guest-umem-switches"), ==, 2);
+    rig_stop(&r);
+}
+
 /* SO_BUSY_POLL of the queue's socket now, in illan. */
 static int socket_busy_poll(Rig *r)
 {
@@ -1065,6 +1128,8 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp-zc/lends-by-default", test_lends_by_default);
     g_test_add_func("/af-xdp-zc/lend-on-post", test_lend_on_post);
     g_test_add_func("/af-xdp-zc/stop-cont", test_stop_cont);
+    g_test_add_func("/af-xdp-zc/switchover-cancelled",
+                    test_switchover_cancelled);
     g_test_add_func("/af-xdp-zc/busy-poll-kept", test_busy_poll_kept);
     g_test_add_func("/af-xdp-zc/incoming-keeps-guest-umem",
                     test_incoming_keeps_guest_umem);
