@@ -1029,15 +1029,21 @@ static void request_tx_kick(XskQueue *q)
     }
 }
 
-/* Makes the kernel send what the tx ring holds, in this thread. */
-static void kick_locked(XskQueue *q)
+/* Makes the kernel send what the tx ring holds, in this thread.  False
+ * when it refused (the interface down), counted; a busy or full queue is
+ * not a refusal. */
+static bool kick_locked(XskQueue *q)
 {
+    bool refused;
+
     STAT_ADD(q->stats.tx_kicks, 1);
-    if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-        errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
+    refused = sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+              errno != EAGAIN && errno != EBUSY && errno != ENOBUFS;
+    if (refused) {
         STAT_ADD(q->stats.tx_kick_errors, 1);
     }
     reap_completions_locked(q);
+    return !refused;
 }
 
 static bool tx_reserve_locked(XskQueue *q, unsigned ndesc, uint32_t *idx)
@@ -1155,14 +1161,7 @@ static bool kick_until_taken_locked(XskQueue *q, uint32_t idx,
                                     gint64 deadline)
 {
     while (!tx_taken(q, idx)) {
-        STAT_ADD(q->stats.tx_kicks, 1);
-        if (sendto(q->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-            errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) {
-            STAT_ADD(q->stats.tx_kick_errors, 1);
-            return tx_taken(q, idx);
-        }
-        reap_completions_locked(q);
-        if (g_get_monotonic_time() > deadline) {
+        if (!kick_locked(q) || g_get_monotonic_time() > deadline) {
             return tx_taken(q, idx);
         }
     }
@@ -1227,9 +1226,8 @@ bool xsk_queue_send_in_place(XskQueue *q, const uint8_t *data, size_t len)
 
     qemu_mutex_lock(&q->tx_lock);
     base = q->umem_area;
-    /* A driver's zero copy refuses a frame across pages whose DMA
-     * addresses are not contiguous, which guest RAM's need not be. */
-    fits = q->lent_end && !q->zero_copy && len <= LEND_CHUNK &&
+    /* A socket on guest RAM is bound in copy mode (see open_lending). */
+    fits = q->lent_end && len <= LEND_CHUNK &&
            data >= base && (uint64_t)(data - base) + len <= q->lent_end;
     sent = fits && in_place_reserve_locked(q, &idx);
     if (sent) {
