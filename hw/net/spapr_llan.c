@@ -1482,6 +1482,13 @@ const char *llan_tx_copy_reason_name(LlanTxCopyReason why)
  * of its own.  NULL, with why in *@why, for one it gathers into tx_buf;
  * the gather checks the descriptors.
  */
+/* The frame asks for a checksum fill or segmentation the device does.
+ * Linux puts the same flags on every descriptor of a frame. */
+static bool wants_offload(const SpaprVlanState *s, uint64_t bd)
+{
+    return s->offloads && (bd & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND));
+}
+
 static const uint8_t *frame_as_it_lies(SpaprVlanState *s, const uint64_t *bds,
                                        unsigned n, LlanTxCopyReason *why)
 {
@@ -1491,8 +1498,7 @@ static const uint8_t *frame_as_it_lies(SpaprVlanState *s, const uint64_t *bds,
 
     if (n > 1) {
         *why = LLAN_TX_COPY_GATHERED;
-    } else if (s->offloads &&
-               (bds[0] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
+    } else if (wants_offload(s, bds[0])) {
         *why = LLAN_TX_COPY_OFFLOAD;
     } else if (!n || !len || len > LLAN_MAX_FRAME ||
                !spapr_tce_contiguous(s->vdev.tcet, LLAN_BD_ADDR(bds[0]), len,
@@ -1601,8 +1607,7 @@ static int64_t transmit_frame(SpaprVlanState *s, const uint64_t *args)
         return ret;
     }
     s->tx.copied[why]++;
-    /* Linux puts the same flags on every descriptor of a frame. */
-    if (s->offloads && (args[1] & (LLAN_TX_NO_CSUM | LLAN_TX_LRG_SND))) {
+    if (wants_offload(s, args[1])) {
         transmit_offload(s, len, args[1], args[8]);
     } else {
         send_frame(s, s->tx_buf, len);
