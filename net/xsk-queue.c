@@ -116,8 +116,10 @@ struct XskQueue {
     unsigned tx_chain_max;          /* descriptors a sent frame may span */
     uint32_t rx_peek;               /* descriptors a batch looks at */
 
-    /* Receive: the I/O thread's alone, or the main thread's while the
-     * machine has migrated away (drain_watch set, the thread parked). */
+    /* Receive: the I/O thread's alone, or, while it is parked, the
+     * caller of a request, the xsk-switch thread that stands in for it
+     * (joined before anyone else looks), or the main thread once the
+     * machine has migrated away (drain_watch set). */
     struct xsk_ring_cons rx;
     struct xsk_ring_prod fill;
     uint64_t *rx_free;              /* frames taken from the rx ring and
@@ -157,7 +159,8 @@ struct XskQueue {
 
     /*
      * Receive zero copy.  The socket changes in the I/O thread, or in the
-     * caller of a request while the thread is parked, under tx_lock; the
+     * caller of a request (or its xsk-switch thread) while the thread is
+     * parked, under tx_lock; the
      * fields from "reclaiming" on are that changer's and the receive
      * side's.
      */
@@ -1449,16 +1452,6 @@ static void flush_tx_locked(XskQueue *q)
 static void drain_rx_ring(XskQueue *q);
 static gboolean drain_readable(gint fd, GIOCondition cond, gpointer opaque);
 
-/*
- * A new socket on guest RAM (@ram), or on the queue's own UMEM alone
- * (NULL): the first, or one that replaces a socket whose fill ring holds
- * lent buffers, to take them back.  Frames already in the rx ring go to
- * the NIC first, lending nothing more; the old socket's close takes
- * every buffer on its fill ring back.  Until the new socket is in the
- * program's map, the program drops the queue's frames and counts them
- * (socket_changed with fd -1).  A refused UMEM leaves the queue on its
- * own, the reason kept.
- */
 /* The old socket goes: what it holds goes to the NIC first, lending
  * nothing more, and once this returns the kernel writes no lent buffer.
  * Under tx_lock. */
@@ -1505,6 +1498,16 @@ static bool open_for_switch_locked(XskQueue *q, GuestRam *ram)
     return lend;
 }
 
+/*
+ * A new socket on guest RAM (@ram), or on the queue's own UMEM alone
+ * (NULL): the first, or one that replaces a socket whose fill ring holds
+ * lent buffers, to take them back.  Frames already in the rx ring go to
+ * the NIC first, lending nothing more; the old socket's close takes
+ * every buffer on its fill ring back.  Until the new socket is in the
+ * program's map, the program drops the queue's frames and counts them
+ * (socket_changed with fd -1).  A refused UMEM leaves the queue on its
+ * own, the reason kept.
+ */
 static void switch_umem(XskQueue *q, GuestRam *ram)
 {
     bool lend, watched = q->drain_watch != 0;
