@@ -1221,6 +1221,8 @@ static GVariant *queue_stats(AfXdpState *s, XskQueue *q)
     PUT("tx-kick-errors", tx_kick_errors);
     PUT("tx-ring-full", tx_ring_full);
     PUT("tx-oversize", tx_oversize);
+    PUT("tx-no-socket", tx_no_socket);
+    g_variant_dict_insert(&d, "failed", "b", st.failed);
     PUT("tx-chains", tx_chains);
     PUT("tx-in-place", tx_in_place);
     PUT("tx-in-place-waits", tx_in_place_waits);

@@ -1081,6 +1081,11 @@ bool xsk_queue_send(XskQueue *q, const uint8_t *data, size_t len)
     bool sent;
 
     qemu_mutex_lock(&q->tx_lock);
+    if (q->fd < 0) {
+        qemu_mutex_unlock(&q->tx_lock);
+        STAT_ADD(q->stats.tx_no_socket, 1);
+        return false;
+    }
     /* Read under the lock: the socket may have changed. */
     if (len > xsk_queue_tx_max(q)) {
         qemu_mutex_unlock(&q->tx_lock);
@@ -1457,6 +1462,9 @@ static gboolean drain_readable(gint fd, GIOCondition cond, gpointer opaque);
  * Under tx_lock. */
 static void close_for_switch_locked(XskQueue *q)
 {
+    if (q->fd < 0) {
+        return;             /* the last switch left none */
+    }
     flush_tx_locked(q);
     q->cfg.socket_changed(q->cfg.opaque, q->cfg.queue_id, -1, false);
     g_usleep(GAP_GRACE_US);
@@ -1477,6 +1485,20 @@ static void close_for_switch_locked(XskQueue *q)
     __atomic_store_n(&q->host_out, 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * The kernel refused the new socket (another socket took the queue, the
+ * UMEM could not be registered): the queue has none, and rings that
+ * libxdp has unmapped.  It carries nothing until the next switch opens
+ * one (cont), or the interface returns; senders count their frames as
+ * tx_no_socket, and the I/O thread only waits.
+ */
+static void no_socket_locked(XskQueue *q)
+{
+    clear_rings(q);
+    q->fd = -1;
+    __atomic_store_n(&q->failed, true, __ATOMIC_RELEASE);
+}
+
 /* The new socket, on @ram or the queue's own UMEM.  Under tx_lock.  True
  * when it lends. */
 static bool open_for_switch_locked(XskQueue *q, GuestRam *ram)
@@ -1488,10 +1510,13 @@ static bool open_for_switch_locked(XskQueue *q, GuestRam *ram)
         __atomic_store_n(&q->copy_reason, XSK_COPY_REFUSED, __ATOMIC_RELAXED);
         trace_af_xdp_lend_refused(q->cfg.queue_id, g_strerror(errno));
     }
-    if ((!lend && !open_own(q)) ||
-        !q->cfg.socket_changed(q->cfg.opaque, q->cfg.queue_id, q->fd,
-                               lend)) {
-        __atomic_store_n(&q->failed, true, __ATOMIC_RELEASE);
+    if (!lend && !open_own(q)) {
+        no_socket_locked(q);
+    } else {
+        __atomic_store_n(&q->failed,
+                         !q->cfg.socket_changed(q->cfg.opaque,
+                                                q->cfg.queue_id, q->fd, lend),
+                         __ATOMIC_RELEASE);
     }
     __atomic_store_n(&q->lending, lend, __ATOMIC_RELEASE);
     trace_af_xdp_lend_switch(q->cfg.queue_id, lend);
@@ -1770,6 +1795,10 @@ static gpointer io_thread(gpointer opaque)
             serve_requests(q);
         }
         join_switch(q);
+        if (G_UNLIKELY(q->fd < 0)) {
+            wait_for_work(q);
+            continue;
+        }
         n = rx_batch(q);
         if (__atomic_load_n(&q->tx_kick, __ATOMIC_ACQUIRE)) {
             more_tx = tx_kick(q);
@@ -1923,6 +1952,8 @@ void xsk_queue_get_stats(XskQueue *q, XskQueueStats *st)
     st->tx_kick_errors = STAT_GET(q->stats.tx_kick_errors);
     st->tx_ring_full = STAT_GET(q->stats.tx_ring_full);
     st->tx_oversize = STAT_GET(q->stats.tx_oversize);
+    st->tx_no_socket = STAT_GET(q->stats.tx_no_socket);
+    st->failed = xsk_queue_failed(q);
     st->tx_chains = STAT_GET(q->stats.tx_chains);
     st->tx_in_place = STAT_GET(q->stats.tx_in_place);
     st->tx_in_place_waits = STAT_GET(q->stats.tx_in_place_waits);

@@ -101,6 +101,9 @@ typedef struct XskQueueStats {
     uint64_t rx_chains, rx_too_long, rx_truncated;
     uint64_t tx_frames, tx_kicks, tx_kick_errors, tx_ring_full, tx_oversize;
     uint64_t tx_chains;
+    uint64_t tx_no_socket;  /* guest frames dropped: the queue has no
+                               socket (one it could not replace) */
+    bool failed;            /* see xsk_queue_failed() */
     /* Of tx_frames, those sent in place (guest RAM as the UMEM); of
      * those, the ones whose completion was not there when the kick
      * returned, those moved into a frame of the queue's own because the

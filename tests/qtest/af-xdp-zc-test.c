@@ -18,14 +18,17 @@
 #include "net/net.h"
 #include "net/xdp-prog.h"
 
+#include <errno.h>
 #include <ifaddrs.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/if_link.h>
 #include <linux/if_packet.h>
+#include <linux/if_xdp.h>
 
 #define RAM_SIZE        (64u << 20)
 #define LENDING_NETDEV  ",mode=native,queues=1,guest-umem=on"
@@ -52,6 +55,8 @@ static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 };
 #define NIC_COPY_DOWN       "nic.device.rx-copy-down"
 #define NIC_LENT            "nic.device.rx-lent"
 #define Q_HOST_FRAMES       "rx-host-frames"
+#define Q_FAILED            "failed"
+#define Q_TX_NO_SOCKET      "tx-no-socket"
 #define Q_TX_IN_PLACE       "tx-in-place"
 #define NIC_TX_IN_PLACE     "nic.device.tx-in-place"
 #define NIC_TX_COPIED(why)  "nic.device.tx-copied." why
@@ -92,6 +97,17 @@ static bool umem_active(Rig *r)
         g_error("no member '" Q_UMEM_ACTIVE "' in queue 0 of netdev n0");
     }
     return json_object_get_boolean_member(q, Q_UMEM_ACTIVE);
+}
+
+static bool queue_bool(Rig *r, const char *member)
+{
+    g_autoptr(JsonObject) st = qrig_net_stats(r->q.qts);
+    JsonObject *q = queue0(st);
+
+    if (!json_object_has_member(q, member)) {
+        g_error("no member '%s' in queue 0 of netdev n0", member);
+    }
+    return json_object_get_boolean_member(q, member);
 }
 
 static bool umem_became_active(void *opaque)
@@ -887,6 +903,126 @@ static void test_interface_returns(void)
 /* How the guest lets go of its buffers while the flood runs. */
 typedef void (*ReleaseFn)(Rig *r);
 
+/*
+ * A socket of the test's own that takes queue 0 of @ifname the moment
+ * the kernel releases it (bind is retried on the same socket, where
+ * illan retries each millisecond), for illan's next socket to find it
+ * taken.
+ */
+typedef struct QueueGrab {
+    unsigned ifindex;
+    int fd;
+    void *umem;
+    bool bound;
+} QueueGrab;
+
+#define GRAB_FRAMES 16
+
+static gpointer grab_queue(gpointer opaque)
+{
+    QueueGrab *g = opaque;
+    struct sockaddr_xdp sxdp = { .sxdp_family = AF_XDP,
+                                 .sxdp_ifindex = g->ifindex,
+                                 .sxdp_flags = XDP_COPY };
+    gint64 deadline = g_get_monotonic_time() + QTEST_WAIT_S * G_USEC_PER_SEC;
+
+    do {
+        if (bind(g->fd, (struct sockaddr *)&sxdp, sizeof(sxdp)) == 0) {
+            g->bound = true;
+            break;
+        }
+        g_assert_cmpint(errno, ==, EBUSY);
+    } while (g_get_monotonic_time() < deadline);
+    return NULL;
+}
+
+static GThread *queue_grab_start(QueueGrab *g, const char *ifname)
+{
+    struct xdp_umem_reg reg = { .len = GRAB_FRAMES * 4096,
+                                .chunk_size = 4096 };
+    int n = GRAB_FRAMES;
+
+    *g = (QueueGrab){ .ifindex = veth_ifindex(ifname) };
+    g->umem = mmap(NULL, reg.len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    g_assert_true(g->umem != MAP_FAILED);
+    reg.addr = (uintptr_t)g->umem;
+    g->fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(g->fd, >=, 0);
+    g_assert_cmpint(setsockopt(g->fd, SOL_XDP, XDP_UMEM_REG, &reg,
+                               sizeof(reg)), ==, 0);
+    g_assert_cmpint(setsockopt(g->fd, SOL_XDP, XDP_UMEM_FILL_RING, &n,
+                               sizeof(n)), ==, 0);
+    g_assert_cmpint(setsockopt(g->fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &n,
+                               sizeof(n)), ==, 0);
+    g_assert_cmpint(setsockopt(g->fd, SOL_XDP, XDP_RX_RING, &n, sizeof(n)),
+                    ==, 0);
+    return g_thread_new("grab", grab_queue, g);
+}
+
+static void queue_grab_release(QueueGrab *g)
+{
+    close(g->fd);
+    munmap(g->umem, GRAB_FRAMES * 4096);
+}
+
+/*
+ * A queue whose new socket the kernel refuses (another socket took the
+ * queue while illan's closed one was being released) has none: it
+ * reports so, drops what the guest sends, counted, and leaves alone the
+ * rings it no longer has, through the next switch (cont, refused too
+ * while the queue stays taken) and its I/O thread's turns.  When the
+ * interface returns it lends again.  The grab races illan's own retries,
+ * so the stop is tried until it wins.
+ */
+static void test_socket_taken(void)
+{
+    enum { TRIES = 5 };
+    Rig r = { 0 };
+    uint8_t frame[200];
+    uint16_t tag;
+    QueueGrab grab;
+    unsigned try;
+
+    rig_start_lending(&r);
+    tag = drain_host_frames(&r, 0);
+    for (try = 0; try < TRIES; try++) {
+        GThread *t = queue_grab_start(&grab, r.veth.dut);
+
+        qmp_ok(&r, "'stop'");
+        g_thread_join(t);
+        if (grab.bound) {
+            break;
+        }
+        queue_grab_release(&grab);
+        qmp_ok(&r, "'cont'");
+        wait_umem_active(&r);
+    }
+    g_assert_cmpuint(try, <, TRIES);
+    qmp_ok(&r, "'cont'");
+    g_assert_true(queue_bool(&r, Q_FAILED));
+    eth_frame_tagged(frame, sizeof(frame), peer_mac, qrig_mac,
+                     ETHERTYPE_TEST, tag, ETH_FRAME_TAG_FIRST);
+    g_assert_cmpint(qibmveth_send(r.q.guest, frame, sizeof(frame)), ==,
+                    H_SUCCESS);
+    g_assert_cmpint(queue_stat(&r, Q_TX_NO_SOCKET), ==, 1);
+    queue_grab_release(&grab);
+
+    netns_run("ip link del %s", r.veth.dut);
+    wait_link_state(&r, "removed");
+    close(r.q.peer);
+    veth_pair_recreate(&r.veth);
+    wait_link_state(&r, "reopened");
+    r.q.peer = packet_socket_open(r.veth.peer);
+    wait_umem_active(&r);
+    g_assert_false(queue_bool(&r, Q_FAILED));
+    tag = drain_host_frames(&r, tag + 1);
+    send_tagged(&r, 1000, tag);
+    receive_tagged(&r, 1000, tag, linux_buffer(1000));
+    g_test_message("the grab won the queue at try %u of %d", try + 1, TRIES);
+    rig_stop(&r);
+}
+
 static void release_by_free(Rig *r)
 {
     guest_free(r);
@@ -1130,6 +1266,7 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp-zc/stop-cont", test_stop_cont);
     g_test_add_func("/af-xdp-zc/switchover-cancelled",
                     test_switchover_cancelled);
+    g_test_add_func("/af-xdp-zc/socket-taken", test_socket_taken);
     g_test_add_func("/af-xdp-zc/busy-poll-kept", test_busy_poll_kept);
     g_test_add_func("/af-xdp-zc/incoming-keeps-guest-umem",
                     test_incoming_keeps_guest_umem);
