@@ -8,6 +8,12 @@
  * util/json-writer.c, which always writes strict JSON; a reply's id is
  * copied from the request's text, so it comes back as the client wrote it.
  * Descriptors a client sends with SCM_RIGHTS wait for its next getfd.
+ *
+ * As in QEMU, the sockets are served by a monitor thread of their own, so
+ * that an out-of-band request is answered at once even while an in-band
+ * command holds the main thread (an open() that waits on a FIFO, say).
+ * In-band requests run on the main thread, one at a time per client and
+ * in the order sent; the monitor thread holds the ones behind.
  */
 #include "monitor/qmp.h"
 #include "monitor/json-stream.h"
@@ -17,11 +23,13 @@
 #include "qemu/option.h"
 #include "qemu/passed-fds.h"
 #include "qemu/qmp-registry.h"
+#include "qemu/thread.h"
 #include "qemu/unix-socket.h"
 
 #include <errno.h>
 #include <glib-unix.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,26 +39,153 @@
 /* Output a client may leave unread before it is hung up on: room for a
  * few replies that echo a 1 MiB input back, escaped. */
 #define QMP_MAX_PENDING_OUTPUT  (16u << 20)
+/* In-band requests held for a client before its socket is no longer
+ * read, QEMU's QMP_REQ_QUEUE_LEN_MAX. */
+#define QMP_MAX_HELD    8
 
+/* Items handed from one thread to another: a queue under a lock, and an
+ * eventfd that wakes the receiving thread's GMainContext. */
+typedef struct Mailbox {
+    QemuMutex lock;
+    GQueue items;           /* under lock */
+    int wake_fd;
+    GSource *watch;
+    void (*deliver)(gpointer item);
+} Mailbox;
+
+static gboolean mailbox_ready(gint fd, GIOCondition cond, gpointer opaque)
+{
+    Mailbox *mb = opaque;
+    eventfd_t ignored;
+    GQueue batch;
+
+    (void)cond;
+    eventfd_read(fd, &ignored);
+    qemu_mutex_lock(&mb->lock);
+    batch = mb->items;
+    g_queue_init(&mb->items);
+    qemu_mutex_unlock(&mb->lock);
+    for (GList *l = batch.head; l; l = l->next) {
+        mb->deliver(l->data);
+    }
+    g_queue_clear(&batch);
+    return G_SOURCE_CONTINUE;
+}
+
+static GSource *watch_fd(GMainContext *ctx, int fd, GIOCondition cond,
+                         GUnixFDSourceFunc fn, gpointer opaque)
+{
+    GSource *s = g_unix_fd_source_new(fd, cond);
+
+    g_source_set_callback(s, (GSourceFunc)(void (*)(void))fn, opaque, NULL);
+    g_source_attach(s, ctx);
+    return s;
+}
+
+static void unwatch(GSource **s)
+{
+    if (*s) {
+        g_source_destroy(*s);
+        g_source_unref(*s);
+        *s = NULL;
+    }
+}
+
+static void mailbox_init(Mailbox *mb, GMainContext *ctx,
+                         void (*deliver)(gpointer item))
+{
+    qemu_mutex_init(&mb->lock);
+    g_queue_init(&mb->items);
+    mb->deliver = deliver;
+    mb->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    g_assert(mb->wake_fd >= 0);
+    mb->watch = watch_fd(ctx, mb->wake_fd, G_IO_IN, mailbox_ready, mb);
+}
+
+static void mailbox_post(Mailbox *mb, gpointer item)
+{
+    qemu_mutex_lock(&mb->lock);
+    g_queue_push_tail(&mb->items, item);
+    eventfd_write(mb->wake_fd, 1);
+    qemu_mutex_unlock(&mb->lock);
+}
+
+/* Once nothing posts any more: what was never delivered goes to @drop. */
+static void mailbox_destroy(Mailbox *mb, GDestroyNotify drop)
+{
+    unwatch(&mb->watch);
+    close(mb->wake_fd);
+    g_queue_clear_full(&mb->items, drop);
+    qemu_mutex_destroy(&mb->lock);
+}
+
+/* One JSON text from a client, read as a request or refused. */
+typedef struct QmpRequest {
+    char *text;             /* as the client wrote it: its id and integers,
+                               which json-glib would change */
+    JsonNode *root;         /* an object, or NULL with @err set */
+    QmpError err;
+} QmpRequest;
+
+/* The monitor thread's, but for the descriptors (see there). */
 typedef struct QmpClient {
     int fd;
-    guint watch;
-    guint out_watch;        /* set while output waits for the socket */
+    GSource *watch;         /* reading; NULL once it is held or closed */
+    GSource *out_watch;     /* set while output waits for the socket */
     GString *out;
     JsonStream *stream;
+    GQueue held;            /* QmpRequest *: in-band, not yet run */
+    bool running;           /* one of its in-band requests is on the main
+                               thread; the client stays until it is back */
+    bool closed;            /* it hung up */
     bool negotiated;
     bool oob;               /* out-of-band execution enabled */
     bool hung_up;           /* we gave up on it; the read side drops it */
-    int msgfds[QMP_MAX_FDS];    /* the last SCM_RIGHTS received, for getfd */
+    QemuMutex fds_lock;     /* the monitor thread receives, getfd takes */
+    int msgfds[QMP_MAX_FDS];    /* the last SCM_RIGHTS received */
     unsigned n_msgfds;
 } QmpClient;
 
 typedef struct QmpListener {
     int fd;
-    guint watch;
+    GSource *watch;
     char *path;
 } QmpListener;
 
+/* An in-band request on its way to the main thread and back. */
+typedef struct QmpJob {
+    QmpClient *client;
+    QmpRequest *req;
+    bool negotiated, oob;   /* the session as the request found it, and
+                               as qmp_capabilities leaves it */
+    char *reply;            /* the answer's text */
+} QmpJob;
+
+/* What the main thread hands the monitor thread, in order. */
+typedef enum MonitorMsgKind {
+    MONITOR_ADD_CLIENT,
+    MONITOR_ADD_LISTENER,
+    MONITOR_JOB_DONE,
+    MONITOR_EVENT,
+    MONITOR_STOP,
+} MonitorMsgKind;
+
+typedef struct MonitorMsg {
+    MonitorMsgKind kind;
+    int fd;                 /* ADD_CLIENT */
+    QmpListener *listener;  /* ADD_LISTENER */
+    QmpJob *job;            /* JOB_DONE */
+    char *text;             /* EVENT */
+} MonitorMsg;
+
+/* Started with the first monitor, stopped by qmp_cleanup() (main thread). */
+static GThread *monitor_thread;
+static GMainContext *monitor_ctx;
+static GMainLoop *monitor_loop;
+static Mailbox to_monitor;      /* MonitorMsg * */
+static Mailbox to_main;         /* QmpJob * */
+
+/* The monitor thread's while it runs; the main thread's after. */
 static GPtrArray *clients;      /* QmpClient * */
 static GPtrArray *listeners;    /* QmpListener * */
 
@@ -64,7 +199,7 @@ static void hang_up(QmpClient *c)
 static gboolean client_writable(gint fd, GIOCondition cond, gpointer opaque);
 
 /* Sends what the socket takes now and leaves the rest to a G_IO_OUT
- * watch, so a slow reader never holds up the main loop. */
+ * watch, so a slow reader never holds up the other clients. */
 static void client_flush(QmpClient *c)
 {
     while (c->out->len && !c->hung_up) {
@@ -77,8 +212,8 @@ static void client_flush(QmpClient *c)
             continue;
         } else if (n < 0 && errno == EAGAIN) {
             if (!c->out_watch) {
-                c->out_watch = g_unix_fd_add(c->fd, G_IO_OUT,
-                                             client_writable, c);
+                c->out_watch = watch_fd(monitor_ctx, c->fd, G_IO_OUT,
+                                        client_writable, c);
             }
             return;
         } else {
@@ -96,17 +231,17 @@ static gboolean client_writable(gint fd, GIOCondition cond, gpointer opaque)
     if (c->out->len && !c->hung_up) {
         return G_SOURCE_CONTINUE;
     }
-    c->out_watch = 0;
+    unwatch(&c->out_watch);
     return G_SOURCE_REMOVE;
 }
 
-/* Queues @w's text as one line. */
-static void client_write(QmpClient *c, JsonWriter *w)
+/* Queues @text as one line. */
+static void client_write(QmpClient *c, const char *text)
 {
     if (c->hung_up) {
         return;
     }
-    g_string_append(c->out, json_writer_text(w));
+    g_string_append(c->out, text);
     g_string_append(c->out, "\r\n");
     if (c->out->len > QMP_MAX_PENDING_OUTPUT) {
         hang_up(c);
@@ -130,11 +265,20 @@ static JsonObject *version_info(void)
     return ver;
 }
 
+static char *writer_finish(JsonWriter *w)
+{
+    char *text = g_strdup(json_writer_text(w));
+
+    json_writer_free(w);
+    return text;
+}
+
 /* Every monitor is a socket, where QEMU offers out-of-band execution. */
 static void send_greeting(QmpClient *c)
 {
     g_autoptr(JsonNode) version = json_node_new(JSON_NODE_OBJECT);
     JsonWriter *w = json_writer_new(false);
+    g_autofree char *text = NULL;
 
     json_node_take_object(version, version_info());
 
@@ -146,12 +290,12 @@ static void send_greeting(QmpClient *c)
     json_writer_end_array(w);
     json_writer_end_object(w);
     json_writer_end_object(w);
-    client_write(c, w);
-    json_writer_free(w);
+    text = writer_finish(w);
+    client_write(c, text);
 }
 
 /* @id is the request's "id" as the client wrote it, or NULL. */
-static void send_error(QmpClient *c, const QmpError *err, const char *id)
+static char *error_text(const QmpError *err, const char *id)
 {
     JsonWriter *w = json_writer_new(false);
 
@@ -164,11 +308,10 @@ static void send_error(QmpClient *c, const QmpError *err, const char *id)
         json_writer_raw(w, "id", id);
     }
     json_writer_end_object(w);
-    client_write(c, w);
-    json_writer_free(w);
+    return writer_finish(w);
 }
 
-static void send_return(QmpClient *c, JsonNode *value, const char *id)
+static char *return_text(JsonNode *value, const char *id)
 {
     JsonWriter *w = json_writer_new(false);
 
@@ -178,8 +321,7 @@ static void send_return(QmpClient *c, JsonNode *value, const char *id)
         json_writer_raw(w, "id", id);
     }
     json_writer_end_object(w);
-    client_write(c, w);
-    json_writer_free(w);
+    return writer_finish(w);
 }
 
 static const char *arg_type_name(QmpArgType type)
@@ -260,7 +402,7 @@ static bool check_args(const QmpCommand *cmd, JsonObject *args,
 /* The member that names the command: "execute", or "exec-oob" once the
  * client has enabled out-of-band execution; NULL with *err set if the
  * envelope holds anything else, or both. */
-static const char *envelope_command_key(QmpClient *c, JsonObject *req,
+static const char *envelope_command_key(bool oob, JsonObject *req,
                                         QmpError *err)
 {
     g_autoptr(GList) names = json_object_get_members(req);
@@ -270,7 +412,7 @@ static const char *envelope_command_key(QmpClient *c, JsonObject *req,
         const char *name = l->data;
 
         if (!strcmp(name, "execute") ||
-            (!strcmp(name, "exec-oob") && c->oob)) {
+            (!strcmp(name, "exec-oob") && oob)) {
             if (key) {
                 qmp_error_set(err, QMP_ERROR_GENERIC, "QMP input member "
                               "'%s' clashes with '%s'", name, key);
@@ -291,17 +433,17 @@ static const char *envelope_command_key(QmpClient *c, JsonObject *req,
 }
 
 /* Only qmp_capabilities before negotiation, and only then. */
-static bool allowed_now(QmpClient *c, const char *name, QmpError *err)
+static bool allowed_now(bool negotiated, const char *name, QmpError *err)
 {
     bool capabilities = !strcmp(name, "qmp_capabilities");
 
-    if (!c->negotiated && !capabilities) {
+    if (!negotiated && !capabilities) {
         qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
                       "Expecting capabilities negotiation with "
                       "'qmp_capabilities'");
         return false;
     }
-    if (c->negotiated && capabilities) {
+    if (negotiated && capabilities) {
         qmp_error_set(err, QMP_ERROR_COMMAND_NOT_FOUND,
                       "Capabilities negotiation is already complete, "
                       "command ignored");
@@ -311,11 +453,12 @@ static bool allowed_now(QmpClient *c, const char *name, QmpError *err)
 }
 
 /* The request's envelope: execute (or exec-oob), arguments, id and
- * nothing else. */
-static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
-                                       JsonObject **args, QmpError *err)
+ * nothing else, in a session @negotiated (or not) with @oob (or not). */
+static const QmpCommand *check_request(bool negotiated, bool oob,
+                                       JsonObject *req, JsonObject **args,
+                                       QmpError *err)
 {
-    const char *key = envelope_command_key(c, req, err);
+    const char *key = envelope_command_key(oob, req, err);
     JsonNode *exec = key ? json_object_get_member(req, key) : NULL;
     JsonNode *argn = json_object_get_member(req, "arguments");
     const char *name;
@@ -336,7 +479,7 @@ static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
     }
     *args = argn ? json_node_get_object(argn) : NULL;
     name = json_node_get_string(exec);
-    if (!allowed_now(c, name, err)) {
+    if (!allowed_now(negotiated, name, err)) {
         return NULL;
     }
     cmd = qmp_find_command(name);
@@ -356,35 +499,44 @@ static const QmpCommand *check_request(QmpClient *c, JsonObject *req,
     return cmd;
 }
 
-/* The client whose request runs, for qmp_capabilities. */
-static QmpClient *current_client;
+/* The job whose request runs on the main thread, for qmp_capabilities
+ * and getfd. */
+static QmpJob *current_job;
 
-/* @text is the request as the client wrote it, for its "id" and
- * integers, which json-glib would change. */
-static void dispatch(QmpClient *c, JsonObject *req, const char *text)
+/* Main thread: runs @job's request and sends the job back with its
+ * reply. */
+static void run_job(gpointer opaque)
 {
+    QmpJob *job = opaque;
+    JsonObject *req = json_node_get_object(job->req->root);
+    const char *text = job->req->text;
     g_autofree char *id = json_object_has_member(req, "id") ?
                           json_stream_member_text(text, "id") : NULL;
     g_autofree char *args_text = json_stream_member_text(text, "arguments");
     g_autoptr(JsonObject) empty = json_object_new();
     QmpError err = { 0 };
     JsonObject *args = NULL;
-    const QmpCommand *cmd = check_request(c, req, &args, &err);
+    const QmpCommand *cmd = check_request(job->negotiated, job->oob, req,
+                                          &args, &err);
     JsonNode *ret = NULL;
+    MonitorMsg *done = g_new0(MonitorMsg, 1);
 
     if (cmd && qmp_command_allowed(cmd, &err) &&
         check_args(cmd, args ? args : empty, args_text, &err)) {
-        current_client = c;
+        current_job = job;
         ret = cmd->fn(args ? args : empty, &err);
-        current_client = NULL;
+        current_job = NULL;
     }
     if (ret) {
-        send_return(c, ret, id);
+        job->reply = return_text(ret, id);
         json_node_unref(ret);
     } else {
-        send_error(c, &err, id);
+        job->reply = error_text(&err, id);
     }
     g_free(err.desc);
+    done->kind = MONITOR_JOB_DONE;
+    done->job = job;
+    mailbox_post(&to_monitor, done);
 }
 
 /* json-glib turns \u0000 into a NUL that silently ends the string. */
@@ -437,32 +589,138 @@ static void parse_error(JsonStreamError error, const char *what, QmpError *err)
     }
 }
 
-static void on_text(void *opaque, const char *text, JsonStreamError error)
+static QmpRequest *request_new(const char *text, JsonStreamError error)
 {
-    QmpClient *c = opaque;
     g_autoptr(JsonParser) parser = json_parser_new_immutable();
     g_autoptr(GError) perr = NULL;
-    QmpError err = { 0 };
+    QmpRequest *req = g_new0(QmpRequest, 1);
     JsonNode *root;
 
+    req->text = g_strdup(text);
     if (error) {
-        parse_error(error, text, &err);
+        parse_error(error, text, &req->err);
     } else if (has_nul_escape(text)) {
-        qmp_error_set(&err, QMP_ERROR_GENERIC,
+        qmp_error_set(&req->err, QMP_ERROR_GENERIC,
                       "JSON parse error, \\u0000 is not allowed in a string");
     } else if (!json_parser_load_from_data(parser, text, -1, &perr)) {
-        qmp_error_set(&err, QMP_ERROR_GENERIC, "JSON parse error, %s",
+        qmp_error_set(&req->err, QMP_ERROR_GENERIC, "JSON parse error, %s",
                       perr->message);
     } else if (!(root = json_parser_get_root(parser)) ||
                !JSON_NODE_HOLDS_OBJECT(root)) {
-        qmp_error_set(&err, QMP_ERROR_GENERIC,
+        qmp_error_set(&req->err, QMP_ERROR_GENERIC,
                       "QMP input must be a JSON object");
     } else {
-        dispatch(c, json_node_get_object(root), text);
-        return;
+        req->root = json_node_ref(root);
     }
-    send_error(c, &err, NULL);
+    return req;
+}
+
+static void request_free(gpointer opaque)
+{
+    QmpRequest *req = opaque;
+
+    if (req->root) {
+        json_node_unref(req->root);
+    }
+    g_free(req->err.desc);
+    g_free(req->text);
+    g_free(req);
+}
+
+/* As QEMU tells them apart: "exec-oob" without "execute", once the
+ * session has enabled oob. */
+static bool request_is_oob(QmpClient *c, QmpRequest *req)
+{
+    JsonObject *o = req->root ? json_node_get_object(req->root) : NULL;
+
+    return c->oob && o && json_object_has_member(o, "exec-oob") &&
+           !json_object_has_member(o, "execute");
+}
+
+/* Monitor thread: no command runs out of band, so the checks refuse an
+ * out-of-band request before anything would run on this thread. */
+static void answer_oob(QmpClient *c, QmpRequest *req)
+{
+    JsonObject *o = json_node_get_object(req->root);
+    g_autofree char *id = json_object_has_member(o, "id") ?
+                          json_stream_member_text(req->text, "id") : NULL;
+    g_autofree char *text = NULL;
+    JsonObject *args;
+    QmpError err = { 0 };
+    const QmpCommand *cmd = check_request(c->negotiated, c->oob, o, &args,
+                                          &err);
+
+    g_assert(!cmd);
+    text = error_text(&err, id);
+    client_write(c, text);
     g_free(err.desc);
+    request_free(req);
+}
+
+static void client_free(QmpClient *c);
+static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque);
+
+/* Monitor thread: answers what needs no main thread and hands the next
+ * in-band request to it, unless one is already there; reads the socket
+ * again once few enough wait. */
+static void client_run_held(QmpClient *c)
+{
+    while (!c->running && !g_queue_is_empty(&c->held)) {
+        QmpRequest *req = g_queue_pop_head(&c->held);
+        QmpJob *job;
+
+        if (!req->root) {
+            g_autofree char *text = error_text(&req->err, NULL);
+
+            client_write(c, text);
+            request_free(req);
+        } else if (request_is_oob(c, req)) {
+            answer_oob(c, req);
+        } else {
+            job = g_new0(QmpJob, 1);
+            job->client = c;
+            job->req = req;
+            job->negotiated = c->negotiated;
+            job->oob = c->oob;
+            c->running = true;
+            mailbox_post(&to_main, job);
+        }
+    }
+    if (c->closed && !c->running && g_queue_is_empty(&c->held)) {
+        g_ptr_array_remove(clients, c);
+        client_free(c);
+    } else if (!c->closed && !c->watch && c->held.length < QMP_MAX_HELD) {
+        c->watch = watch_fd(monitor_ctx, c->fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                            client_readable, c);
+    }
+}
+
+/* Monitor thread: an out-of-band request is answered as soon as it is
+ * read; an in-band one waits behind those before it. */
+static void on_text(void *opaque, const char *text, JsonStreamError error)
+{
+    QmpClient *c = opaque;
+    QmpRequest *req = request_new(text, error);
+
+    if (request_is_oob(c, req)) {
+        answer_oob(c, req);
+    } else {
+        g_queue_push_tail(&c->held, req);
+    }
+}
+
+static void job_done(QmpJob *job)
+{
+    QmpClient *c = job->client;
+
+    c->negotiated = job->negotiated;
+    c->oob = job->oob;
+    client_write(c, job->reply);
+    c->running = false;
+    request_free(job->req);
+    g_free(job->reply);
+    g_free(job);
+    client_run_held(c);
 }
 
 static void drop_msgfds(QmpClient *c)
@@ -485,9 +743,11 @@ static void keep_msgfds(QmpClient *c, struct msghdr *msg)
             !n) {
             continue;
         }
+        qemu_mutex_lock(&c->fds_lock);
         drop_msgfds(c);
         memcpy(c->msgfds, CMSG_DATA(cm), n * sizeof(int));
         c->n_msgfds = n;
+        qemu_mutex_unlock(&c->fds_lock);
     }
 }
 
@@ -511,16 +771,14 @@ static ssize_t client_recv(QmpClient *c, char *buf, size_t len)
 
 static void client_free(QmpClient *c)
 {
-    if (c->watch) {
-        g_source_remove(c->watch);
-    }
-    if (c->out_watch) {
-        g_source_remove(c->out_watch);
-    }
+    unwatch(&c->watch);
+    unwatch(&c->out_watch);
     g_string_free(c->out, TRUE);
     close(c->fd);
     drop_msgfds(c);
+    qemu_mutex_destroy(&c->fds_lock);
     json_stream_free(c->stream);
+    g_queue_clear_full(&c->held, request_free);
     g_free(c);
 }
 
@@ -535,14 +793,17 @@ static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque)
         return G_SOURCE_CONTINUE;
     }
     if (n <= 0) {
-        c->watch = 0;
-        g_ptr_array_remove(clients, c);
-        client_free(c);
-        return G_SOURCE_REMOVE;
-    }
-    if (!c->hung_up) {
+        c->closed = true;
+    } else if (!c->hung_up) {
         json_stream_feed(c->stream, buf, n);
     }
+    if (c->closed || c->held.length >= QMP_MAX_HELD) {
+        unwatch(&c->watch);
+        /* Last: it may free the client, or watch it again. */
+        client_run_held(c);
+        return G_SOURCE_REMOVE;
+    }
+    client_run_held(c);
     return G_SOURCE_CONTINUE;
 }
 
@@ -553,12 +814,11 @@ static void client_add(int fd)
     c->fd = fd;
     c->out = g_string_new(NULL);
     c->stream = json_stream_new(on_text, c);
-    if (!clients) {
-        clients = g_ptr_array_new();
-    }
+    g_queue_init(&c->held);
+    qemu_mutex_init(&c->fds_lock);
     g_ptr_array_add(clients, c);
-    c->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
-                             client_readable, c);
+    c->watch = watch_fd(monitor_ctx, fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                        client_readable, c);
     send_greeting(c);
 }
 
@@ -573,25 +833,111 @@ static gboolean listener_readable(gint fd, GIOCondition cond, gpointer opaque)
     return G_SOURCE_CONTINUE;
 }
 
+static void send_event_text(const char *text)
+{
+    for (guint i = 0; i < clients->len; i++) {
+        QmpClient *c = g_ptr_array_index(clients, i);
+
+        if (c->negotiated) {
+            client_write(c, text);
+        }
+    }
+}
+
+static void monitor_deliver(gpointer opaque)
+{
+    MonitorMsg *m = opaque;
+
+    switch (m->kind) {
+    case MONITOR_ADD_CLIENT:
+        client_add(m->fd);
+        break;
+    case MONITOR_ADD_LISTENER:
+        g_ptr_array_add(listeners, m->listener);
+        m->listener->watch = watch_fd(monitor_ctx, m->listener->fd, G_IO_IN,
+                                      listener_readable, m->listener);
+        break;
+    case MONITOR_JOB_DONE:
+        job_done(m->job);
+        break;
+    case MONITOR_EVENT:
+        send_event_text(m->text);
+        break;
+    case MONITOR_STOP:
+        g_main_loop_quit(monitor_loop);
+        break;
+    }
+    g_free(m->text);
+    g_free(m);
+}
+
+static gpointer monitor_run(gpointer opaque)
+{
+    (void)opaque;
+    g_main_context_push_thread_default(monitor_ctx);
+    g_main_loop_run(monitor_loop);
+    g_main_context_pop_thread_default(monitor_ctx);
+    return NULL;
+}
+
+/* Main thread: the monitor thread, the first time a monitor is made. */
+static void monitor_start(void)
+{
+    if (monitor_thread) {
+        return;
+    }
+    clients = g_ptr_array_new();
+    listeners = g_ptr_array_new();
+    monitor_ctx = g_main_context_new();
+    monitor_loop = g_main_loop_new(monitor_ctx, FALSE);
+    mailbox_init(&to_monitor, monitor_ctx, monitor_deliver);
+    mailbox_init(&to_main, NULL, run_job);
+    monitor_thread = g_thread_new("IO monitor", monitor_run, NULL);
+}
+
+static void monitor_post(MonitorMsgKind kind, int fd, QmpListener *l,
+                         char *text)
+{
+    MonitorMsg *m = g_new0(MonitorMsg, 1);
+
+    m->kind = kind;
+    m->fd = fd;
+    m->listener = l;
+    m->text = text;
+    mailbox_post(&to_monitor, m);
+}
+
+static void add_listener(int fd, const char *path)
+{
+    QmpListener *l = g_new0(QmpListener, 1);
+
+    l->fd = fd;
+    l->path = g_strdup(path);
+    monitor_start();
+    monitor_post(MONITOR_ADD_LISTENER, -1, l, NULL);
+}
+
+static void add_client(int fd)
+{
+    monitor_start();
+    monitor_post(MONITOR_ADD_CLIENT, fd, NULL, NULL);
+}
+
 bool qmp_listen(const char *path, bool wait, GError **errp)
 {
     int fd = unix_socket_listen(path, errp);
-    QmpListener *l;
 
     if (fd < 0) {
         return false;
     }
-    l = g_new0(QmpListener, 1);
-    l->fd = fd;
-    l->path = g_strdup(path);
-    if (!listeners) {
-        listeners = g_ptr_array_new();
-    }
-    g_ptr_array_add(listeners, l);
     if (wait) {
-        listener_readable(fd, G_IO_IN, NULL);
+        int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+
+        if (cfd >= 0) {
+            add_client(cfd);
+        }
     }
-    l->watch = g_unix_fd_add(fd, G_IO_IN, listener_readable, l);
+    add_listener(fd, path);
     return true;
 }
 
@@ -602,7 +948,7 @@ bool qmp_connect(const char *path, GError **errp)
     if (fd < 0) {
         return false;
     }
-    client_add(fd);
+    add_client(fd);
     return true;
 }
 
@@ -610,37 +956,63 @@ bool qmp_attach_fd(int fd, GError **errp)
 {
     int listening = 0;
     socklen_t len = sizeof(listening);
-    QmpListener *l;
 
     if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0) {
         g_set_error(errp, ILLAN_ERROR, 0, "descriptor %d is not a socket: %s",
                     fd, g_strerror(errno));
         return false;
     }
-    if (!listening) {
-        client_add(fd);
-        return true;
+    if (listening) {
+        add_listener(fd, NULL);     /* no path: nothing to unlink */
+    } else {
+        add_client(fd);
     }
-    l = g_new0(QmpListener, 1);         /* no path: nothing to unlink */
-    l->fd = fd;
-    if (!listeners) {
-        listeners = g_ptr_array_new();
-    }
-    g_ptr_array_add(listeners, l);
-    l->watch = g_unix_fd_add(fd, G_IO_IN, listener_readable, l);
     return true;
+}
+
+static void job_drop(gpointer opaque)
+{
+    QmpJob *job = opaque;
+
+    request_free(job->req);
+    g_free(job);
+}
+
+static void monitor_msg_drop(gpointer opaque)
+{
+    MonitorMsg *m = opaque;
+
+    g_free(m->text);
+    g_free(m);
+}
+
+/* What was handed over before this is delivered first: a command's
+ * reply, the events it raised. */
+static void monitor_stop(void)
+{
+    monitor_post(MONITOR_STOP, -1, NULL, NULL);
+    g_thread_join(monitor_thread);
+    monitor_thread = NULL;
+    mailbox_destroy(&to_main, job_drop);
+    mailbox_destroy(&to_monitor, monitor_msg_drop);
+    g_main_loop_unref(monitor_loop);
+    g_main_context_unref(monitor_ctx);
 }
 
 void qmp_cleanup(void)
 {
-    for (guint i = 0; clients && i < clients->len; i++) {
+    if (!monitor_thread) {
+        return;
+    }
+    monitor_stop();
+    for (guint i = 0; i < clients->len; i++) {
         client_free(g_ptr_array_index(clients, i));
     }
     g_clear_pointer(&clients, g_ptr_array_unref);
-    for (guint i = 0; listeners && i < listeners->len; i++) {
+    for (guint i = 0; i < listeners->len; i++) {
         QmpListener *l = g_ptr_array_index(listeners, i);
 
-        g_source_remove(l->watch);
+        unwatch(&l->watch);
         close(l->fd);
         if (l->path) {
             unix_socket_unlink(l->path);
@@ -657,6 +1029,8 @@ typedef struct QmpEvent {
     gint64 time;            /* when it was raised */
 } QmpEvent;
 
+/* Main thread: written here, so that it keeps its place among the
+ * replies of the commands that raised it. */
 static void send_event(void *opaque)
 {
     QmpEvent *e = opaque;
@@ -675,14 +1049,11 @@ static void send_event(void *opaque)
         json_writer_node(w, "data", data);
     }
     json_writer_end_object(w);
-    for (guint i = 0; clients && i < clients->len; i++) {
-        QmpClient *c = g_ptr_array_index(clients, i);
-
-        if (c->negotiated) {
-            client_write(c, w);
-        }
+    if (monitor_thread) {
+        monitor_post(MONITOR_EVENT, -1, NULL, writer_finish(w));
+    } else {
+        json_writer_free(w);
     }
-    json_writer_free(w);
     if (e->data) {
         json_object_unref(e->data);
     }
@@ -690,8 +1061,7 @@ static void send_event(void *opaque)
     g_free(e);
 }
 
-/* Clients are the main thread's, so an event raised elsewhere goes there
- * to be sent. */
+/* An event raised off the main thread goes there to be sent. */
 void qmp_event_emit(const char *name, JsonObject *data)
 {
     QmpEvent *e = g_new(QmpEvent, 1);
@@ -728,8 +1098,8 @@ static JsonNode *qmp_capabilities(JsonObject *args, QmpError *err)
         }
         oob = true;
     }
-    current_client->negotiated = true;
-    current_client->oob = oob;
+    current_job->negotiated = true;
+    current_job->oob = oob;
     return qmp_return_empty();
 }
 
@@ -792,24 +1162,34 @@ static JsonNode *query_commands(JsonObject *args, QmpError *err)
     return qmp_return_array(list);
 }
 
-/* The first descriptor of the client's last SCM_RIGHTS; the others
- * sent with it are closed, as QEMU does. */
+/* The first descriptor of the client's last SCM_RIGHTS (or -1); the
+ * others sent with it are closed, as QEMU does. */
+static int take_msgfd(QmpClient *c)
+{
+    int fd = -1;
+
+    qemu_mutex_lock(&c->fds_lock);
+    if (c->n_msgfds) {
+        fd = c->msgfds[0];
+        for (unsigned i = 1; i < c->n_msgfds; i++) {
+            close(c->msgfds[i]);
+        }
+        c->n_msgfds = 0;
+    }
+    qemu_mutex_unlock(&c->fds_lock);
+    return fd;
+}
+
 static JsonNode *getfd(JsonObject *args, QmpError *err)
 {
     g_autoptr(GError) gerr = NULL;
-    QmpClient *c = current_client;
-    int fd;
+    int fd = take_msgfd(current_job->client);
 
-    if (!c->n_msgfds) {
+    if (fd < 0) {
         qmp_error_set(err, QMP_ERROR_GENERIC,
                       "No file descriptor supplied via SCM_RIGHTS");
         return NULL;
     }
-    fd = c->msgfds[0];
-    for (unsigned i = 1; i < c->n_msgfds; i++) {
-        close(c->msgfds[i]);
-    }
-    c->n_msgfds = 0;
     if (!passed_fds_add_named(json_object_get_string_member(args, "fdname"),
                               fd, &gerr)) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "%s", gerr->message);

@@ -1,8 +1,9 @@
 /*
  * The QMP monitor: unix-socket servers and client connections speaking
  * QEMU's machine protocol (JSON objects, CRLF-terminated replies), with
- * the commands of include/qemu/qmp-registry.h, and events.  Main thread
- * only, but for qmp_event_emit().
+ * the commands of include/qemu/qmp-registry.h, and events.  The sockets
+ * are served by a monitor thread; commands run on the main thread.  These
+ * functions are the main thread's, but for qmp_event_emit().
  */
 #ifndef MONITOR_QMP_H
 #define MONITOR_QMP_H

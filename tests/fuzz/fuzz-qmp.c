@@ -20,6 +20,7 @@
 #include "hw/user-object.h"
 
 #include <errno.h>
+#include <glib-unix.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -69,10 +70,20 @@ static void delete_user_objects(void)
     }
 }
 
+static gboolean reply_ready(gint fd, GIOCondition cond, gpointer opaque)
+{
+    (void)fd, (void)cond, (void)opaque;
+    return G_SOURCE_CONTINUE;
+}
+
 /* Writes what the socket takes, reads and drops the replies, and runs
- * the monitor, until the monitor has hung up. */
+ * the commands the monitor thread hands the main loop, until the monitor
+ * has hung up.  Once all is sent, the loop sleeps until a command or a
+ * reply comes, so that the monitor thread has the CPU. */
 static void converse(int fd, const uint8_t *data, size_t size)
 {
+    guint watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                                reply_ready, NULL);
     size_t sent = 0;
     char buf[65536];
 
@@ -86,10 +97,10 @@ static void converse(int fd, const uint8_t *data, size_t size)
                 shutdown(fd, SHUT_WR);
             }
         }
-        while (g_main_context_iteration(NULL, FALSE)) {
-        }
+        g_main_context_iteration(NULL, sent == size);
         n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            g_source_remove(watch);
             return;
         }
     }

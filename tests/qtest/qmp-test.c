@@ -9,10 +9,12 @@
 #include "libqtest.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2389,6 +2391,91 @@ static void test_qemu_oob(void)
     rig_stop(&r);
 }
 
+/* The next reply, which must carry "id" @id_json. */
+static JsonObject *conn_reply_id(Conn *c, const char *id_json)
+{
+    JsonObject *rsp = conn_reply(c);
+
+    if (!json_object_has_member(rsp, "id")) {
+        g_autofree char *text = object_text(rsp);
+        g_error("expected the reply with id %s, got %s", id_json, text);
+    }
+    assert_json(json_object_get_member(rsp, "id"), id_json);
+    return rsp;
+}
+
+/* Lets illan's open() of @fifo for reading return: opens it for writing
+ * once illan waits in it (until then there is no reader and the open
+ * fails with ENXIO), and closes it, so that illan reads end of file. */
+static void fifo_release_reader(const char *fifo)
+{
+    gint64 deadline = g_get_monotonic_time() +
+                      READ_TIMEOUT_MS * G_GINT64_CONSTANT(1000);
+    int fd;
+
+    while ((fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+        g_assert_cmpint(errno, ==, ENXIO);
+        if (g_get_monotonic_time() > deadline) {
+            g_error("illan did not open %s within %d ms", fifo,
+                    READ_TIMEOUT_MS);
+        }
+        g_usleep(1000);
+    }
+    close(fd);
+}
+
+/*
+ * QEMU's qmp-test, out of band: an in-band command that blocks the main
+ * thread (migrate-incoming on a FIFO, whose open waits for a writer)
+ * holds the in-band requests after it, a malformed one too, while an
+ * out-of-band one sent after them is answered at once.
+ */
+static void test_qemu_oob_overtakes(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("qmp-test-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    Rig r;
+    Conn *c;
+
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    rig_start(&r, "-incoming defer");
+    c = conn_open(r.qmp_path);
+    json_object_unref(check_greeting(c));
+    expect_return(conn_cmd(c, "{\"execute\": \"qmp_capabilities\", "
+                              "\"arguments\": {\"enable\": [\"oob\"]}}"),
+                  "{}");
+
+    conn_sendf(c, "{\"execute\": \"migrate-incoming\", \"id\": "
+                  "\"ib-blocks-1\", \"arguments\": {\"uri\": \"file:%s\"}}",
+               fifo);
+    conn_sendf(c, "{\"execute\": \"query-name\", \"id\": \"ib-quick-1\"}");
+    conn_sendf(c, "{\"exec-oob\": \"migrate-pause\", \"id\": \"oob-1\"}");
+    expect_error_full(conn_reply_id(c, "\"oob-1\""), NOT_FOUND,
+                      "The command migrate-pause has not been found", false,
+                      "\"oob-1\"");
+    fifo_release_reader(fifo);
+    json_object_unref(conn_reply_id(c, "\"ib-blocks-1\""));
+    json_object_unref(conn_reply_id(c, "\"ib-quick-1\""));
+
+    /* A malformed in-band request waits its turn too: the out-of-band
+     * one sent after it comes back first. */
+    conn_sendf(c, "{\"execute\": \"migrate-incoming\", \"id\": "
+                  "\"blocks-2\", \"arguments\": {\"uri\": \"file:%s\"}}",
+               fifo);
+    conn_sendf(c, "{\"id\": \"err-2\"}");
+    conn_sendf(c, "{\"exec-oob\": \"migrate-pause\", \"id\": \"oob-2\"}");
+    json_object_unref(conn_reply_id(c, "\"oob-2\""));
+    fifo_release_reader(fifo);
+    json_object_unref(conn_reply_id(c, "\"blocks-2\""));
+    expect_error_full(conn_reply_id(c, "\"err-2\""), GENERIC,
+                      "QMP input lacks member 'execute'", false,
+                      "\"err-2\"");
+    conn_close(c);
+    rig_stop(&r);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2423,5 +2510,6 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/qemu/ids-exact", test_qemu_ids_exact);
     g_test_add_func("/qmp/qemu/output-valid", test_qemu_output_valid);
     g_test_add_func("/qmp/qemu/oob", test_qemu_oob);
+    g_test_add_func("/qmp/qemu/oob-overtakes", test_qemu_oob_overtakes);
     return g_test_run();
 }
