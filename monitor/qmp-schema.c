@@ -4,8 +4,9 @@
  * them into QEMU's SchemaInfo list, emitting each type a command or event
  * reaches once.  Members are "name:type", "*name:type" when optional;
  * "[T]" is an array of T.  A command's or event's arguments become an
- * object type of their own, named as QEMU names it ("q_obj_NAME-arg");
- * "q_empty" is the object with no members.
+ * object type of their own, named as QEMU names it ("q_obj_NAME-arg"),
+ * but for "=Type": the named object type itself, as QEMU's boxed
+ * arguments; "q_empty" is the object with no members.
  */
 #include "monitor/qmp-schema.h"
 #include "guest/ibmveth-guest.h"
@@ -76,6 +77,8 @@ static const SchemaCommand commands[] = {
     { "device-list-properties", "typename:str", "[ObjectPropertyInfo]" },
     { "object-add", "qom-type:str id:str *size:int", NULL },
     { "object-del", "id:str", NULL },
+    { "blockdev-add", "=BlockdevOptions", NULL },
+    { "blockdev-del", "node-name:str", NULL },
     { "human-monitor-command", "command-line:str *cpu-index:int", "str" },
     { "pmemsave", "val:int size:int filename:str", NULL },
     { "migrate", "uri:str *detach:bool", NULL },
@@ -178,6 +181,14 @@ static const SchemaObject objects[] = {
       "state:bool", NULL, NULL },
     { "MigrationParameters", "*downtime-limit:int *max-bandwidth:int "
       "*avail-switchover-bandwidth:int", NULL, NULL },
+    { "BlockdevOptions", "driver:BlockdevDriver *node-name:str "
+      "*read-only:bool *auto-read-only:bool *force-share:bool", "driver",
+      "blkdebug:BlockdevOptionsBlkdebug null-aio:BlockdevOptionsNull "
+      "null-co:BlockdevOptionsNull" },
+    { "BlockdevOptionsBlkdebug", "image:BlockdevOptions *config:str "
+      "*align:int", NULL, NULL },
+    { "BlockdevOptionsNull", "*size:int *latency-ns:int *read-zeroes:bool",
+      NULL, NULL },
     { "SocketAddress", "type:SocketAddressType", "type",
       "inet:InetSocketAddress unix:UnixSocketAddress" },
     { "InetSocketAddress", "host:str port:str *ipv4:bool *ipv6:bool",
@@ -216,6 +227,7 @@ static const SchemaObject objects[] = {
 
 static const SchemaEnum enums[] = {
     { "QMPCapability", "oob" },
+    { "BlockdevDriver", "blkdebug null-aio null-co" },
     { "RunState", "prelaunch running paused shutdown inmigrate postmigrate "
       "finish-migrate" },
     { "ShutdownCause", "host-error host-qmp-quit host-qmp-system-reset "
@@ -456,6 +468,9 @@ static char *arg_type(SchemaBuild *b, const char *name, const char *args)
 
     if (!args) {
         return g_strdup("q_empty");
+    }
+    if (args[0] == '=') {
+        return g_strdup(args + 1);
     }
     type = g_strdup_printf("q_obj_%s-arg", name);
     g_hash_table_insert(b->implicit, g_strdup(type), (gpointer)args);

@@ -4,8 +4,8 @@
  * argument checks and every command's dispatcher, against a fresh
  * machine with spapr-vlan.  Commands that would reach outside the process
  * are unregistered first (they answer CommandNotFound): quit, pmemsave
- * and migrate write or end things, migrate-incoming and netdev_add open
- * files, sockets or programs the input names.  After each input the
+ * and migrate write or end things, migrate-incoming, netdev_add and
+ * blockdev-add open files, sockets or programs the input names.  After each input the
  * client is gone and everything it changed is put back: the machine, the
  * net registry, migration's capabilities and parameters, user objects,
  * self-announce's timers, the run state.
@@ -27,6 +27,7 @@
 
 static const char *const out_of_reach[] = {
     "quit", "pmemsave", "migrate", "migrate-incoming", "netdev_add",
+    "blockdev-add",
 };
 
 static JsonArray *default_caps;

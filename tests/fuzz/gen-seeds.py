@@ -36,6 +36,8 @@ ARGS = {
     'object-add': {'qom-type': 'memory-backend-ram', 'id': 'm0',
                    'size': 1048576},
     'object-del': {'id': 'm0'},
+    'blockdev-add': {'driver': 'null-co', 'node-name': 'b0'},
+    'blockdev-del': {'node-name': 'b0'},
     'human-monitor-command': {'command-line': 'info network'},
     'announce-self': {'initial': 0, 'max': 0, 'rounds': 1, 'step': 0},
     'x-guest-set-mac': {'id': 'g0', 'mac': '52:54:00:00:00:02'},

@@ -2476,6 +2476,117 @@ static void test_qemu_oob_overtakes(void)
     rmdir(dir);
 }
 
+/*
+ * blockdev-add keeps nodes used by nothing, as QEMU's qtests make them,
+ * with QEMU's errors; blkdebug reads its config as QEMU does, which
+ * blocks the main thread on a FIFO: QEMU's qmp-test's own out-of-band
+ * sequence.
+ */
+static void test_qemu_blockdev_add(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("qmp-test-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    g_autofree char *rules = g_build_filename(dir, "rules", NULL);
+    Rig r;
+    Conn *c;
+
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    g_assert_true(g_file_set_contents(rules, "[inject-error]\n"
+                                      "event = \"read_aio\"\n", -1, NULL));
+    rig_start(&r, NULL);
+    c = conn_open(r.qmp_path);
+    json_object_unref(check_greeting(c));
+    expect_return(conn_cmd(c, "{\"execute\": \"qmp_capabilities\", "
+                              "\"arguments\": {\"enable\": [\"oob\"]}}"),
+                  "{}");
+
+    expect_return(conn_cmd(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                              "{\"driver\": \"null-co\", \"node-name\": "
+                              "\"n1\", \"read-zeroes\": true, "
+                              "\"size\": 4096}}"), "{}");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"driver\": \"null-aio\", \"node-name\": \"n1\"}}",
+                GENERIC, "Duplicate nodes with node-name='n1'");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"driver\": \"null-co\"}}",
+                GENERIC, "'node-name' must be specified for the root node");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"driver\": \"null-co\", \"node-name\": \"1x\"}}",
+                GENERIC, "Invalid node-name: '1x'");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"driver\": \"qcow2\", \"node-name\": \"q\"}}",
+                GENERIC, "Parameter 'driver' does not accept value 'qcow2'");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"node-name\": \"q\"}}",
+                GENERIC, "Parameter 'driver' is missing");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"driver\": \"null-co\", \"node-name\": \"q\", "
+                   "\"size\": \"1\"}}",
+                GENERIC, "Invalid parameter type for 'size', expected: "
+                         "integer");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"driver\": \"null-co\", \"node-name\": \"q\", "
+                   "\"filename\": \"x\"}}",
+                GENERIC, "Parameter 'filename' is unexpected");
+    check_error(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                   "{\"driver\": \"blkdebug\", \"node-name\": \"q\"}}",
+                GENERIC, "Parameter 'image' is missing");
+    conn_sendf(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                  "{\"driver\": \"blkdebug\", \"node-name\": \"q\", "
+                  "\"config\": \"%s/none\", \"image\": "
+                  "{\"driver\": \"null-co\"}}}", dir);
+    expect_error(conn_recv(c), GENERIC, "Could not read blkdebug config "
+                 "file: No such file or directory");
+    conn_sendf(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                  "{\"driver\": \"blkdebug\", \"node-name\": \"q\", "
+                  "\"config\": \"%s\", \"image\": "
+                  "{\"driver\": \"null-co\"}}}", rules);
+    expect_error(conn_recv(c), GENERIC, "blkdebug config file: illan does "
+                 "no block I/O to inject errors into; give a file with no "
+                 "rules");
+    /* Nothing of a refused node stays: the name is free. */
+    expect_return(conn_cmd(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                              "{\"driver\": \"blkdebug\", \"node-name\": "
+                              "\"q\", \"image\": {\"driver\": \"null-co\", "
+                              "\"node-name\": \"q-img\"}}}"), "{}");
+    check_error(c, "{\"execute\": \"blockdev-del\", \"arguments\": "
+                   "{\"node-name\": \"q-img\"}}",
+                GENERIC, "Node q-img is not owned by the monitor");
+    expect_return(conn_cmd(c, "{\"execute\": \"blockdev-del\", "
+                              "\"arguments\": {\"node-name\": \"q\"}}"), "{}");
+    /* The image went with it. */
+    expect_return(conn_cmd(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                              "{\"driver\": \"null-co\", \"node-name\": "
+                              "\"q-img\"}}"), "{}");
+
+    /* QEMU's qmp-test: the config's open waits for a writer. */
+    conn_sendf(c, "{\"execute\": \"blockdev-add\", \"id\": \"ib-blocks-1\", "
+                  "\"arguments\": {\"driver\": \"blkdebug\", \"node-name\": "
+                  "\"ib-blocks-1\", \"config\": \"%s\", \"image\": "
+                  "{\"driver\": \"null-co\", \"read-zeroes\": true}}}", fifo);
+    conn_sendf(c, "{\"execute\": \"query-name\", \"id\": \"ib-quick-1\"}");
+    conn_sendf(c, "{\"exec-oob\": \"migrate-pause\", \"id\": \"oob-1\"}");
+    json_object_unref(conn_reply_id(c, "\"oob-1\""));
+    fifo_release_reader(fifo);
+    {
+        g_autoptr(JsonObject) rsp = conn_reply_id(c, "\"ib-blocks-1\"");
+
+        assert_json(assert_return(rsp, "\"ib-blocks-1\""), "{}");
+    }
+    json_object_unref(conn_reply_id(c, "\"ib-quick-1\""));
+
+    expect_return(conn_cmd(c, "{\"execute\": \"blockdev-del\", "
+                              "\"arguments\": {\"node-name\": \"n1\"}}"), "{}");
+    check_error(c, "{\"execute\": \"blockdev-del\", \"arguments\": "
+                   "{\"node-name\": \"n1\"}}",
+                GENERIC, "Failed to find node with node-name='n1'");
+    conn_close(c);
+    rig_stop(&r);
+    unlink(fifo);
+    unlink(rules);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2511,5 +2622,6 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/qemu/output-valid", test_qemu_output_valid);
     g_test_add_func("/qmp/qemu/oob", test_qemu_oob);
     g_test_add_func("/qmp/qemu/oob-overtakes", test_qemu_oob_overtakes);
+    g_test_add_func("/qmp/qemu/blockdev-add", test_qemu_blockdev_add);
     return g_test_run();
 }
