@@ -660,6 +660,22 @@ static void answer_oob(QmpClient *c, QmpRequest *req)
 static void client_free(QmpClient *c);
 static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque);
 
+/* Whether the socket is read now.  As QEMU suspends its monitor, a
+ * session without oob is not read past an in-band request until it is
+ * answered: the descriptors a later read brings would replace those the
+ * request came with.  One with oob is read while fewer than QMP_MAX_HELD
+ * wait, so that an out-of-band request gets through. */
+static bool client_wants_input(QmpClient *c)
+{
+    if (c->closed) {
+        return false;
+    }
+    if (c->oob) {
+        return c->held.length < QMP_MAX_HELD;
+    }
+    return !c->running && g_queue_is_empty(&c->held);
+}
+
 /* Monitor thread: answers what needs no main thread and hands the next
  * in-band request to it, unless one is already there; reads the socket
  * again once few enough wait. */
@@ -689,7 +705,7 @@ static void client_run_held(QmpClient *c)
     if (c->closed && !c->running && g_queue_is_empty(&c->held)) {
         g_ptr_array_remove(clients, c);
         client_free(c);
-    } else if (!c->closed && !c->watch && c->held.length < QMP_MAX_HELD) {
+    } else if (!c->watch && client_wants_input(c)) {
         c->watch = watch_fd(monitor_ctx, c->fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
                             client_readable, c);
     }
@@ -797,7 +813,7 @@ static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque)
     } else if (!c->hung_up) {
         json_stream_feed(c->stream, buf, n);
     }
-    if (c->closed || c->held.length >= QMP_MAX_HELD) {
+    if (!client_wants_input(c)) {
         unwatch(&c->watch);
         /* Last: it may free the client, or watch it again. */
         client_run_held(c);

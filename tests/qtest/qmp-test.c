@@ -2476,6 +2476,97 @@ static void test_qemu_oob_overtakes(void)
     rmdir(dir);
 }
 
+/* Sends @text in one sendmsg() with @fd as SCM_RIGHTS. */
+static void conn_send_with_fd(Conn *c, const char *text, int fd)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { .iov_base = (void *)text, .iov_len = strlen(text) };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+                          .msg_control = control.buf,
+                          .msg_controllen = sizeof(control.buf) };
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    g_assert_cmpint(sendmsg(c->fd, &msg, MSG_NOSIGNAL), ==,
+                    (ssize_t)strlen(text));
+}
+
+/* Takes @rsp: {"return": {}, "id": @id_json}. */
+static void expect_return_id(JsonObject *rsp, const char *id_json)
+{
+    assert_json(assert_return(rsp, id_json), "{}");
+    json_object_unref(rsp);
+}
+
+/* Whether the read end of the pipe written through @wfd is open
+ * anywhere. */
+static bool pipe_has_reader(int wfd)
+{
+    struct pollfd p = { .fd = wfd, .events = POLLOUT };
+
+    g_assert_cmpint(poll(&p, 1, 0), ==, 1);
+    return !(p.revents & POLLERR);
+}
+
+/*
+ * Each getfd takes the descriptor sent with it, even when it waits behind
+ * an in-band command that blocks (blkdebug's config on a FIFO) and the
+ * next getfd, with another descriptor, is sent meanwhile: a session
+ * without oob is not read past an in-band request until it is answered,
+ * as QEMU suspends its monitor.
+ */
+static void test_qemu_getfd_own_descriptor(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("qmp-test-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    int p1[2], p2[2];
+    Rig r;
+    Conn *c;
+
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    g_assert_cmpint(pipe2(p1, O_CLOEXEC), ==, 0);
+    g_assert_cmpint(pipe2(p2, O_CLOEXEC), ==, 0);
+    rig_start(&r, NULL);
+    c = rig_conn(&r);
+
+    conn_sendf(c, "{\"execute\": \"blockdev-add\", \"id\": \"blocks\", "
+                  "\"arguments\": {\"driver\": \"blkdebug\", \"node-name\": "
+                  "\"blocks\", \"config\": \"%s\", \"image\": "
+                  "{\"driver\": \"null-co\"}}}", fifo);
+    conn_send_with_fd(c, "{\"execute\": \"getfd\", \"id\": \"a\", "
+                         "\"arguments\": {\"fdname\": \"a\"}}", p1[0]);
+    conn_send_with_fd(c, "{\"execute\": \"getfd\", \"id\": \"b\", "
+                         "\"arguments\": {\"fdname\": \"b\"}}", p2[0]);
+    close(p1[0]);
+    close(p2[0]);
+    fifo_release_reader(fifo);
+    expect_return_id(conn_reply(c), "\"blocks\"");
+    expect_return_id(conn_reply(c), "\"a\"");
+    expect_return_id(conn_reply(c), "\"b\"");
+    g_assert_true(pipe_has_reader(p1[1]));
+    g_assert_true(pipe_has_reader(p2[1]));
+    /* "a" names pipe 1, "b" pipe 2. */
+    expect_return(conn_cmd(c, "{\"execute\": \"closefd\", \"arguments\": "
+                              "{\"fdname\": \"a\"}}"), "{}");
+    g_assert_false(pipe_has_reader(p1[1]));
+    g_assert_true(pipe_has_reader(p2[1]));
+    expect_return(conn_cmd(c, "{\"execute\": \"closefd\", \"arguments\": "
+                              "{\"fdname\": \"b\"}}"), "{}");
+    g_assert_false(pipe_has_reader(p2[1]));
+    close(p1[1]);
+    close(p2[1]);
+    conn_close(c);
+    rig_stop(&r);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 /*
  * blockdev-add keeps nodes used by nothing, as QEMU's qtests make them,
  * with QEMU's errors; blkdebug reads its config as QEMU does, which
@@ -2623,5 +2714,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/qemu/oob", test_qemu_oob);
     g_test_add_func("/qmp/qemu/oob-overtakes", test_qemu_oob_overtakes);
     g_test_add_func("/qmp/qemu/blockdev-add", test_qemu_blockdev_add);
+    g_test_add_func("/qmp/qemu/getfd-own-descriptor",
+                    test_qemu_getfd_own_descriptor);
     return g_test_run();
 }
