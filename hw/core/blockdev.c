@@ -227,52 +227,53 @@ static bool check_node(JsonObject *o, const char *prefix, GPtrArray *names,
     return true;
 }
 
-/* A rule is any line but a blank one or a comment, as QEMU's config
- * parser reads them. */
-static bool config_has_rules(const char *text)
+/* What QEMU's config parser says of the first line it does not skip
+ * (one that starts with its end or a '#'): a group is a rule, which
+ * illan refuses; a setting outside any group and a line with no word are
+ * QEMU's errors. */
+static void refuse_config_line(const char *line, QmpError *err)
 {
-    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    char word[64];
 
-    for (char **line = lines; *line; line++) {
-        const char *p = *line + strspn(*line, " \t\r");
-
-        if (*p && *p != '#') {
-            return true;
-        }
+    if (sscanf(line, "[%63[^]]", word) == 1) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "blkdebug config file: illan "
+                      "does no block I/O to inject errors into; give a file "
+                      "with no rules");
+    } else if (sscanf(line, " %63s", word) == 1) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "no group defined");
+    } else {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "parse error");
     }
-    return false;
 }
 
-/* Read with fopen(), as QEMU's blkdebug does: a FIFO waits for a writer. */
+/* Read with fopen(), as QEMU's blkdebug does: a FIFO waits for a writer.
+ * A line at a time in QEMU's 1 KiB, up to the first that is neither
+ * empty nor a comment, so that a file with no end (/dev/zero) is not
+ * read to the end. */
 static bool read_blkdebug_config(const char *path, QmpError *err)
 {
-    g_autoptr(GString) text = g_string_new(NULL);
-    char buf[4096];
-    size_t n;
+    char line[1024];
     FILE *f = fopen(path, "r");
+    bool ok = true;
 
     if (!f) {
         qmp_error_set(err, QMP_ERROR_GENERIC, "Could not read blkdebug "
                       "config file: %s", g_strerror(errno));
         return false;
     }
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-        g_string_append_len(text, buf, n);
+    while (ok && fgets(line, sizeof(line), f)) {
+        if (line[0] != '\n' && line[0] != '#') {
+            refuse_config_line(line, err);
+            ok = false;
+        }
     }
-    if (ferror(f)) {
-        qmp_error_set(err, QMP_ERROR_GENERIC, "Could not read blkdebug "
-                      "config file: %s", g_strerror(errno));
-        fclose(f);
-        return false;
+    if (ok && ferror(f)) {
+        qmp_error_set(err, QMP_ERROR_GENERIC, "Cannot read config file: %s",
+                      g_strerror(errno));
+        ok = false;
     }
     fclose(f);
-    if (config_has_rules(text->str)) {
-        qmp_error_set(err, QMP_ERROR_GENERIC, "blkdebug config file: illan "
-                      "does no block I/O to inject errors into; give a file "
-                      "with no rules");
-        return false;
-    }
-    return true;
+    return ok;
 }
 
 /* The root's config first, then its image's, as QEMU opens them. */

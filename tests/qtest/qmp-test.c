@@ -2567,6 +2567,48 @@ static void test_qemu_getfd_own_descriptor(void)
     rmdir(dir);
 }
 
+/* blockdev-add of a blkdebug node whose config is @config: the reply. */
+static JsonObject *blkdebug_add(Conn *c, const char *config)
+{
+    return conn_cmd(c, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                       "{\"driver\": \"blkdebug\", \"node-name\": \"q\", "
+                       "\"config\": \"%s\", \"image\": "
+                       "{\"driver\": \"null-co\"}}}", config);
+}
+
+/*
+ * blkdebug's config is read a line at a time, as QEMU's parser reads it,
+ * and no further than its first line that is not empty or a comment:
+ * /dev/zero, which has no end, is refused at once with QEMU's error.
+ */
+static void test_qemu_blkdebug_config_lines(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("qmp-test-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "config", NULL);
+    Rig r;
+    Conn *c;
+
+    rig_start(&r, NULL);
+    c = rig_conn(&r);
+    expect_error(blkdebug_add(c, "/dev/zero"), GENERIC, "parse error");
+    expect_error(blkdebug_add(c, dir), GENERIC,
+                 "Cannot read config file: Is a directory");
+    g_assert_true(g_file_set_contents(path, "# rules\n\n#\n", -1, NULL));
+    expect_return(blkdebug_add(c, path), "{}");
+    expect_return(conn_cmd(c, "{\"execute\": \"blockdev-del\", "
+                              "\"arguments\": {\"node-name\": \"q\"}}"), "{}");
+    /* QEMU skips only a line that starts with its end or a '#'. */
+    g_assert_true(g_file_set_contents(path, "#\n \n", -1, NULL));
+    expect_error(blkdebug_add(c, path), GENERIC, "parse error");
+    g_assert_true(g_file_set_contents(path, "\nevent = \"read_aio\"\n", -1,
+                                      NULL));
+    expect_error(blkdebug_add(c, path), GENERIC, "no group defined");
+    conn_close(c);
+    rig_stop(&r);
+    unlink(path);
+    rmdir(dir);
+}
+
 /*
  * blockdev-add keeps nodes used by nothing, as QEMU's qtests make them,
  * with QEMU's errors; blkdebug reads its config as QEMU does, which
@@ -2714,6 +2756,8 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/qemu/oob", test_qemu_oob);
     g_test_add_func("/qmp/qemu/oob-overtakes", test_qemu_oob_overtakes);
     g_test_add_func("/qmp/qemu/blockdev-add", test_qemu_blockdev_add);
+    g_test_add_func("/qmp/qemu/blkdebug-config-lines",
+                    test_qemu_blkdebug_config_lines);
     g_test_add_func("/qmp/qemu/getfd-own-descriptor",
                     test_qemu_getfd_own_descriptor);
     return g_test_run();
