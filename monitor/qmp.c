@@ -130,7 +130,9 @@ typedef struct QmpRequest {
 /* The monitor thread's, but for the descriptors (see there). */
 typedef struct QmpClient {
     int fd;
-    GSource *watch;         /* reading; NULL once it is held or closed */
+    GSource *watch;         /* reading, or only awaiting the hang-up
+                               while it is not read; NULL once closed */
+    bool reading;           /* @watch reads */
     GSource *out_watch;     /* set while output waits for the socket */
     GString *out;
     JsonStream *stream;
@@ -659,6 +661,7 @@ static void answer_oob(QmpClient *c, QmpRequest *req)
 
 static void client_free(QmpClient *c);
 static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque);
+static gboolean client_gone(gint fd, GIOCondition cond, gpointer opaque);
 
 /* Whether the socket is read now.  As QEMU suspends its monitor, a
  * session without oob is not read past an in-band request until it is
@@ -676,11 +679,33 @@ static bool client_wants_input(QmpClient *c)
     return !c->running && g_queue_is_empty(&c->held);
 }
 
+/* While its socket is not read, a client's hang-up is still noticed, as
+ * QEMU's socket chardev notices it, so that what it left is dropped. */
+static void client_update_watch(QmpClient *c)
+{
+    bool reading = client_wants_input(c);
+
+    if (c->watch && (c->closed || c->reading != reading)) {
+        unwatch(&c->watch);
+    }
+    if (!c->watch && !c->closed) {
+        c->reading = reading;
+        c->watch = reading ?
+            watch_fd(monitor_ctx, c->fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                     client_readable, c) :
+            watch_fd(monitor_ctx, c->fd, G_IO_HUP | G_IO_ERR, client_gone, c);
+    }
+}
+
 /* Monitor thread: answers what needs no main thread and hands the next
  * in-band request to it, unless one is already there; reads the socket
- * again once few enough wait. */
+ * again once few enough wait.  The requests of a client that hung up, or
+ * that we gave up on, are dropped unrun, as QEMU drops its queue. */
 static void client_run_held(QmpClient *c)
 {
+    if (c->closed || c->hung_up) {
+        g_queue_clear_full(&c->held, request_free);
+    }
     while (!c->running && !g_queue_is_empty(&c->held)) {
         QmpRequest *req = g_queue_pop_head(&c->held);
         QmpJob *job;
@@ -705,9 +730,8 @@ static void client_run_held(QmpClient *c)
     if (c->closed && !c->running && g_queue_is_empty(&c->held)) {
         g_ptr_array_remove(clients, c);
         client_free(c);
-    } else if (!c->watch && client_wants_input(c)) {
-        c->watch = watch_fd(monitor_ctx, c->fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
-                            client_readable, c);
+    } else {
+        client_update_watch(c);
     }
 }
 
@@ -813,14 +837,20 @@ static gboolean client_readable(gint fd, GIOCondition cond, gpointer opaque)
     } else if (!c->hung_up) {
         json_stream_feed(c->stream, buf, n);
     }
-    if (!client_wants_input(c)) {
-        unwatch(&c->watch);
-        /* Last: it may free the client, or watch it again. */
-        client_run_held(c);
-        return G_SOURCE_REMOVE;
-    }
+    /* Last: it may free the client, or replace this watch. */
     client_run_held(c);
     return G_SOURCE_CONTINUE;
+}
+
+static gboolean client_gone(gint fd, GIOCondition cond, gpointer opaque)
+{
+    QmpClient *c = opaque;
+
+    (void)fd, (void)cond;
+    c->closed = true;
+    /* Last: it may free the client. */
+    client_run_held(c);
+    return G_SOURCE_REMOVE;
 }
 
 static void client_add(int fd)
@@ -833,8 +863,7 @@ static void client_add(int fd)
     g_queue_init(&c->held);
     qemu_mutex_init(&c->fds_lock);
     g_ptr_array_add(clients, c);
-    c->watch = watch_fd(monitor_ctx, fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
-                        client_readable, c);
+    client_update_watch(c);
     send_greeting(c);
 }
 

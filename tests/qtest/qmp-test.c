@@ -2610,6 +2610,60 @@ static void test_qemu_blkdebug_config_lines(void)
 }
 
 /*
+ * The in-band requests a client leaves waiting when it hangs up are
+ * dropped, as QEMU drops its queue: a blockdev-del queued behind a
+ * command that blocks (blkdebug's config on a FIFO) never runs.
+ */
+static void test_qemu_hangup_drops_held(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("qmp-test-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    const char *enable_oob = "{\"execute\": \"qmp_capabilities\", "
+                             "\"arguments\": {\"enable\": [\"oob\"]}}";
+    Rig r;
+    Conn *quitter, *watcher;
+
+    g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+    rig_start(&r, NULL);
+    watcher = conn_open(r.qmp_path);
+    json_object_unref(check_greeting(watcher));
+    expect_return(conn_cmd(watcher, "%s", enable_oob), "{}");
+    expect_return(conn_cmd(watcher, "{\"execute\": \"blockdev-add\", "
+                                    "\"arguments\": {\"driver\": "
+                                    "\"null-co\", \"node-name\": "
+                                    "\"keep\"}}"), "{}");
+    quitter = conn_open(r.qmp_path);
+    json_object_unref(check_greeting(quitter));
+    expect_return(conn_cmd(quitter, "%s", enable_oob), "{}");
+    conn_sendf(quitter, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                        "{\"driver\": \"blkdebug\", \"node-name\": "
+                        "\"blocks\", \"config\": \"%s\", \"image\": "
+                        "{\"driver\": \"null-co\"}}}", fifo);
+    conn_sendf(quitter, "{\"execute\": \"blockdev-del\", \"arguments\": "
+                        "{\"node-name\": \"keep\"}}");
+    conn_close(quitter);
+    /* The monitor thread has seen the hang-up once it answers an
+     * out-of-band request sent after it. */
+    conn_sendf(watcher, "{\"exec-oob\": \"migrate-pause\", \"id\": "
+                        "\"oob\"}");
+    json_object_unref(conn_reply_id(watcher, "\"oob\""));
+    /* Queued on the main thread behind the blocking command, and
+     * answered after anything that command's end lets run. */
+    conn_sendf(watcher, "{\"execute\": \"query-name\", \"id\": "
+                        "\"sync\"}");
+    fifo_release_reader(fifo);
+    json_object_unref(conn_reply_id(watcher, "\"sync\""));
+    check_error(watcher, "{\"execute\": \"blockdev-add\", \"arguments\": "
+                         "{\"driver\": \"null-co\", \"node-name\": "
+                         "\"keep\"}}",
+                GENERIC, "Duplicate nodes with node-name='keep'");
+    conn_close(watcher);
+    rig_stop(&r);
+    unlink(fifo);
+    rmdir(dir);
+}
+
+/*
  * blockdev-add keeps nodes used by nothing, as QEMU's qtests make them,
  * with QEMU's errors; blkdebug reads its config as QEMU does, which
  * blocks the main thread on a FIFO: QEMU's qmp-test's own out-of-band
@@ -2758,6 +2812,8 @@ int main(int argc, char **argv)
     g_test_add_func("/qmp/qemu/blockdev-add", test_qemu_blockdev_add);
     g_test_add_func("/qmp/qemu/blkdebug-config-lines",
                     test_qemu_blkdebug_config_lines);
+    g_test_add_func("/qmp/qemu/hangup-drops-held",
+                    test_qemu_hangup_drops_held);
     g_test_add_func("/qmp/qemu/getfd-own-descriptor",
                     test_qemu_getfd_own_descriptor);
     return g_test_run();
