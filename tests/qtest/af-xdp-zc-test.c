@@ -706,6 +706,19 @@ static void qmp_ok(Rig *r, const char *command)
     g_assert_true(json_object_has_member(rsp, "return"));
 }
 
+/* @n frames of 1000 bytes from @tag on, to a machine that does not run:
+ * the interface takes them, and they wait for it. */
+static void send_while_stopped(Rig *r, uint16_t tag, unsigned n)
+{
+    RxCount arrived = { r->veth.dut, if_rx_packets(r->veth.dut) + n };
+
+    for (unsigned i = 0; i < n; i++) {
+        send_tagged(r, 1000, tag + i);
+    }
+    qtest_wait_until(if_rx_reached, &arrived, QTEST_WAIT_S,
+                     "%s to take %u frames", r->veth.dut, n);
+}
+
 /*
  * A stopped machine lends nothing: by the time stop returns, the queue
  * is back on its own UMEM, and frames that come meanwhile wait in its
@@ -715,7 +728,6 @@ static void test_stop_cont(void)
 {
     enum { FRAMES = 5 };
     Rig r = { 0 };
-    RxCount arrived;
     uint16_t tag;
 
     rig_start_lending(&r);
@@ -725,12 +737,7 @@ static void test_stop_cont(void)
     g_assert_false(umem_active(&r));
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
     g_assert_cmpint(queue_stat(&r, Q_HOST_FRAMES), ==, 0);
-    arrived = (RxCount){ r.veth.dut, if_rx_packets(r.veth.dut) + FRAMES };
-    for (unsigned i = 0; i < FRAMES; i++) {
-        send_tagged(&r, 1000, tag + i);
-    }
-    qtest_wait_until(if_rx_reached, &arrived, QTEST_WAIT_S,
-                     "%s to take %d frames", r.veth.dut, FRAMES);
+    send_while_stopped(&r, tag, FRAMES);
     qmp_ok(&r, "'cont'");
     g_assert_true(umem_active(&r));
     for (unsigned i = 0; i < FRAMES; i++) {
@@ -773,7 +780,6 @@ static void test_switchover_cancelled(void)
 {
     enum { FRAMES = 5 };
     Rig r = { 0 };
-    RxCount arrived;
     uint16_t tag;
     g_autofree char *cmd = NULL;
 
@@ -788,12 +794,7 @@ static void test_switchover_cancelled(void)
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
     qtest_wait_until(umem_left, &r, QTEST_WAIT_S,
                      "queue 0 to bind its own socket");
-    arrived = (RxCount){ r.veth.dut, if_rx_packets(r.veth.dut) + FRAMES };
-    for (unsigned i = 0; i < FRAMES; i++) {
-        send_tagged(&r, 1000, tag + i);
-    }
-    qtest_wait_until(if_rx_reached, &arrived, QTEST_WAIT_S,
-                     "%s to take %d frames", r.veth.dut, FRAMES);
+    send_while_stopped(&r, tag, FRAMES);
     qmp_ok(&r, "'migrate_cancel'");
     qtest_wait_until(run_status_is, &(StatusIs){ &r, "running" },
                      QTEST_WAIT_S, "the source to run again");
