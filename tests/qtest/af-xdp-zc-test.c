@@ -873,6 +873,16 @@ static void wait_link_state(Rig *r, const char *state)
     }
 }
 
+/* The interface illan lost comes back under its name: its queues open
+ * again, and the test's peer socket is on the new peer end. */
+static void bring_interface_back(Rig *r)
+{
+    close(r->q.peer);
+    veth_pair_recreate(&r->veth);
+    wait_link_state(r, "reopened");
+    r->q.peer = packet_socket_open(r->veth.peer);
+}
+
 /*
  * The interface goes away while the queue lends: the buffers its socket
  * held died with it and are the device's again; when an interface of
@@ -889,10 +899,7 @@ static void test_interface_returns(void)
     netns_run("ip link del %s", r.veth.dut);
     wait_link_state(&r, "removed");
     g_assert_cmpint(qrig_stat(r.q.qts, NIC_LENT), ==, 0);
-    close(r.q.peer);
-    veth_pair_recreate(&r.veth);
-    wait_link_state(&r, "reopened");
-    r.q.peer = packet_socket_open(r.veth.peer);
+    bring_interface_back(&r);
     wait_umem_active(&r);
     tag = drain_host_frames(&r, tag);
     send_tagged(&r, 1000, tag);
@@ -1011,10 +1018,7 @@ static void test_socket_taken(void)
 
     netns_run("ip link del %s", r.veth.dut);
     wait_link_state(&r, "removed");
-    close(r.q.peer);
-    veth_pair_recreate(&r.veth);
-    wait_link_state(&r, "reopened");
-    r.q.peer = packet_socket_open(r.veth.peer);
+    bring_interface_back(&r);
     wait_umem_active(&r);
     g_assert_false(queue_bool(&r, Q_FAILED));
     tag = drain_host_frames(&r, tag + 1);
