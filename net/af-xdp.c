@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <net/if.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -83,6 +84,7 @@ typedef struct AfXdpOptions {
     unsigned map_start_index;
     bool has_map_start_index;
     bool spin;
+    bool io_sched_batch;        /* io-sched=batch (the default) */
     unsigned busy_poll_usecs;
     unsigned batch;
     uint32_t rx_ring_size, tx_ring_size;
@@ -124,7 +126,7 @@ static const char *const af_xdp_keys[] = {
     "type", "id", "ifname", "mode", "force-copy", "queues", "start-queue",
     "inhibit", "sock-fds", "map-path", "map-start-index", "spin",
     "busy-poll", "batch", "rx-ring-size", "tx-ring-size", "multi-buffer",
-    "rx-metadata", "guest-umem", "tx-in-place", NULL
+    "rx-metadata", "guest-umem", "tx-in-place", "io-sched", NULL
 };
 
 /* Options. */
@@ -201,6 +203,21 @@ static bool parse_mode(const QemuOpts *opts, uint32_t *flags, GError **errp)
         g_set_error(errp, ILLAN_ERROR, 0,
                     "Parameter 'mode' does not accept value '%s' "
                     "(native or skb)", v);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_io_sched(const QemuOpts *opts, bool *batch,
+                           GError **errp)
+{
+    const char *v = qemu_opt_get(opts, "io-sched");
+
+    *batch = !v || !strcmp(v, "batch");
+    if (v && !*batch && strcmp(v, "other")) {
+        g_set_error(errp, ILLAN_ERROR, 0,
+                    "Parameter 'io-sched' does not accept value '%s' "
+                    "(batch or other)", v);
         return false;
     }
     return true;
@@ -398,6 +415,7 @@ static bool parse_options(const QemuOpts *opts, AfXdpOptions *o,
            parse_uint_opt(opts, "map-start-index", 0, INT32_MAX,
                           &o->map_start_index, errp) &&
            parse_bool_opt(opts, "spin", &o->spin, errp) &&
+           parse_io_sched(opts, &o->io_sched_batch, errp) &&
            parse_uint_opt(opts, "busy-poll", 0, 1000000, &o->busy_poll_usecs,
                           errp) &&
            parse_uint_opt(opts, "batch", 1, NET_BATCH_MAX, &o->batch,
@@ -763,6 +781,7 @@ static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
         .sock_fd = s->o.n_sock_fds ? s->o.sock_fds[i] : -1,
         .rx_ring_size = s->o.rx_ring_size, .tx_ring_size = s->o.tx_ring_size,
         .batch = s->o.batch, .spin = s->o.spin,
+        .sched_batch = s->o.io_sched_batch,
         .busy_poll_usecs = s->o.busy_poll_usecs,
         /* A program without frags never hands a socket a chain. */
         .multi_buffer = s->o.multi_buffer != AF_XDP_OFF &&
@@ -1198,6 +1217,24 @@ static GVariant *copied_variant(const XskQueueStats *st)
     return g_variant_dict_end(&d);
 }
 
+static const char *policy_name(int policy)
+{
+    switch (policy) {
+    case SCHED_OTHER:
+        return "other";
+    case SCHED_BATCH:
+        return "batch";
+    case SCHED_IDLE:
+        return "idle";
+    case SCHED_FIFO:
+        return "fifo";
+    case SCHED_RR:
+        return "rr";
+    default:
+        return policy < 0 ? "not-started" : "other-policy";
+    }
+}
+
 static GVariant *queue_stats(AfXdpState *s, XskQueue *q)
 {
     GVariantDict d;
@@ -1223,6 +1260,7 @@ static GVariant *queue_stats(AfXdpState *s, XskQueue *q)
     PUT("tx-oversize", tx_oversize);
     PUT("tx-no-socket", tx_no_socket);
     g_variant_dict_insert(&d, "failed", "b", st.failed);
+    g_variant_dict_insert(&d, "io-sched", "s", policy_name(st.io_policy));
     PUT("tx-chains", tx_chains);
     PUT("tx-in-place", tx_in_place);
     PUT("tx-in-place-waits", tx_in_place_waits);
@@ -1439,6 +1477,12 @@ static const NetdevType af_xdp_type = {
         "map-start-index=K  its slot for the first queue's socket "
         "(default 0)\n"
         "spin=on|off        I/O threads spin instead of poll(2) (default off)\n"
+        "io-sched=batch|other  I/O threads run as SCHED_BATCH, so that "
+        "their wake-ups\n"
+        "                   do not preempt a vCPU on the same CPU "
+        "(default batch;\n"
+        "                   other: SCHED_OTHER; a real-time policy given "
+        "to illan stays)\n"
         "busy-poll=USECS    SO_PREFER_BUSY_POLL with SO_BUSY_POLL=USECS\n"
         "batch=N            frames per batch, 1-64 (default 64)\n"
         "rx-ring-size=N     rx and fill ring entries (default 2048)\n"

@@ -153,6 +153,8 @@ struct XskQueue {
     bool rx_held;                   /* the NIC has no room: wait for
                                        xsk_queue_rx_ready(), not frames */
     bool failed;                    /* atomic */
+    int io_policy;                  /* atomic: the I/O thread's scheduling
+                                       policy, -1 until it runs */
     guint drain_watch;              /* main thread: the socket's watch
                                        while the machine has left */
     XskQueueStats stats;            /* the non-xdp_* part */
@@ -504,6 +506,7 @@ static XskQueue *queue_new(const XskQueueConfig *cfg,
     q->backend = backend;
     q->fd = -1;
     q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    q->io_policy = -1;
     qemu_mutex_init(&q->tx_lock);
     g_mutex_init(&q->request_lock);
     g_cond_init(&q->request_cond);
@@ -1780,9 +1783,28 @@ static void idle(XskQueue *q)
     }
 }
 
+/*
+ * A wake-up of a SCHED_BATCH thread (frames came, a kick was asked for)
+ * does not preempt the thread running on its CPU.  A vCPU there finishes
+ * its poll and the sends it makes, and this thread then takes them in
+ * one kick, instead of being switched to and back for each
+ * (docs/devel/benchmarks.md).  A real-time policy given to illan stays.
+ */
+static void set_io_policy(XskQueue *q)
+{
+    struct sched_param none = { 0 };
+
+    if (q->cfg.sched_batch && sched_getscheduler(0) == SCHED_OTHER) {
+        sched_setscheduler(0, SCHED_BATCH, &none);
+    }
+    __atomic_store_n(&q->io_policy, sched_getscheduler(0), __ATOMIC_RELAXED);
+}
+
 static gpointer io_thread(gpointer opaque)
 {
     XskQueue *q = opaque;
+
+    set_io_policy(q);
 
     while (!__atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE)) {
         unsigned n;
@@ -1954,6 +1976,7 @@ void xsk_queue_get_stats(XskQueue *q, XskQueueStats *st)
     st->tx_oversize = STAT_GET(q->stats.tx_oversize);
     st->tx_no_socket = STAT_GET(q->stats.tx_no_socket);
     st->failed = xsk_queue_failed(q);
+    st->io_policy = __atomic_load_n(&q->io_policy, __ATOMIC_RELAXED);
     st->tx_chains = STAT_GET(q->stats.tx_chains);
     st->tx_in_place = STAT_GET(q->stats.tx_in_place);
     st->tx_in_place_waits = STAT_GET(q->stats.tx_in_place_waits);

@@ -70,6 +70,8 @@ typedef struct XskQueueConfig {
     uint32_t tx_ring_size;  /* tx and completion rings; as many frames */
     unsigned batch;         /* frames per delivery, 1..NET_BATCH_MAX */
     bool spin;              /* never sleep in poll(2) */
+    bool sched_batch;       /* the I/O thread moves from SCHED_OTHER to
+                               SCHED_BATCH */
     unsigned busy_poll_usecs;   /* 0: no SO_PREFER_BUSY_POLL */
     bool multi_buffer;      /* bind with XDP_USE_SG, and without it if
                                the kernel refuses */
@@ -104,6 +106,7 @@ typedef struct XskQueueStats {
     uint64_t tx_no_socket;  /* guest frames dropped: the queue has no
                                socket (one it could not replace) */
     bool failed;            /* see xsk_queue_failed() */
+    int io_policy;          /* the I/O thread's SCHED_*, -1 before it runs */
     /* Of tx_frames, those sent in place (guest RAM as the UMEM); of
      * those, the ones whose completion was not there when the kick
      * returned, those moved into a frame of the queue's own because the

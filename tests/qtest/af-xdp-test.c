@@ -372,6 +372,64 @@ static void test_busy_poll(void)
     check_rx_tx("native", ",spin=on,busy-poll=20,batch=16");
 }
 
+/* The scheduling policy of illan's I/O thread (its name begins "xsk-"),
+ * once the thread has set it: its queue's io-sched says so. */
+static int io_thread_policy(Rig *r, const char *want_stat)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/task",
+                                           qtest_pid(r->q.qts));
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    JsonObject *nd, *st = query_stats(r, &nd, NULL);
+    const char *name;
+    int policy = -1;
+
+    g_assert_cmpstr(json_object_get_string_member(backend_queue(nd, 0),
+                                                  "io-sched"), ==, want_stat);
+    json_object_unref(st);
+    g_assert_nonnull(d);
+    while ((name = g_dir_read_name(d))) {
+        g_autofree char *path = g_strdup_printf("%s/%s/comm", dir, name);
+        g_autofree char *comm = NULL;
+
+        if (g_file_get_contents(path, &comm, NULL, NULL) &&
+            g_str_has_prefix(comm, "xsk-")) {
+            g_assert_cmpint(policy, ==, -1);
+            policy = sched_getscheduler(atoi(name));
+        }
+    }
+    g_assert_cmpint(policy, !=, -1);
+    return policy;
+}
+
+/*
+ * io-sched: by default the I/O thread runs as SCHED_BATCH (its wake-ups
+ * do not preempt a vCPU on its CPU); io-sched=other leaves it as
+ * SCHED_OTHER, and a real-time policy illan was started with stays.
+ * Frames still flow both ways in each.
+ */
+static void check_io_sched(const char *wrapper, const char *opts,
+                           int want, const char *want_stat)
+{
+    Rig r = { 0 };
+
+    veth_pair_create(&r.veth, 1);
+    rig_start_wrapped(&r, wrapper, opts);
+    qrig_open_guest(&r.q, NULL);
+    send_frames(&r, 100, 10);
+    guest_receive_in_order(&r, 100, 10);
+    g_assert_cmpint(io_thread_policy(&r, want_stat), ==, want);
+    guest_send_captured(&r, 5);
+    rig_stop(&r);
+}
+
+static void test_io_sched(void)
+{
+    check_io_sched(NULL, ",mode=native", SCHED_BATCH, "batch");
+    check_io_sched(NULL, ",mode=native,io-sched=other", SCHED_OTHER,
+                   "other");
+    check_io_sched("chrt -f 1", ",mode=native", SCHED_FIFO, "fifo");
+}
+
 /* Two queues: the peer's frames go to the queue of the CPU that sends. */
 /*
  * A guest with every buffer used: the frames wait in the AF_XDP ring
@@ -1385,6 +1443,8 @@ static const struct {
     { ",rx-ring-size=1000", "must be a power of two" },
     { ",multi-buffer=maybe",
       "Parameter 'multi-buffer' does not accept value 'maybe'" },
+    { ",io-sched=fifo",
+      "Parameter 'io-sched' does not accept value 'fifo' (batch or other)" },
 };
 
 static void test_refusals(void)
@@ -1949,6 +2009,7 @@ int main(int argc, char **argv)
     g_test_add_func("/af-xdp/skb", test_skb);
     g_test_add_func("/af-xdp/spin", test_spin);
     g_test_add_func("/af-xdp/busy-poll", test_busy_poll);
+    g_test_add_func("/af-xdp/io-sched", test_io_sched);
     g_test_add_func("/af-xdp/two-queues", test_two_queues);
     g_test_add_func("/af-xdp/interrupt-per-run", test_interrupt_per_run);
     g_test_add_func("/af-xdp/queues-all", test_queues_all);
