@@ -84,7 +84,7 @@ typedef struct AfXdpOptions {
     unsigned map_start_index;
     bool has_map_start_index;
     bool spin;
-    bool io_sched_batch;        /* io-sched=batch (the default) */
+    bool io_sched_batch;        /* io-sched=batch */
     unsigned busy_poll_usecs;
     unsigned batch;
     uint32_t rx_ring_size, tx_ring_size;
@@ -213,7 +213,7 @@ static bool parse_io_sched(const QemuOpts *opts, bool *batch,
 {
     const char *v = qemu_opt_get(opts, "io-sched");
 
-    *batch = !v || !strcmp(v, "batch");
+    *batch = v && !strcmp(v, "batch");
     if (v && !*batch && strcmp(v, "other")) {
         g_set_error(errp, ILLAN_ERROR, 0,
                     "Parameter 'io-sched' does not accept value '%s' "
@@ -1477,12 +1477,13 @@ static const NetdevType af_xdp_type = {
         "map-start-index=K  its slot for the first queue's socket "
         "(default 0)\n"
         "spin=on|off        I/O threads spin instead of poll(2) (default off)\n"
-        "io-sched=batch|other  I/O threads run as SCHED_BATCH, so that "
-        "their wake-ups\n"
-        "                   do not preempt a vCPU on the same CPU "
-        "(default batch;\n"
-        "                   other: SCHED_OTHER; a real-time policy given "
-        "to illan stays)\n"
+        "io-sched=batch|other  batch: I/O threads move from SCHED_OTHER to "
+        "SCHED_BATCH:\n"
+        "                   their wake-ups preempt no vCPU on their CPU, "
+        "for more\n"
+        "                   frames a second but a later frame now and then"
+        " (default\n"
+        "                   other: they keep the policy illan has)\n"
         "busy-poll=USECS    SO_PREFER_BUSY_POLL with SO_BUSY_POLL=USECS\n"
         "batch=N            frames per batch, 1-64 (default 64)\n"
         "rx-ring-size=N     rx and fill ring entries (default 2048)\n"

@@ -1788,7 +1788,7 @@ static void idle(XskQueue *q)
  * does not preempt the thread running on its CPU.  A vCPU there finishes
  * its poll and the sends it makes, and this thread then takes them in
  * one kick, instead of being switched to and back for each
- * (docs/devel/benchmarks.md).  A real-time policy given to illan stays.
+ * (docs/devel/benchmarks.md).  Any other policy illan was given stays.
  */
 static void set_io_policy(XskQueue *q)
 {
