@@ -229,7 +229,7 @@ static bool filter_accepts(const SpaprVlanState *s, const uint8_t *dst)
  * PAPR has it: a guest that set one passes it again when it reopens. */
 static void vlan_close_locked(SpaprVlanState *s)
 {
-    s->isopen = false;
+    __atomic_store_n(&s->isopen, false, __ATOMIC_RELEASE);
     s->buf_list = 0;
     s->rx_bufs = 0;
     s->add_buf_ptr = s->use_buf_ptr = 0;
@@ -1318,7 +1318,7 @@ static int64_t register_locked(SpaprVlanState *s, const char *hcall,
     s->add_buf_ptr = s->use_buf_ptr = 8;
     s->rx_bufs = 0;
     s->rxq_ptr = 0;
-    s->isopen = true;
+    __atomic_store_n(&s->isopen, true, __ATOMIC_RELEASE);
     return H_SUCCESS;
 }
 
@@ -1616,19 +1616,21 @@ static int64_t transmit_frame(SpaprVlanState *s, const uint64_t *args)
 }
 
 /*
- * H_SEND_LOGICAL_LAN.  Only the open check needs the device lock; the
- * gather and the backend's send (a sendto(), a stream write) run under
- * the transmit lock alone, so receive never waits behind a transmit.
+ * H_SEND_LOGICAL_LAN.  The gather and the backend's send (a sendto(), a
+ * stream write) run under the transmit lock alone, so receive never
+ * waits behind a transmit; the open check is an atomic load, and the
+ * device lock is taken only to trace the receive buffer count.
  */
 static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
 {
+    bool open = __atomic_load_n(&s->isopen, __ATOMIC_ACQUIRE);
     int64_t ret;
-    bool open;
 
-    qemu_mutex_lock(&s->lock);
-    open = s->isopen;
-    trace_spapr_vlan_h_send_logical_lan_rxbufs(s->rx_bufs);
-    qemu_mutex_unlock(&s->lock);
+    if (trace_event_get_state_spapr_vlan_h_send_logical_lan_rxbufs()) {
+        qemu_mutex_lock(&s->lock);
+        trace_spapr_vlan_h_send_logical_lan_rxbufs(s->rx_bufs);
+        qemu_mutex_unlock(&s->lock);
+    }
     qemu_mutex_lock(&s->tx_lock);
     if (!open) {
         hcall_guest_error("h_send_logical_lan", "unit 0x%" PRIx32 " is not "
@@ -2175,7 +2177,7 @@ void spapr_vlan_commit(void *obj, const void *image)
 
     qemu_mutex_lock(&s->lock);
     spapr_vio_commit(&s->vdev, &img->sdev);
-    s->isopen = img->isopen;
+    __atomic_store_n(&s->isopen, img->isopen, __ATOMIC_RELEASE);
     s->buf_list = img->buf_list;
     s->add_buf_ptr = img->add_buf_ptr;
     s->use_buf_ptr = img->use_buf_ptr;
