@@ -449,7 +449,6 @@ static void test_io_sched_real_time(void)
                    "fifo");
 }
 
-/* Two queues: the peer's frames go to the queue of the CPU that sends. */
 /*
  * A guest with every buffer used: the frames wait in the AF_XDP ring
  * instead of being dropped as no-buffer, and each replenish lets as many
@@ -507,6 +506,7 @@ static void test_held_without_buffers(void)
     rig_stop(&r);
 }
 
+/* Two queues: the peer's frames go to the queue of the CPU that sends. */
 static void test_two_queues(void)
 {
     g_autoptr(JsonObject) rsp = NULL;
