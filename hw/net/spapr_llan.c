@@ -1626,7 +1626,8 @@ static int64_t transmit(SpaprVlanState *s, const uint64_t *args)
     bool open = __atomic_load_n(&s->isopen, __ATOMIC_ACQUIRE);
     int64_t ret;
 
-    if (trace_event_get_state_spapr_vlan_h_send_logical_lan_rxbufs()) {
+    if (G_UNLIKELY(
+            trace_event_get_state_spapr_vlan_h_send_logical_lan_rxbufs())) {
         qemu_mutex_lock(&s->lock);
         trace_spapr_vlan_h_send_logical_lan_rxbufs(s->rx_bufs);
         qemu_mutex_unlock(&s->lock);
