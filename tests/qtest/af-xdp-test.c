@@ -373,35 +373,16 @@ static void test_busy_poll(void)
 }
 
 /* The scheduling policy of illan's I/O thread ("xsk-" and the
- * interface, cut to a thread name's 15 characters), once the thread has
- * set it: its queue's io-sched says so. */
+ * interface), once the thread has set it: its queue's io-sched says so. */
 static int io_thread_policy(Rig *r, const char *want_stat)
 {
-    g_autofree char *dir = g_strdup_printf("/proc/%d/task",
-                                           qtest_pid(r->q.qts));
     g_autofree char *io_name = g_strdup_printf("xsk-%s", r->veth.dut);
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     JsonObject *nd, *st = query_stats(r, &nd, NULL);
-    const char *name;
-    int policy = -1;
 
     g_assert_cmpstr(json_object_get_string_member(backend_queue(nd, 0),
                                                   "io-sched"), ==, want_stat);
     json_object_unref(st);
-    g_assert_nonnull(d);
-    io_name[MIN(strlen(io_name), 15)] = '\0';
-    while ((name = g_dir_read_name(d))) {
-        g_autofree char *path = g_strdup_printf("%s/%s/comm", dir, name);
-        g_autofree char *comm = NULL;
-
-        if (g_file_get_contents(path, &comm, NULL, NULL) &&
-            g_str_has_prefix(comm, io_name)) {
-            g_assert_cmpint(policy, ==, -1);
-            policy = sched_getscheduler(atoi(name));
-        }
-    }
-    g_assert_cmpint(policy, !=, -1);
-    return policy;
+    return sched_getscheduler(process_thread(qtest_pid(r->q.qts), io_name));
 }
 
 /*

@@ -74,30 +74,18 @@ static void send_sized(QRig *r, const size_t *sizes, unsigned n)
  * them in /proc (GLib names the thread). */
 static guint64 vcpu_ticks(QRig *r)
 {
-    g_autofree char *dir = g_strdup_printf("/proc/%d/task",
-                                           (int)qtest_pid(r->qts));
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    const char *tid;
+    pid_t pid = qtest_pid(r->qts), tid = process_thread(pid, "vcpu-g0");
+    g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/stat",
+                                            (int)pid, (int)tid);
+    g_autofree char *stat = NULL;
+    g_auto(GStrv) f = NULL;
 
-    g_assert_nonnull(d);
-    while ((tid = g_dir_read_name(d))) {
-        g_autofree char *comm = NULL, *stat = NULL;
-        g_autofree char *cpath = g_strdup_printf("%s/%s/comm", dir, tid);
-        g_autofree char *spath = g_strdup_printf("%s/%s/stat", dir, tid);
-        g_auto(GStrv) f = NULL;
-
-        if (!g_file_get_contents(cpath, &comm, NULL, NULL) ||
-            strcmp(g_strstrip(comm), "vcpu-g0") ||
-            !g_file_get_contents(spath, &stat, NULL, NULL)) {
-            continue;
-        }
-        /* Fields after the ")" that ends comm: state is the first, utime
-         * and stime the 12th and 13th. */
-        f = g_strsplit(strrchr(stat, ')') + 2, " ", -1);
-        return g_ascii_strtoull(f[11], NULL, 10) +
-               g_ascii_strtoull(f[12], NULL, 10);
-    }
-    g_error("no vcpu-g0 thread in %s", dir);
+    g_assert_true(g_file_get_contents(path, &stat, NULL, NULL));
+    /* Fields after the ")" that ends comm: state is the first, utime
+     * and stime the 12th and 13th. */
+    f = g_strsplit(strrchr(stat, ')') + 2, " ", -1);
+    return g_ascii_strtoull(f[11], NULL, 10) +
+           g_ascii_strtoull(f[12], NULL, 10);
 }
 
 /* CPU ticks the vCPU thread used over @ms with nothing to do. */

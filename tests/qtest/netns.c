@@ -150,6 +150,31 @@ static bool same_file(int a, int b)
     return sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
 }
 
+pid_t process_thread(pid_t pid, const char *name)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/task", (int)pid);
+    g_autofree char *want = g_strndup(name, 15);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *tid;
+    pid_t found = -1;
+
+    g_assert_nonnull(d);
+    while ((tid = g_dir_read_name(d))) {
+        g_autofree char *path = g_strdup_printf("%s/%s/comm", dir, tid);
+        g_autofree char *comm = NULL;
+
+        if (g_file_get_contents(path, &comm, NULL, NULL) &&
+            g_str_has_prefix(comm, want)) {
+            g_assert_cmpint(found, ==, -1);
+            found = atoi(tid);
+        }
+    }
+    if (found < 0) {
+        g_error("no thread named %s in %s", want, dir);
+    }
+    return found;
+}
+
 int process_xsk(pid_t pid, const int *skip, unsigned nskip, int *fd_there)
 {
     g_autofree char *dir = g_strdup_printf("/proc/%d/fd", pid);

@@ -49,6 +49,11 @@ unsigned veth_ifindex(const char *ifname);
  * none.  Root. */
 int process_xsk(pid_t pid, const int *skip, unsigned nskip, int *fd_there);
 
+/* The id of the one thread of process @pid whose name (comm, at most
+ * 15 characters) begins with @name cut to 15 characters; fails the test
+ * if there is none, or more than one. */
+pid_t process_thread(pid_t pid, const char *name);
+
 /* AF_PACKET socket bound to @ifname, receiving every protocol. */
 int packet_socket_open(const char *ifname);
 /* The same receiving only EtherType @proto (host order), which leaves out
