@@ -220,12 +220,16 @@ static int64_t bus_hcall(void *opaque, uint64_t opcode, unsigned nargs,
                          uint64_t *args, unsigned nout)
 {
     IbmvethGuest *g = opaque;
-    uint64_t regs[HCALL_NARGS] = { 0 };
+    uint64_t regs[HCALL_NARGS];
     unsigned valid = 0;
     GuestHcall h = hcall_of_opcode(opcode);
     int64_t rc;
 
-    memcpy(regs, args, MIN(nargs, HCALL_NARGS) * sizeof(regs[0]));
+    /* Not memcpy: the compiler made it a rep movsq, whose start-up was a
+     * third of this function's time on every hcall. */
+    for (unsigned i = 0; i < HCALL_NARGS; i++) {
+        regs[i] = i < nargs ? args[i] : 0;
+    }
     STAT_ADD(g, hcalls[h], 1);
     if (g->path != GUEST_PATH_NONE && (h == GUEST_HCALL_PUT_TCE ||
                                        h == GUEST_HCALL_PUT_TCE_INDIRECT ||
