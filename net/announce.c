@@ -59,7 +59,7 @@ static void announce_nic(NetClientState *nc, bool is_nic, void *opaque)
 
     if (is_nic && wanted(opaque, net_client_name(nc)) &&
         net_nic_get_mac(nc, mac)) {
-        net_nic_send(nc, frame, announce_rarp_frame(frame, mac));
+        net_nic_send_announce(nc, frame, announce_rarp_frame(frame, mac));
     }
 }
 

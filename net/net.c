@@ -9,9 +9,11 @@
  *
  * Threads: the registry (add, del, pairing) belongs to the main thread.
  * Frames cross on any thread: the af-xdp I/O threads deliver, several at
- * once, while hcalls send.  The counters have one lock, taken once per
- * batch and once per sent frame, never around a call into the NIC or the
- * backend; link states are atomic.
+ * once, while hcalls send.  The receive counters have one lock, taken
+ * once per batch, never around a call into the NIC or the backend.  The
+ * transmit counters have one writer at a time, as a NIC's sends come one
+ * at a time (net_nic_send): relaxed atomic stores, no lock.  Link states
+ * are atomic.
  */
 #include "net/net.h"
 #include "qemu/main-loop.h"
@@ -569,18 +571,23 @@ typedef enum TxOutcome {
     TX_DROPPED,
 } TxOutcome;
 
+/* A transmit counter: one writer at a time (see net_nic_send), readers
+ * load it whole. */
+#define TX_ADD(field, n) \
+    __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+
 static void count_tx_on(NetClientState *nc, TxOutcome outcome, size_t len)
 {
     switch (outcome) {
     case TX_SENT:
-        nc->stats.tx_frames++;
-        nc->stats.tx_bytes += len;
+        TX_ADD(nc->stats.tx_frames, 1);
+        TX_ADD(nc->stats.tx_bytes, len);
         break;
     case TX_ERROR:
-        nc->stats.tx_errors++;
+        TX_ADD(nc->stats.tx_errors, 1);
         break;
     case TX_DROPPED:
-        nc->stats.tx_dropped++;
+        TX_ADD(nc->stats.tx_dropped, 1);
         break;
     }
 }
@@ -588,12 +595,10 @@ static void count_tx_on(NetClientState *nc, TxOutcome outcome, size_t len)
 /* Counts on the NIC and, if any, its netdev, so both balance. */
 static bool count_tx(NetClientState *nic, TxOutcome outcome, size_t len)
 {
-    qemu_mutex_lock(&stats_lock);
     count_tx_on(nic, outcome, len);
     if (nic->peer) {
         count_tx_on(nic->peer, outcome, len);
     }
-    qemu_mutex_unlock(&stats_lock);
     return outcome == TX_SENT;
 }
 
@@ -611,6 +616,17 @@ bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len)
         return count_tx(nic, TX_ERROR, len);
     }
     return count_tx(nic, TX_SENT, len);
+}
+
+void net_nic_send_announce(NetClientState *nic, const uint8_t *frame,
+                           size_t len)
+{
+    g_assert(nic->is_nic);
+    if (nic->nic_ops->send_announce) {
+        nic->nic_ops->send_announce(nic->opaque, frame, len);
+    } else {
+        net_nic_send(nic, frame, len);
+    }
 }
 
 bool net_nic_send_in_place(NetClientState *nic, const uint8_t *data,
@@ -661,8 +677,20 @@ void net_client_set_link(NetClientState *nc, bool up)
 void net_client_get_stats(const NetClientState *nc, NetClientStats *stats)
 {
     qemu_mutex_lock(&stats_lock);
-    *stats = nc->stats;
+    stats->rx_frames = nc->stats.rx_frames;
+    stats->rx_bytes = nc->stats.rx_bytes;
+    stats->rx_batches = nc->stats.rx_batches;
+    memcpy(stats->rx_results, nc->stats.rx_results,
+           sizeof(stats->rx_results));
+    stats->rx_errors = nc->stats.rx_errors;
     qemu_mutex_unlock(&stats_lock);
+    stats->tx_frames = __atomic_load_n(&nc->stats.tx_frames,
+                                       __ATOMIC_RELAXED);
+    stats->tx_bytes = __atomic_load_n(&nc->stats.tx_bytes, __ATOMIC_RELAXED);
+    stats->tx_errors = __atomic_load_n(&nc->stats.tx_errors,
+                                       __ATOMIC_RELAXED);
+    stats->tx_dropped = __atomic_load_n(&nc->stats.tx_dropped,
+                                        __ATOMIC_RELAXED);
 }
 
 void net_backend_link_event(NetClientState *backend, const char *state,

@@ -129,6 +129,11 @@ typedef struct NetNicOps {
     /* Optional: the MAC in force (the guest may have changed it), for
      * self-announce.  Main thread. */
     void (*get_mac)(void *opaque, uint8_t mac[6]);
+    /* Optional: sends a self-announcement through net_nic_send() in turn
+     * with the guest's sends, for a NIC whose sends come from several
+     * threads.  Without it the frame goes out on the calling thread
+     * (main).  Main thread. */
+    void (*send_announce)(void *opaque, const uint8_t *frame, size_t len);
     /*
      * Optional, receive zero copy: up to @max guest buffers lent to the
      * backend for the host kernel to write frames into, each given by
@@ -288,8 +293,17 @@ unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
                              NetLendOutlook *outlook);
 /* For the backend: the NIC's rx_lent_lost(), if it lends. */
 void net_backend_rx_lent_lost(NetClientState *backend);
-/* Sends one frame the guest built to the backend; false if dropped. */
+/*
+ * Sends one frame the guest built to the backend; false if dropped.  A
+ * NIC's sends (this, net_nic_send_in_place, send_announce) come one at a
+ * time, on whichever thread: its tx counters have one writer, so a send
+ * takes no lock of the net core's.
+ */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
+/* A self-announcement from the main thread: the NIC's send_announce, or
+ * net_nic_send. */
+void net_nic_send_announce(NetClientState *nic, const uint8_t *frame,
+                           size_t len);
 /* Transmit zero copy: @data lies in guest RAM and is the NIC's until this
  * returns.  True when the backend sent it from there (counted as
  * net_nic_send counts); false when it could not, and nothing was sent

@@ -1198,6 +1198,69 @@ static void test_announce(void)
     fixture_free(&f);
 }
 
+/* A self-announce between a guest's sends: the net core's transmit
+ * counters take no lock (a NIC's sends come one at a time), so an
+ * announce that did not wait for the device's transmit lock would lose
+ * counts here, and ThreadSanitizer would name the race. */
+
+#define RACE_SENDS 4000
+#define RACE_ANNOUNCES 400
+#define TX_FRAME    0x300000ULL
+
+static gpointer send_frames(gpointer opaque)
+{
+    Fixture *f = opaque;
+
+    for (unsigned i = 0; i < RACE_SENDS; i++) {
+        g_assert_cmpint(hcall(f, H_SEND_LOGICAL_LAN, BD(60, TX_FRAME), 0, 0,
+                              0), ==, H_SUCCESS);
+    }
+    return NULL;
+}
+
+static uint64_t tx_total(NetClientState *nc)
+{
+    NetClientStats st;
+
+    net_client_get_stats(nc, &st);
+    g_assert_cmpuint(st.tx_dropped, ==, 0);
+    return st.tx_frames + st.tx_errors;
+}
+
+static void test_announce_during_sends(void)
+{
+    AnnounceParameters p = { .initial = 1, .max = 1, .rounds = 1, .step = 1 };
+    uint8_t frame[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                          0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0x08, 0x00 };
+    g_autoptr(GError) err = NULL;
+    NetClientState *nic;
+    SpaprVlanStats vs;
+    GThread *sender;
+    Fixture f;
+
+    fixture_init(&f, true);
+    open_lan(&f);
+    nic = spapr_vlan_nic(f.lan);
+    g_assert_true(guest_ram_write(spapr_ram(f.spapr), TX_FRAME, frame,
+                                  sizeof(frame)));
+    sender = g_thread_new("llan-sender", send_frames, &f);
+    for (unsigned i = 0; i < RACE_ANNOUNCES; i++) {
+        g_assert_true(announce_self(&p, &err));
+    }
+    g_thread_join(sender);
+    /* Sent or refused by the socket (its queue may fill): each counted
+     * once, on both sides. */
+    g_assert_cmpuint(tx_total(nic), ==, RACE_SENDS + RACE_ANNOUNCES);
+    g_assert_cmpuint(tx_total(net_client_peer(nic)), ==,
+                     RACE_SENDS + RACE_ANNOUNCES);
+    /* The device counts only what the guest sent. */
+    spapr_vlan_get_stats(f.lan, &vs);
+    g_assert_cmpuint(vs.tx_frames, ==, RACE_SENDS);
+    announce_cleanup();
+    fixture_free(&f);
+}
+
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1235,5 +1298,7 @@ int main(int argc, char **argv)
     g_test_add_func("/spapr-llan/migration/page-mode-rx-bufs",
                     test_page_mode_rx_bufs);
     g_test_add_func("/spapr-llan/announce", test_announce);
+    g_test_add_func("/spapr-llan/announce/during-sends",
+                    test_announce_during_sends);
     return g_test_run();
 }
