@@ -103,7 +103,10 @@ typedef struct AfXdpState {
     unsigned ifindex;
     const char *mode;           /* "native", "skb", or "external" */
     /* Replaced by the main thread when the interface goes and comes
-     * back; read by hcall threads (send, rx_ready) under the read lock. */
+     * back, under the write lock and with atomic stores.  Read by hcall
+     * threads under the read lock (rx_ready), but by a send with an
+     * atomic load alone: a queue is closed only while the NIC's sends
+     * are held (net_backend_hold_sends). */
     QemuRWLock queues_lock;
     XskQueue *queues[AF_XDP_MAX_QUEUES];
     XdpRedirect *redirect;      /* NULL with inhibit=on */
@@ -805,6 +808,14 @@ static XskQueue *open_queue(AfXdpState *s, unsigned i, int *err,
     return q;
 }
 
+/* Without a client (a create that failed) no NIC can be sending. */
+static void hold_sends(AfXdpState *s, bool hold)
+{
+    if (s->nc) {
+        net_backend_hold_sends(s->nc, hold);
+    }
+}
+
 /* Sockets first: with the program gone first, frames for a queue whose
  * socket is still open would reach the stack instead. */
 static void close_queues(AfXdpState *s)
@@ -812,10 +823,12 @@ static void close_queues(AfXdpState *s)
     for (unsigned i = 0; i < s->o.queues; i++) {
         XskQueue *q;
 
+        hold_sends(s, true);
         qemu_rwlock_wrlock(&s->queues_lock);
         q = s->queues[i];
-        s->queues[i] = NULL;
+        __atomic_store_n(&s->queues[i], NULL, __ATOMIC_RELAXED);
         qemu_rwlock_unlock(&s->queues_lock);
+        hold_sends(s, false);
         xsk_queue_close(q);
     }
     xdp_redirect_detach(s->redirect);
@@ -879,7 +892,7 @@ static bool open_queue_sockets(AfXdpState *s, int pinned_fd, GError **errp)
         XskQueue *q = open_queue(s, i, &err, errp);
 
         qemu_rwlock_wrlock(&s->queues_lock);
-        s->queues[i] = q;
+        __atomic_store_n(&s->queues[i], q, __ATOMIC_RELEASE);
         qemu_rwlock_unlock(&s->queues_lock);
         if (!q) {
             explain_open_error(s, err, errp);
@@ -1103,19 +1116,18 @@ static void link_event(void *opaque, const LinkEvent *ev)
 
 /* Backend ops. */
 
+/* No lock: the queue cannot be closed under a send (see queues_lock). */
 static bool af_xdp_send(void *opaque, const uint8_t *data, size_t len)
 {
     AfXdpState *s = opaque;
-    bool sent;
+    XskQueue *q;
 
     if (len > frame_limit(s, data, len)) {
         __atomic_fetch_add(&s->tx_over_mtu, 1, __ATOMIC_RELAXED);
         return false;
     }
-    qemu_rwlock_rdlock(&s->queues_lock);
-    sent = s->queues[0] && xsk_queue_send(s->queues[0], data, len);
-    qemu_rwlock_unlock(&s->queues_lock);
-    return sent;
+    q = __atomic_load_n(&s->queues[0], __ATOMIC_ACQUIRE);
+    return q && xsk_queue_send(q, data, len);
 }
 
 /* Transmit zero copy, on the queue that sends (see af_xdp_send). */
@@ -1123,16 +1135,14 @@ static bool af_xdp_send_in_place(void *opaque, const uint8_t *data,
                                  size_t len)
 {
     AfXdpState *s = opaque;
-    bool sent;
+    XskQueue *q;
 
     /* The copy path counts what the interface cannot carry. */
     if (len > frame_limit(s, data, len)) {
         return false;
     }
-    qemu_rwlock_rdlock(&s->queues_lock);
-    sent = s->queues[0] && xsk_queue_send_in_place(s->queues[0], data, len);
-    qemu_rwlock_unlock(&s->queues_lock);
-    return sent;
+    q = __atomic_load_n(&s->queues[0], __ATOMIC_ACQUIRE);
+    return q && xsk_queue_send_in_place(q, data, len);
 }
 
 static void af_xdp_rx_ready(void *opaque)

@@ -618,6 +618,16 @@ bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len)
     return count_tx(nic, TX_SENT, len);
 }
 
+void net_backend_hold_sends(NetClientState *backend, bool hold)
+{
+    NetClientState *nic = backend->peer;
+
+    g_assert(!backend->is_nic);
+    if (nic && nic->nic_ops->hold_sends) {
+        nic->nic_ops->hold_sends(nic->opaque, hold);
+    }
+}
+
 void net_nic_send_announce(NetClientState *nic, const uint8_t *frame,
                            size_t len)
 {

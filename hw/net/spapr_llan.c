@@ -2391,6 +2391,17 @@ static void spapr_vlan_send_announce(void *opaque, const uint8_t *frame,
     qemu_mutex_unlock(&s->tx_lock);
 }
 
+static void spapr_vlan_hold_sends(void *opaque, bool hold)
+{
+    SpaprVlanState *s = opaque;
+
+    if (hold) {
+        qemu_mutex_lock(&s->tx_lock);
+    } else {
+        qemu_mutex_unlock(&s->tx_lock);
+    }
+}
+
 static const NetNicOps spapr_vlan_nic_ops = {
     .receive_batch = spapr_vlan_receive_batch,
     .rx_run_end = spapr_vlan_rx_run_end,
@@ -2402,6 +2413,7 @@ static const NetNicOps spapr_vlan_nic_ops = {
     .query_rx_filter = spapr_vlan_query_rx_filter,
     .get_mac = spapr_vlan_mac_bytes,
     .send_announce = spapr_vlan_send_announce,
+    .hold_sends = spapr_vlan_hold_sends,
 };
 
 static bool spapr_vlan_realize(DeviceState *qdev, GError **errp)

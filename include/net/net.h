@@ -134,6 +134,11 @@ typedef struct NetNicOps {
      * threads.  Without it the frame goes out on the calling thread
      * (main).  Main thread. */
     void (*send_announce)(void *opaque, const uint8_t *frame, size_t len);
+    /* Optional: with @hold, waits for the send under way and keeps the
+     * next from starting (the NIC's transmit lock) until called again
+     * without it.  Every NIC that sends off the main thread has it.  Main
+     * thread. */
+    void (*hold_sends)(void *opaque, bool hold);
     /*
      * Optional, receive zero copy: up to @max guest buffers lent to the
      * backend for the host kernel to write frames into, each given by
@@ -293,6 +298,10 @@ unsigned net_backend_rx_lend(NetClientState *backend, uint64_t *addrs,
                              NetLendOutlook *outlook);
 /* For the backend: the NIC's rx_lent_lost(), if it lends. */
 void net_backend_rx_lent_lost(NetClientState *backend);
+/* For a backend replacing what its send uses, on the main thread: while
+ * held, none of its NIC's sends is under way.  A NIC without hold_sends
+ * sends only on the main thread. */
+void net_backend_hold_sends(NetClientState *backend, bool hold);
 /*
  * Sends one frame the guest built to the backend; false if dropped.  A
  * NIC's sends (this, net_nic_send_in_place, send_announce) come one at a

@@ -935,7 +935,8 @@ static void expect_link_state(QTestState *qts, const char *state)
  * thread closes the queues (the interface is deleted) and opens new ones
  * (it is back); frames flow again after each return.  A send that had
  * already passed the link check when the queue was freed would touch
- * freed memory (the queues' lock prevents it); the window is narrow,
+ * freed memory (a queue closes only while the NIC's sends are held:
+ * net_backend_hold_sends); the window is narrow,
  * since the link goes down before the interface goes, so this shows
  * the path works rather than catching the race every time.
  */
