@@ -3,6 +3,7 @@
  * that runs the driver model against the machine in-process.
  */
 #include "guest/ibmveth-guest.h"
+#include "qemu/thread.h"
 
 #include <errno.h>
 #include <libfdt.h>
@@ -211,8 +212,7 @@ static GuestHcall hcall_of_opcode(uint64_t opcode)
  * the vCPU is parked (bus_hcall's counts during the open at boot, the
  * x-guest-set-* commands, the adapter reset, a machine reset); readers
  * load them whole. */
-#define STAT_ADD(g, field, n)                                             \
-    __atomic_store_n(&(g)->st.field, (g)->st.field + (n), __ATOMIC_RELAXED)
+#define STAT_ADD(g, field, n) qemu_counter_add(&(g)->st.field, (n))
 
 /* ---- The bus: hcalls and memory in-process ---- */
 

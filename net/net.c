@@ -571,10 +571,8 @@ typedef enum TxOutcome {
     TX_DROPPED,
 } TxOutcome;
 
-/* A transmit counter: one writer at a time (see net_nic_send), readers
- * load it whole. */
-#define TX_ADD(field, n) \
-    __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+/* A transmit counter: one writer at a time (see net_nic_send). */
+#define TX_ADD(field, n) qemu_counter_add(&(field), (n))
 
 static void count_tx_on(NetClientState *nc, TxOutcome outcome, size_t len)
 {
@@ -618,13 +616,18 @@ bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len)
     return count_tx(nic, TX_SENT, len);
 }
 
+static void hold_sends(NetClientState *nic, bool hold)
+{
+    if (nic->nic_ops->hold_sends) {
+        nic->nic_ops->hold_sends(nic->opaque, hold);
+    }
+}
+
 void net_backend_hold_sends(NetClientState *backend, bool hold)
 {
-    NetClientState *nic = backend->peer;
-
     g_assert(!backend->is_nic);
-    if (nic && nic->nic_ops->hold_sends) {
-        nic->nic_ops->hold_sends(nic->opaque, hold);
+    if (backend->peer) {
+        hold_sends(backend->peer, hold);
     }
 }
 
@@ -632,11 +635,9 @@ void net_nic_send_announce(NetClientState *nic, const uint8_t *frame,
                            size_t len)
 {
     g_assert(nic->is_nic);
-    if (nic->nic_ops->send_announce) {
-        nic->nic_ops->send_announce(nic->opaque, frame, len);
-    } else {
-        net_nic_send(nic, frame, len);
-    }
+    hold_sends(nic, true);
+    net_nic_send(nic, frame, len);
+    hold_sends(nic, false);
 }
 
 bool net_nic_send_in_place(NetClientState *nic, const uint8_t *data,

@@ -2379,18 +2379,6 @@ static void spapr_vlan_mac_bytes(void *opaque, uint8_t mac[6])
     memcpy(mac, current.a, 6);
 }
 
-/* Between two of the guest's sends, never during one (net_nic_send).  Not
- * in the device's tx counters: the guest did not send it. */
-static void spapr_vlan_send_announce(void *opaque, const uint8_t *frame,
-                                     size_t len)
-{
-    SpaprVlanState *s = opaque;
-
-    qemu_mutex_lock(&s->tx_lock);
-    net_nic_send(s->nic, frame, len);
-    qemu_mutex_unlock(&s->tx_lock);
-}
-
 static void spapr_vlan_hold_sends(void *opaque, bool hold)
 {
     SpaprVlanState *s = opaque;
@@ -2412,7 +2400,6 @@ static const NetNicOps spapr_vlan_nic_ops = {
     .query = spapr_vlan_query,
     .query_rx_filter = spapr_vlan_query_rx_filter,
     .get_mac = spapr_vlan_mac_bytes,
-    .send_announce = spapr_vlan_send_announce,
     .hold_sends = spapr_vlan_hold_sends,
 };
 

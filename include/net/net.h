@@ -129,15 +129,11 @@ typedef struct NetNicOps {
     /* Optional: the MAC in force (the guest may have changed it), for
      * self-announce.  Main thread. */
     void (*get_mac)(void *opaque, uint8_t mac[6]);
-    /* Optional: sends a self-announcement through net_nic_send() in turn
-     * with the guest's sends, for a NIC whose sends come from several
-     * threads.  Without it the frame goes out on the calling thread
-     * (main).  Main thread. */
-    void (*send_announce)(void *opaque, const uint8_t *frame, size_t len);
     /* Optional: with @hold, waits for the send under way and keeps the
      * next from starting (the NIC's transmit lock) until called again
-     * without it.  Every NIC that sends off the main thread has it.  Main
-     * thread. */
+     * without it.  Every NIC that sends off the main thread has it, for
+     * the main thread's own sends (self-announce) and for a backend that
+     * replaces what its send uses.  Main thread. */
     void (*hold_sends)(void *opaque, bool hold);
     /*
      * Optional, receive zero copy: up to @max guest buffers lent to the
@@ -304,13 +300,13 @@ void net_backend_rx_lent_lost(NetClientState *backend);
 void net_backend_hold_sends(NetClientState *backend, bool hold);
 /*
  * Sends one frame the guest built to the backend; false if dropped.  A
- * NIC's sends (this, net_nic_send_in_place, send_announce) come one at a
- * time, on whichever thread: its tx counters have one writer, so a send
- * takes no lock of the net core's.
+ * NIC's sends (this, net_nic_send_in_place, net_nic_send_announce) come
+ * one at a time, on whichever thread: its tx counters have one writer, so
+ * a send takes no lock of the net core's.
  */
 bool net_nic_send(NetClientState *nic, const uint8_t *data, size_t len);
-/* A self-announcement from the main thread: the NIC's send_announce, or
- * net_nic_send. */
+/* A self-announcement from the main thread, between two of the guest's
+ * sends (the NIC's hold_sends). */
 void net_nic_send_announce(NetClientState *nic, const uint8_t *frame,
                            size_t len);
 /* Transmit zero copy: @data lies in guest RAM and is the NIC's until this

@@ -9,6 +9,7 @@
 
 #include <glib.h>
 #include <pthread.h>
+#include <stdint.h>
 
 typedef struct QemuMutex {
     pthread_mutex_t m;
@@ -34,6 +35,14 @@ static inline void qemu_thread_check(int err, const char *func)
 }
 
 #define QEMU_THREAD_CHECK(call) qemu_thread_check((call), __func__)
+
+/* A counter with one writer at a time (its lock, or its one thread) that
+ * any thread may read with a relaxed load: a store of the sum, cheaper
+ * than a locked add. */
+static inline void qemu_counter_add(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
+}
 
 static inline void qemu_mutex_init(QemuMutex *m)
 {

@@ -1200,8 +1200,10 @@ static void test_announce(void)
 
 /* A self-announce between a guest's sends: the net core's transmit
  * counters take no lock (a NIC's sends come one at a time), so an
- * announce that did not wait for the device's transmit lock would lose
- * counts here, and ThreadSanitizer would name the race. */
+ * announce that did not wait for the device's transmit lock (its
+ * hold_sends) would lose counts here, and ThreadSanitizer would name the
+ * race.  The device does not count the announce: the guest did not send
+ * it. */
 
 #define RACE_SENDS 4000
 #define RACE_ANNOUNCES 400
