@@ -58,7 +58,8 @@ static inline uint64_t halves(const uint8_t *b)
 uint16_t llan_csum(const void *p, size_t len)
 {
     const uint8_t *b = p;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, w;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    uint16_t sum;
 
     for (; len >= 32; b += 32, len -= 32) {
         s0 += halves(b);
@@ -69,18 +70,42 @@ uint16_t llan_csum(const void *p, size_t len)
     for (; len >= 8; b += 8, len -= 8) {
         s0 += halves(b);
     }
-    if (len) {
-#ifdef ILLAN_MUTANT_CSUM
-        /* Test-only, in illan-mutant-csum alone: a planted bug, an odd
-         * last byte left out of the sum, which the built-in guest's own
-         * checksum must catch (tests/qtest/guest-csum-test.c). */
-        len &= ~(size_t)1;
-#endif
-        w = 0;
-        memcpy(&w, b, len);
-        s1 += (w & 0xFFFFFFFF) + (w >> 32);
+    /*
+     * The tail in loads of its own size: copied bytewise into a word on
+     * the stack, it was read back before those stores could forward,
+     * a fifth of this function's time on a 64-byte frame.
+     */
+    if (len & 4) {
+        uint32_t v;
+
+        memcpy(&v, b, 4);
+        s1 += v;
+        b += 4;
     }
-    return GUINT16_FROM_BE(fold(s0 + s1 + s2 + s3));
+    if (len & 2) {
+        uint16_t v;
+
+        memcpy(&v, b, 2);
+        s2 += v;
+        b += 2;
+    }
+#ifdef ILLAN_MUTANT_CSUM
+    /* Test-only, in illan-mutant-csum alone: a planted bug, an odd last
+     * byte left out of the sum, which the built-in guest's own checksum
+     * must catch (tests/qtest/guest-csum-test.c). */
+    len &= ~(size_t)1;
+#endif
+    if (len & 1) {
+        /* The first byte of a 16-bit word padded with zero. */
+        const uint8_t last[2] = { b[0], 0 };
+        uint16_t v;
+
+        memcpy(&v, last, 2);
+        s3 += v;
+    }
+    /* Folded once: GUINT16_FROM_BE() names its argument twice. */
+    sum = fold(s0 + s1 + s2 + s3);
+    return GUINT16_FROM_BE(sum);
 }
 
 uint16_t llan_csum_add(uint16_t a, uint16_t b)
