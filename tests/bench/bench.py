@@ -941,30 +941,80 @@ def trace_off_row(r, failed='FAILED'):
     return cells
 
 
-# The points the targets name: each of their runs comes right after a run
-# of the raw receiver and one of the copying receiver, so that their
-# ratios can also be taken in the same minute of the host.  The host moves
-# our vCPUs: a receiver that reads frames cost 116 ns a frame at 1500 B
-# at the start of one run and 305 half an hour later, and the raw part
-# is measured that long before illan's.
-ADJACENT = {'fwd': 'rxonly', 'pools': 'on', 'mode': 'native', 'wait': 'poll'}
-ADJACENT_FWDS = ('drop', 'copy')
+# The points the targets name: each of their runs comes right after runs
+# of what its target holds it against, so that their ratios can also be
+# taken in the same minute of the host: the raw receiver and the one
+# that copies (rxonly), the raw sender (txonly), testpmd (macswap).  The
+# host moves our vCPUs: a receiver that reads frames cost 116 ns a frame
+# at 1500 B at the start of one run and 305 half an hour later, and the
+# raw and testpmd parts are measured that long before illan's.
+ADJACENT_AT = {'pools': 'on', 'mode': 'native', 'wait': 'poll'}
+ADJACENT_REFS = {'rxonly': ('drop', 'copy'), 'txonly': ('txonly',),
+                 'macswap': ('testpmd',)}
 
 
 def is_adjacent(point):
+    """
+    >>> is_adjacent({'fwd': 'macswap', 'size': '64', 'pools': 'on',
+    ...              'mode': 'native', 'wait': 'poll', 'umem': 'guest'})
+    True
+    >>> is_adjacent({'fwd': 'txonly', 'size': 'mix', 'pools': 'on',
+    ...              'mode': 'native', 'wait': 'poll'})
+    False
+    """
     return point.get('size') in PEER_SIZES and \
-        all(point.get(k) == v for k, v in ADJACENT.items())
+        point.get('fwd') in ADJACENT_REFS and \
+        all(point.get(k) == v for k, v in ADJACENT_AT.items())
+
+
+def ref_run(args, ns, point, ref):
+    """One run of @ref, the same size as @point: its rate and its
+    thread's CPU a frame ("cost"); a failure is kept, not raised, so that
+    illan's run still comes (testpmd is only there after make
+    bench-deps)."""
+    try:
+        if ref == 'testpmd':
+            r = testpmd_run(args, ns, testpmd_point(point['fwd'],
+                                                    point['size']))
+            thread = r['cost']['lcore']
+        else:
+            r = raw_run(args, ns, dict(fwd=ref, size=point['size'],
+                                       mode=point['mode'],
+                                       wait=point['wait']))
+            thread = r['cost']['rx']
+    except Failed as e:
+        return {'failed': str(e)}
+    finally:
+        Proc.stop_all()
+        time.sleep(SETTLE_S)
+    return {'mpps': r['mpps'], 'thread': thread, 'gen': r['cost']['gen']}
+
+
+def now_ratio(fwd, r, near):
+    """The ratio a run's target names, against the run just before it:
+    the I/O thread's ns a frame over the raw receiver's (rxonly), the
+    rate over the raw sender's (txonly) or testpmd's (macswap).
+
+    >>> now_ratio('macswap', {'mpps': 0.8}, {'testpmd': {'mpps': 1.0}})
+    0.8
+    >>> now_ratio('rxonly', {'cost': {'io': {'ns': 150}}},
+    ...           {'drop': {'thread': {'ns': 50}}, 'copy': {}})
+    3.0
+    >>> now_ratio('txonly', {'mpps': 1.0}, {'txonly': {'failed': 'x'}})
+    """
+    ref = near[ADJACENT_REFS[fwd][0]]
+    if 'failed' in ref:
+        return None
+    if fwd == 'rxonly':
+        return ratio(r['cost']['io']['ns'], ref['thread']['ns'])
+    return ratio(r['mpps'], ref['mpps'])
 
 
 def illan_run_adjacent(args, ns, point):
-    near = {}
-    for fwd in ADJACENT_FWDS:
-        near[fwd] = raw_run(args, ns, dict(
-            fwd=fwd, size=point['size'], mode=point['mode'],
-            wait=point['wait']))['cost']
-        Proc.stop_all()
-        time.sleep(SETTLE_S)
-    return dict(illan_run(args, ns, point), adjacent=near)
+    near = {ref: ref_run(args, ns, point, ref)
+            for ref in ADJACENT_REFS[point['fwd']]}
+    r = illan_run(args, ns, point)
+    return dict(r, adjacent=near, now=now_ratio(point['fwd'], r, near))
 
 
 # What each of illan's threads handles, by fwd: the I/O thread moves
@@ -1152,8 +1202,12 @@ def raw_points():
 def testpmd_points():
     """testpmd polls: its wait is spin, its XDP mode the kernel's choice
     (native on veth)."""
-    return [{'fwd': f, 'size': s, 'mode': 'native', 'wait': 'spin',
-             'peer': 'testpmd'} for f in FWDS for s in PEER_SIZES]
+    return [testpmd_point(f, s) for f in FWDS for s in PEER_SIZES]
+
+
+def testpmd_point(fwd, size):
+    return {'fwd': fwd, 'size': size, 'mode': 'native', 'wait': 'spin',
+            'peer': 'testpmd'}
 
 
 # An illan point's UMEM: "copy" (guest-umem=off) or "guest", guest RAM
@@ -1280,6 +1334,8 @@ def summarise(point, runs, errors):
     result.update(next(r for r in runs if r['mpps'] == median))
     result['runs'] = [round(r['mpps'], 3) for r in runs]
     result['noisy_runs'] = sum(1 for r in runs if r.get('noisy'))
+    if any('now' in r for r in runs):
+        result['runs_now'] = [r.get('now') for r in runs]
     if errors:
         result['errors'] = errors
     return result
@@ -1572,7 +1628,7 @@ ADJACENT_HEADER = ['size', 'umem', 'raw ns/frame (cpu)',
                    'I/O ns/frame (cpu)', 'I/O vs raw', 'I/O vs raw copy',
                    'vCPU ns/frame (cpu)', 'vCPU vs raw',
                    'gen ns/frame: raw / raw copy / illan',
-                   'in place / copied down']
+                   'in place / copied down', 'runs: I/O vs raw']
 
 
 TRACE_HEADER = ['point', 'illan', 'I/O ns/frame (cpu)', 'I/O vs off',
@@ -1602,13 +1658,52 @@ def adjacent_row(r, failed='FAILED'):
     if 'failed' in r:
         return failed_row(head, ADJACENT_HEADER, failed)
     near, c = r['adjacent'], r['cost']
-    gens = [near['drop']['gen'], near['copy']['gen'], c['gen']]
-    return head + [fmt_cost(near['drop']['rx']), fmt_cost(near['copy']['rx']),
+    gens = [near['drop'].get('gen'), near['copy'].get('gen'), c['gen']]
+    return head + [fmt_cost(near['drop'].get('thread')),
+                   fmt_cost(near['copy'].get('thread')),
                    fmt_cost(c['io']), fmt(r['io_vs_raw_now']),
                    fmt(r['io_vs_copy_now']), fmt_cost(c['vcpu']),
                    fmt(r['vcpu_vs_raw_now']),
                    ' / '.join(fmt(g['ns'], 0) if g else '-' for g in gens),
-                   zero_copy_cell(r)]
+                   zero_copy_cell(r), runs_now_cell(r)]
+
+
+SENT_NOW_HEADER = ['fwd', 'size', 'umem', 'against', 'its Mpps',
+                   'its ns/frame (cpu)', 'Mpps', 'all ns/frame (cpu)',
+                   'Mpps vs it', 'all vs it', 'runs: Mpps vs it']
+REF_NAMES = {'txonly': 'raw sender', 'testpmd': 'testpmd'}
+
+
+def sent_now_row(r, failed='FAILED'):
+    """
+    >>> r = {'fwd': 'macswap', 'size': '64', 'mpps': 0.9, 'now': 0.9,
+    ...      'cost': {'all': {'ns': 1100, 'pct': 99}},
+    ...      'all_vs_ref_now': 1.1, 'runs_now': [0.85, 0.9, None],
+    ...      'adjacent': {'testpmd': {'mpps': 1.0,
+    ...                               'thread': {'ns': 1000, 'pct': 100}}}}
+    >>> sent_now_row(r)  # doctest: +NORMALIZE_WHITESPACE
+    ['macswap', '64', 'copy', 'testpmd', '1.00', '1000 (100%)', '0.90',
+     '1100 (99%)', '0.90', '1.10', '0.85 0.90 -']
+    >>> r['adjacent']['testpmd'] = {'failed': 'no dpdk-testpmd'}
+    >>> sent_now_row(r)[3:6]
+    ['testpmd', 'no dpdk-testpmd', '']
+    """
+    head = [r['fwd'], r['size'], r.get('umem', 'copy')]
+    if 'failed' in r:
+        return failed_row(head, SENT_NOW_HEADER, failed)
+    ref = ADJACENT_REFS[r['fwd']][0]
+    it = r['adjacent'][ref]
+    head.append(REF_NAMES[ref])
+    if 'failed' in it:
+        return failed_row(head, SENT_NOW_HEADER, it['failed'])
+    return head + [fmt(it['mpps']), fmt_cost(it['thread']), fmt(r['mpps']),
+                   fmt_cost(r['cost']['all']), fmt(r['now']),
+                   fmt(r['all_vs_ref_now']), runs_now_cell(r)]
+
+
+def runs_now_cell(r):
+    return ' '.join('-' if x is None else fmt(x)
+                    for x in r.get('runs_now', ()))
 
 
 LATENCY_HEADER = ['I/O wake-up', 'I/O thread on', 'kpps',
@@ -1668,13 +1763,19 @@ def hold(r, raw, peers, costs):
         r['io_vs_copy'] = ratio(r['cost']['io']['ns'],
                                 floor and floor['cost']['rx']['ns'])
     near = r.get('adjacent')
-    if near:
-        r['io_vs_raw_now'] = ratio(r['cost']['io']['ns'],
-                                   near['drop']['rx']['ns'])
-        r['io_vs_copy_now'] = ratio(r['cost']['io']['ns'],
-                                    near['copy']['rx']['ns'])
-        r['vcpu_vs_raw_now'] = ratio(r['cost']['vcpu']['ns'],
-                                     near['drop']['rx']['ns'])
+    if near and r['fwd'] == 'rxonly':
+        io, vcpu = r['cost']['io']['ns'], r['cost']['vcpu']['ns']
+        r['io_vs_raw_now'] = ratio(io, ref_ns(near, 'drop'))
+        r['io_vs_copy_now'] = ratio(io, ref_ns(near, 'copy'))
+        r['vcpu_vs_raw_now'] = ratio(vcpu, ref_ns(near, 'drop'))
+    elif near:
+        r['all_vs_ref_now'] = ratio(r['cost']['all']['ns'],
+                                    ref_ns(near, ADJACENT_REFS[r['fwd']][0]))
+
+
+def ref_ns(near, ref):
+    """What a frame cost the thread of @ref's run, None if it failed."""
+    return None if 'failed' in near[ref] else near[ref]['thread']['ns']
 
 
 def machine():
@@ -1822,8 +1923,8 @@ def header(args):
         ('latency', latency_points()), ('trace', trace_points()))
         if part in args.only)
     if 'illan' in args.only:
-        points += len(ADJACENT_FWDS) * sum(
-            1 for p in selected(args, illan) if is_adjacent(p))
+        points += sum(len(ADJACENT_REFS[p['fwd']])
+                      for p in selected(args, illan) if is_adjacent(p))
     minutes = points * args.runs * (args.secs + RUN_OVERHEAD_S) / 60
     print(f'date:    {info["date"]}\nkernel:  {info["kernel"]}\n'
           f'machine: {info["machine"]}\n'
@@ -1898,10 +1999,17 @@ def bench(args, report):
             print_table('illan (spapr-vlan + af-xdp, built-in ibmveth guest)',
                         ILLAN_HEADER, report['illan'], illan_row)
             near = [r for r in report['illan'] if is_adjacent(r)]
-            if near:
+            received = [r for r in near if r['fwd'] == 'rxonly']
+            sent = [r for r in near if r['fwd'] != 'rxonly']
+            if received:
                 print_table('illan against the raw receivers run just '
                             'before each of its runs (the same minute)',
-                            ADJACENT_HEADER, near, adjacent_row)
+                            ADJACENT_HEADER, received, adjacent_row)
+            if sent:
+                print_table('illan against the raw sender (txonly) and '
+                            'testpmd (macswap) run just before each of '
+                            'its runs (the same minute)',
+                            SENT_NOW_HEADER, sent, sent_now_row)
         if 'latency' in args.only:
             for point in selected(args, latency_points()):
                 r = measure_latency(args, ns, point)
