@@ -607,7 +607,8 @@ def start_retrying(start, ready, retryable=lambda proc: True):
 
 # Raw loops that are another one's with options: the sender that kicks
 # the kernel for each frame, as a sender in place must (illan's
-# tx-in-place), against which txonly's zero-copy twin is held.
+# tx-in-place), the bound of txonly's zero-copy twin.  The tables hold
+# the twin, as its copy, against the raw sender, which the target names.
 RAW_VARIANTS = {'txonly1': ('txonly', ['-b', '1'])}
 
 
@@ -971,7 +972,8 @@ def ref_run(args, ns, point, ref):
     """One run of @ref, the same size as @point: its rate and its
     thread's CPU a frame ("cost"); a failure is kept, not raised, so that
     illan's run still comes (testpmd is only there after make
-    bench-deps)."""
+    bench-deps): its first line, short, is the row's reason, the whole
+    of it in the JSON."""
     try:
         if ref == 'testpmd':
             r = testpmd_run(args, ns, testpmd_point(point['fwd'],
@@ -982,12 +984,26 @@ def ref_run(args, ns, point, ref):
                                        mode=point['mode'],
                                        wait=point['wait']))
             thread = r['cost']['rx']
-    except Failed as e:
-        return {'failed': str(e)}
+    except Exception as e:      # Failed, or a counter missing
+        return {'failed': failure_line(e), 'error': str(e)}
     finally:
         Proc.stop_all()
         time.sleep(SETTLE_S)
     return {'mpps': r['mpps'], 'thread': thread, 'gen': r['cost']['gen']}
+
+
+def failure_line(e, width=60):
+    """
+    >>> failure_line(Failed('no dpdk-testpmd: make bench installs it\\nmore'))
+    'no dpdk-testpmd: make bench installs it'
+    >>> failure_line(KeyError('RX-missed'))
+    "KeyError: 'RX-missed'"
+    >>> len(failure_line(Failed('x' * 200)))
+    60
+    """
+    text = str(e) if isinstance(e, Failed) else f'{type(e).__name__}: {e}'
+    line = (text.splitlines() or [''])[0]
+    return line if len(line) <= width else line[:width - 3] + '...'
 
 
 def now_ratio(fwd, r, near):
