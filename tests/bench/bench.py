@@ -1699,7 +1699,7 @@ def sent_now_row(r, failed='FAILED'):
     ...                               'thread': {'ns': 1000, 'pct': 100}}}}
     >>> sent_now_row(r)  # doctest: +NORMALIZE_WHITESPACE
     ['macswap', '64', 'copy', 'testpmd', '1.00', '1000 (100%)', '0.90',
-     '1100 (99%)', '0.90', '1.10', '0.85 0.90 -']
+     '1100 (99%)', '0.90', '1.10', '0.85 0.90 - (median 0.88)']
     >>> r['adjacent']['testpmd'] = {'failed': 'no dpdk-testpmd'}
     >>> sent_now_row(r)[3:6]
     ['testpmd', 'no dpdk-testpmd', '']
@@ -1718,8 +1718,21 @@ def sent_now_row(r, failed='FAILED'):
 
 
 def runs_now_cell(r):
-    return ' '.join('-' if x is None else fmt(x)
-                    for x in r.get('runs_now', ()))
+    """Each run's ratio to the reference run just before it, and their
+    median: on a host that moves within minutes, steadier than the
+    median-rate run's.
+
+    >>> runs_now_cell({'runs_now': [1.02, 0.98, 0.92]})
+    '1.02 0.98 0.92 (median 0.98)'
+    >>> runs_now_cell({'runs_now': [0.6, None]})
+    '0.60 -'
+    """
+    runs = r.get('runs_now', ())
+    cell = ' '.join('-' if x is None else fmt(x) for x in runs)
+    known = [x for x in runs if x is not None]
+    if len(known) > 1:
+        cell += f' (median {fmt(statistics.median(known))})'
+    return cell
 
 
 LATENCY_HEADER = ['I/O wake-up', 'I/O thread on', 'kpps',
