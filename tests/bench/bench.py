@@ -1018,12 +1018,11 @@ def now_ratio(fwd, r, near):
     3.0
     >>> now_ratio('txonly', {'mpps': 1.0}, {'txonly': {'failed': 'x'}})
     """
-    ref = near[ADJACENT_REFS[fwd][0]]
-    if 'failed' in ref:
-        return None
+    ref = ADJACENT_REFS[fwd][0]
     if fwd == 'rxonly':
-        return ratio(r['cost']['io']['ns'], ref['thread']['ns'])
-    return ratio(r['mpps'], ref['mpps'])
+        return ratio(r['cost']['io']['ns'], ref_ns(near, ref))
+    return ratio(r['mpps'], None if 'failed' in near[ref] else
+                 near[ref]['mpps'])
 
 
 def illan_run_adjacent(args, ns, point):
