@@ -626,7 +626,7 @@ def start_rxdrop(args, ns, mode, wait, fwd, size):
 
 
 def raw_run(args, ns, point):
-    """drop and copy: what the socket received.  macswap and txonly: what arrived
+    """drop, copy and sum: what the socket received.  macswap and txonly: what arrived
     at the generator's end, as for illan's.  The receiver's (or sender's)
     CPU a frame is over the frames it counted itself in its window:
     received, forwarded or sent."""
@@ -648,7 +648,7 @@ def raw_run(args, ns, point):
             gen.stop()
         rx.stop()
     secs = done['secs']
-    if fwd in ('drop', 'copy'):
+    if fwd in ('drop', 'copy', 'sum'):
         mpps, gbps = done['frames'] / secs / 1e6, done['bytes'] * 8 / secs / 1e9
     else:
         mpps = gen_rate(m0, m1, 'rx_frames') / 1e6
@@ -944,13 +944,14 @@ def trace_off_row(r, failed='FAILED'):
 
 # The points the targets name: each of their runs comes right after runs
 # of what its target holds it against, so that their ratios can also be
-# taken in the same minute of the host: the raw receiver and the one
-# that copies (rxonly), the raw sender (txonly), testpmd (macswap).  The
+# taken in the same minute of the host: the raw receiver, and the floors
+# of a device that copies each frame or only reads it (rxonly), the raw
+# sender (txonly), testpmd (macswap).  The
 # host moves our vCPUs: a receiver that reads frames cost 116 ns a frame
 # at 1500 B at the start of one run and 305 half an hour later, and the
 # raw and testpmd parts are measured that long before illan's.
 ADJACENT_AT = {'pools': 'on', 'mode': 'native', 'wait': 'poll'}
-ADJACENT_REFS = {'rxonly': ('drop', 'copy'), 'txonly': ('txonly',),
+ADJACENT_REFS = {'rxonly': ('drop', 'copy', 'sum'), 'txonly': ('txonly',),
                  'macswap': ('testpmd',)}
 
 
@@ -1014,7 +1015,7 @@ def now_ratio(fwd, r, near):
     >>> now_ratio('macswap', {'mpps': 0.8}, {'testpmd': {'mpps': 1.0}})
     0.8
     >>> now_ratio('rxonly', {'cost': {'io': {'ns': 150}}},
-    ...           {'drop': {'thread': {'ns': 50}}, 'copy': {}})
+    ...           {'drop': {'thread': {'ns': 50}}, 'copy': {}, 'sum': {}})
     3.0
     >>> now_ratio('txonly', {'mpps': 1.0}, {'txonly': {'failed': 'x'}})
     """
@@ -1201,14 +1202,14 @@ PEER_SIZES = ('64', '1500')
 def raw_points():
     """The receive limit everywhere; the forwarding loop's and the
     sender's where illan's macswap and txonly are held against them, and
-    the receiver that copies each frame out, the floor for illan's I/O
-    thread (a
+    the receivers that copy each frame out or only sum it, the floors for
+    illan's I/O thread copying and in zero copy (a
     sender has no XDP program and never waits: its mode and wait only say
     which illan points it stands for)."""
     return [{'fwd': 'drop', 'size': s, 'mode': m, 'wait': w}
             for s in SIZES for m in MODES for w in WAITS] + \
-        [{'fwd': 'copy', 'size': s, 'mode': 'native', 'wait': 'poll'}
-         for s in PEER_SIZES] + \
+        [{'fwd': f, 'size': s, 'mode': 'native', 'wait': 'poll'}
+         for f in ('copy', 'sum') for s in PEER_SIZES] + \
         [{'fwd': 'macswap', 'size': '64', 'mode': 'native', 'wait': 'spin'}] + \
         [{'fwd': f, 'size': s, 'mode': 'native', 'wait': 'poll'}
          for f in ('macswap', 'txonly', 'txonly1') for s in PEER_SIZES]
@@ -1639,10 +1640,10 @@ def illan_row(r, failed='FAILED'):
 
 
 ADJACENT_HEADER = ['size', 'umem', 'raw ns/frame (cpu)',
-                   'raw copy ns/frame (cpu)',
+                   'raw copy ns/frame (cpu)', 'raw sum ns/frame (cpu)',
                    'I/O ns/frame (cpu)', 'I/O vs raw', 'I/O vs raw copy',
-                   'vCPU ns/frame (cpu)', 'vCPU vs raw',
-                   'gen ns/frame: raw / raw copy / illan',
+                   'I/O vs raw sum', 'vCPU ns/frame (cpu)', 'vCPU vs raw',
+                   'gen ns/frame: raw / raw copy / raw sum / illan',
                    'in place / copied down', 'runs: I/O vs raw']
 
 
@@ -1669,18 +1670,36 @@ def trace_row(r, failed='FAILED'):
 
 
 def adjacent_row(r, failed='FAILED'):
+    """
+    >>> near = {'drop': {'thread': {'ns': 60, 'pct': 10}, 'gen': {'ns': 500}},
+    ...         'copy': {'thread': {'ns': 400, 'pct': 70}, 'gen': {'ns': 550}},
+    ...         'sum': {'thread': {'ns': 200, 'pct': 40}, 'gen': {'ns': 520}}}
+    >>> r = {'fwd': 'rxonly', 'size': '1500', 'mode': 'native',
+    ...      'wait': 'poll', 'mpps': 1.0, 'adjacent': near,
+    ...      'cost': {'io': {'ns': 300, 'pct': 50},
+    ...               'vcpu': {'ns': 120, 'pct': 40}, 'gen': {'ns': 250}}}
+    >>> hold(r, {}, {}, [])
+    >>> adjacent_row(r)[2:10]
+    ['60 (10%)', '400 (70%)', '200 (40%)', '300 (50%)', '5.00', '0.75', \
+'1.50', '120 (40%)']
+    >>> near['sum'] = {'failed': 'xsk-rxdrop: no frame in 10 s'}
+    >>> hold(r, {}, {}, [])
+    >>> row = adjacent_row(r)
+    >>> row[4], row[8], row[11]
+    ('-', '-', '500 / 550 / - / 250')
+    """
     head = [r['size'], r.get('umem', 'copy')]
     if 'failed' in r:
         return failed_row(head, ADJACENT_HEADER, failed)
     near, c = r['adjacent'], r['cost']
-    gens = [near['drop'].get('gen'), near['copy'].get('gen'), c['gen']]
-    return head + [fmt_cost(near['drop'].get('thread')),
-                   fmt_cost(near['copy'].get('thread')),
-                   fmt_cost(c['io']), fmt(r['io_vs_raw_now']),
-                   fmt(r['io_vs_copy_now']), fmt_cost(c['vcpu']),
-                   fmt(r['vcpu_vs_raw_now']),
-                   ' / '.join(fmt(g['ns'], 0) if g else '-' for g in gens),
-                   zero_copy_cell(r), runs_now_cell(r)]
+    refs = ADJACENT_REFS['rxonly']
+    gens = [near[ref].get('gen') for ref in refs] + [c['gen']]
+    return head + [fmt_cost(near[ref].get('thread')) for ref in refs] + \
+        [fmt_cost(c['io']), fmt(r['io_vs_raw_now']),
+         fmt(r['io_vs_copy_now']), fmt(r.get('io_vs_sum_now')),
+         fmt_cost(c['vcpu']), fmt(r['vcpu_vs_raw_now']),
+         ' / '.join(fmt(g['ns'], 0) if g else '-' for g in gens),
+         zero_copy_cell(r), runs_now_cell(r)]
 
 
 SENT_NOW_HEADER = ['fwd', 'size', 'umem', 'against', 'its Mpps',
@@ -1795,6 +1814,7 @@ def hold(r, raw, peers, costs):
         io, vcpu = r['cost']['io']['ns'], r['cost']['vcpu']['ns']
         r['io_vs_raw_now'] = ratio(io, ref_ns(near, 'drop'))
         r['io_vs_copy_now'] = ratio(io, ref_ns(near, 'copy'))
+        r['io_vs_sum_now'] = ratio(io, ref_ns(near, 'sum'))
         r['vcpu_vs_raw_now'] = ratio(vcpu, ref_ns(near, 'drop'))
     elif near:
         r['all_vs_ref_now'] = ratio(r['cost']['all']['ns'],

@@ -116,6 +116,9 @@ def cost_series(report):
         ('raw copy: xsk-rxdrop --fwd copy', '#6baed6', None,
          lambda size, fwd: ns(raw('copy')(size, fwd), 'rx')
          if fwd == 'rxonly' else None),
+        ('raw sum: xsk-rxdrop --fwd sum', '#9ecae1', None,
+         lambda size, fwd: ns(raw('sum')(size, fwd), 'rx')
+         if fwd == 'rxonly' else None),
         ('testpmd: lcore (rte-worker-1)', '#2ca02c', None,
          bar(testpmd, 'lcore')),
         ('testpmd: generator', '#2ca02c', '///', bar(testpmd, 'gen'))]

@@ -79,6 +79,7 @@ class Charts(unittest.TestCase):
                      'macswap', 'txonly', 'CPU time a frame, ns',
                      'raw: xsk-rxdrop', 'raw: generator',
                      'raw copy: xsk-rxdrop --fwd copy',
+                     'raw sum: xsk-rxdrop --fwd sum',
                      'testpmd: lcore (rte-worker-1)', 'testpmd: generator',
                      'illan, copy: I/O thread (xsk-*)',
                      'illan, copy: vCPU (vcpu-*)',
@@ -86,8 +87,9 @@ class Charts(unittest.TestCase):
                      'illan, copy: generator',
                      'illan, zero copy: I/O thread (xsk-*)',
                      'illan, zero copy: vCPU (vcpu-*)',
-                     # bar values: raw 64 B rxonly, illan's txonly vCPU
-                     '>66<', '>975<')), [])
+                     # bar values: raw 64 B rxonly, its raw sum, illan's
+                     # txonly vCPU
+                     '>66<', '>83<', '>975<')), [])
         svg = read(os.path.join(self.dir, 'charts-fixture-cost-1500.svg'))
         self.assertEqual(missing(svg, (
                      'CPU a frame by thread, 1500 B frames',

@@ -13,6 +13,11 @@
  * plain receiver never reads the frame's bytes, which the kernel wrote on
  * another CPU).  It is the floor for illan's I/O thread per frame.
  *
+ * With --fwd sum each frame is read where the kernel wrote it, summed by
+ * the device's own checksum code (llan_csum), and copied nowhere: the
+ * floor for illan's I/O thread when zero copy leaves a frame in the
+ * guest's buffer and the device verifies its checksum.
+ *
  * With --fwd macswap it is the limit of a forwarding loop instead: each
  * frame goes out again through the same socket with its MACs swapped
  * (same UMEM frame, no copy), and back to the fill ring once the kernel
@@ -33,7 +38,8 @@
  * key=value: "ready" once bound, "first" at the first frame and "done"
  * with the frames, bytes, rate and XDP_STATISTICS of that window (frames
  * received; with macswap also tx_frames, those sent; with txonly frames
- * are those the kernel completed).
+ * are those the kernel completed; with sum also csum, every frame's sum
+ * added up, which keeps the reads from being optimised away).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,6 +59,7 @@
 
 #include <glib.h>
 
+#include "hw/net/llan_offload.h"
 #include "net/xdp-prog.h"
 
 #define RING 2048
@@ -73,7 +80,7 @@ typedef struct Options {
 
 typedef struct Rx {
     int fd;
-    bool spin, macswap, txonly;
+    bool spin, macswap, txonly, sum;
     void *area;
     /* --fwd copy: where frames are copied to, and the next slot. */
     uint8_t *copy_area;
@@ -86,6 +93,7 @@ typedef struct Rx {
     struct xsk_ring_prod tx;
     XdpRedirect *prog;
     uint64_t frames, bytes, tx_frames;
+    uint16_t csum;
     /* txonly: the UMEM frames not on the tx ring, and the frame length. */
     uint64_t free_frames[RING];
     uint32_t nfree, size, batch;
@@ -223,6 +231,7 @@ static void setup(Rx *r, const Options *o)
     fill_all(r);
     r->spin = !strcmp(o->wait, "spin");
     r->macswap = !strcmp(o->fwd, "macswap");
+    r->sum = !strcmp(o->fwd, "sum");
     if (!strcmp(o->fwd, "copy")) {
         r->copy_area = g_malloc0((size_t)COPY_SLOTS * COPY_SLOT);
     }
@@ -358,6 +367,9 @@ static uint32_t take_batch(Rx *r)
 
         if (r->copy_area) {
             copy_out(r, d);
+        } else if (r->sum) {
+            r->csum = llan_csum_add(r->csum,
+                llan_csum(xsk_umem__get_data(r->area, d->addr), d->len));
         }
         r->bytes += d->len;
         *xsk_ring_prod__fill_addr(&r->fill, idx_fill + i) =
@@ -444,7 +456,7 @@ static void receive(Rx *r, int secs)
     s1 = xdp_stats(r);
     printf("done secs=%.3f frames=%llu bytes=%llu mpps=%.3f gbps=%.3f "
            "rx_dropped=%llu rx_invalid_descs=%llu rx_ring_full=%llu "
-           "rx_fill_ring_empty_descs=%llu tx_frames=%llu\n", t,
+           "rx_fill_ring_empty_descs=%llu tx_frames=%llu csum=%u\n", t,
            (unsigned long long)r->frames, (unsigned long long)r->bytes,
            r->frames / t / 1e6, r->bytes * 8 / t / 1e9,
            (unsigned long long)(s1.rx_dropped - s0.rx_dropped),
@@ -452,7 +464,7 @@ static void receive(Rx *r, int secs)
            (unsigned long long)(s1.rx_ring_full - s0.rx_ring_full),
            (unsigned long long)(s1.rx_fill_ring_empty_descs -
                                 s0.rx_fill_ring_empty_descs),
-           (unsigned long long)r->tx_frames);
+           (unsigned long long)r->tx_frames, r->csum);
 }
 
 static void teardown(Rx *r)
@@ -486,7 +498,8 @@ static bool parse_args(int argc, char **argv, Options *o)
           "when the ring is empty: poll (default) or spin", "WAIT" },
         { "fwd", 'f', 0, G_OPTION_ARG_STRING, &o->fwd,
           "drop (default), copy (drop after copying each frame out), "
-          "macswap (send each frame back) or txonly",
+          "sum (drop after summing each frame's bytes), macswap (send "
+          "each frame back) or txonly",
           "FWD" },
         { "duration", 't', 0, G_OPTION_ARG_INT, &o->secs,
           "seconds from the first frame, default 10", "SECS" },
@@ -513,13 +526,14 @@ static bool parse_args(int argc, char **argv, Options *o)
         (strcmp(o->mode, "native") && strcmp(o->mode, "skb")) ||
         (strcmp(o->wait, "poll") && strcmp(o->wait, "spin")) ||
         (strcmp(o->fwd, "drop") && strcmp(o->fwd, "copy") &&
-         strcmp(o->fwd, "macswap") && strcmp(o->fwd, "txonly")) ||
+         strcmp(o->fwd, "sum") && strcmp(o->fwd, "macswap") &&
+         strcmp(o->fwd, "txonly")) ||
         (!strcmp(o->fwd, "txonly") &&
          (!o->dst || o->size < 60 || o->size > 1514 || o->batch < 1 ||
           o->batch > BATCH))) {
         fprintf(stderr, "xsk-rxdrop: needs --ifname, a positive --duration, "
                 "--mode native|skb, --wait poll|spin, --fwd "
-                "drop|copy|macswap|txonly, and for txonly --dst, a --size of "
+                "drop|copy|sum|macswap|txonly, and for txonly --dst, a --size of "
                 "60 to 1514 and a --batch of 1 to 64\n");
         return false;
     }
