@@ -626,8 +626,8 @@ def start_rxdrop(args, ns, mode, wait, fwd, size):
 
 
 def raw_run(args, ns, point):
-    """drop, copy and sum: what the socket received.  macswap and txonly: what arrived
-    at the generator's end, as for illan's.  The receiver's (or sender's)
+    """drop, copy and sum: what the socket received.  macswap and txonly:
+    what arrived at the generator's end, as for illan's.  The receiver's (or sender's)
     CPU a frame is over the frames it counted itself in its window:
     received, forwarded or sent."""
     size, mode, wait = point['size'], point['mode'], point['wait']
@@ -1984,8 +1984,9 @@ def header(args):
 def label(point):
     """fwd/size/pools/mode/wait for illan, with /zc for a zero-copy point
     (/auto for --netdev-opts guest-umem=auto); raw/size/mode/wait for the
-    receive limit, raw-macswap/... and raw-txonly/... for the forwarding
-    loop's and the sender's; testpmd/fwd/size for the peer;
+    receive limit, raw-copy/... and raw-sum/... for the receivers that copy
+    or sum each frame, raw-macswap/... and raw-txonly/... for the
+    forwarding loop's and the sender's; testpmd/fwd/size for the peer;
     latency/wake/core for the latency table's; trace/how/size for the
     trace part's (how: nop, off, on)."""
     if point.get('trace'):

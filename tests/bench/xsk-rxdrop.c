@@ -533,8 +533,8 @@ static bool parse_args(int argc, char **argv, Options *o)
           o->batch > BATCH))) {
         fprintf(stderr, "xsk-rxdrop: needs --ifname, a positive --duration, "
                 "--mode native|skb, --wait poll|spin, --fwd "
-                "drop|copy|sum|macswap|txonly, and for txonly --dst, a --size of "
-                "60 to 1514 and a --batch of 1 to 64\n");
+                "drop|copy|sum|macswap|txonly, and for txonly --dst, a "
+                "--size of 60 to 1514 and a --batch of 1 to 64\n");
         return false;
     }
     return true;
