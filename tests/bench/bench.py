@@ -627,9 +627,9 @@ def start_rxdrop(args, ns, mode, wait, fwd, size):
 
 def raw_run(args, ns, point):
     """drop, copy and sum: what the socket received.  macswap and txonly:
-    what arrived at the generator's end, as for illan's.  The receiver's (or sender's)
-    CPU a frame is over the frames it counted itself in its window:
-    received, forwarded or sent."""
+    what arrived at the generator's end, as for illan's.  The receiver's
+    (or sender's) CPU a frame is over the frames it counted itself in its
+    window: received, forwarded or sent."""
     size, mode, wait = point['size'], point['mode'], point['wait']
     fwd = RAW_VARIANTS.get(point['fwd'], (point['fwd'],))[0]
     gen_args = (args, ns, size, args.secs + START_TIMEOUT_S + 5, ns.dut_mac,
@@ -946,10 +946,10 @@ def trace_off_row(r, failed='FAILED'):
 # of what its target holds it against, so that their ratios can also be
 # taken in the same minute of the host: the raw receiver, and the floors
 # of a device that copies each frame or only reads it (rxonly), the raw
-# sender (txonly), testpmd (macswap).  The
-# host moves our vCPUs: a receiver that reads frames cost 116 ns a frame
-# at 1500 B at the start of one run and 305 half an hour later, and the
-# raw and testpmd parts are measured that long before illan's.
+# sender (txonly), testpmd (macswap).  The host moves our vCPUs: a
+# receiver that reads frames cost 116 ns a frame at 1500 B at the start
+# of one run and 305 half an hour later, and the raw and testpmd parts
+# are measured that long before illan's.
 ADJACENT_AT = {'pools': 'on', 'mode': 'native', 'wait': 'poll'}
 ADJACENT_REFS = {'rxonly': ('drop', 'copy', 'sum'), 'txonly': ('txonly',),
                  'macswap': ('testpmd',)}

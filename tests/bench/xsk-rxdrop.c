@@ -11,7 +11,7 @@
  * next of COPY_SLOTS buffers of COPY_SLOT bytes, as a guest's buffer pool
  * takes them: the least work any device model does with a frame (the
  * plain receiver never reads the frame's bytes, which the kernel wrote on
- * another CPU).  It is the floor for illan's I/O thread per frame.
+ * another CPU).  It is the floor for illan's I/O thread when it copies.
  *
  * With --fwd sum each frame is read where the kernel wrote it, summed by
  * the device's own checksum code (llan_csum), and copied nowhere: the
