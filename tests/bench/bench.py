@@ -1026,11 +1026,31 @@ def now_ratio(fwd, r, near):
                  near[ref]['mpps'])
 
 
+def floor_ratios(fwd, r, near):
+    """rxonly: the I/O thread's ns a frame over the copying and the
+    summing receivers' just before it, the floors of a device that
+    copies each frame or only reads it.
+
+    >>> floor_ratios('rxonly', {'cost': {'io': {'ns': 300}}},
+    ...              {'drop': {}, 'copy': {'thread': {'ns': 200}},
+    ...               'sum': {'failed': 'x'}})
+    {'now_copy': 1.5, 'now_sum': None}
+    >>> floor_ratios('txonly', {'mpps': 1.0}, {'txonly': {}})
+    {}
+    """
+    if fwd != 'rxonly':
+        return {}
+    io = r['cost']['io']['ns']
+    return {'now_copy': ratio(io, ref_ns(near, 'copy')),
+            'now_sum': ratio(io, ref_ns(near, 'sum'))}
+
+
 def illan_run_adjacent(args, ns, point):
     near = {ref: ref_run(args, ns, point, ref)
             for ref in ADJACENT_REFS[point['fwd']]}
     r = illan_run(args, ns, point)
-    return dict(r, adjacent=near, now=now_ratio(point['fwd'], r, near))
+    return dict(r, adjacent=near, now=now_ratio(point['fwd'], r, near),
+                **floor_ratios(point['fwd'], r, near))
 
 
 # What each of illan's threads handles, by fwd: the I/O thread moves
@@ -1341,7 +1361,16 @@ def kept_runs(args, ns, point, one_run):
 
 def summarise(point, runs, errors):
     """The run with the median rate stands for the point, with every
-    run's rate alongside."""
+    run's rate alongside, and its same-minute ratios.
+
+    >>> r = summarise({'fwd': 'rxonly'}, [
+    ...     {'mpps': 1.0, 'now': 3.0, 'now_copy': 1.5, 'now_sum': None},
+    ...     {'mpps': 2.0, 'now': 2.0, 'now_copy': 1.2, 'now_sum': 1.1}], [])
+    >>> r['runs'], r['runs_now'], r['runs_now_copy'], r['runs_now_sum']
+    ([1.0, 2.0], [3.0, 2.0], [1.5, 1.2], [None, 1.1])
+    >>> 'runs_now' in summarise({}, [{'mpps': 1.0}], [])
+    False
+    """
     result = dict(point)
     if not runs:
         result['failed'] = errors[0]
@@ -1350,14 +1379,18 @@ def summarise(point, runs, errors):
     result.update(next(r for r in runs if r['mpps'] == median))
     result['runs'] = [round(r['mpps'], 3) for r in runs]
     result['noisy_runs'] = sum(1 for r in runs if r.get('noisy'))
-    if any('now' in r for r in runs):
-        result['runs_now'] = [r.get('now') for r in runs]
+    for key in RUN_RATIOS:
+        if any(key in r for r in runs):
+            result['runs_' + key] = [r.get(key) for r in runs]
     if errors:
         result['errors'] = errors
     return result
 
 
 RAW_FWD = {'rxonly': 'drop', 'txonly': 'txonly', 'macswap': 'macswap'}
+# Each run's ratios to the reference runs just before it, kept run by
+# run (runs_now, ...): the target's, and rxonly's over its two floors.
+RUN_RATIOS = ('now', 'now_copy', 'now_sum')
 
 
 def raw_key(point, fwd=None):
@@ -1644,7 +1677,8 @@ ADJACENT_HEADER = ['size', 'umem', 'raw ns/frame (cpu)',
                    'I/O ns/frame (cpu)', 'I/O vs raw', 'I/O vs raw copy',
                    'I/O vs raw sum', 'vCPU ns/frame (cpu)', 'vCPU vs raw',
                    'gen ns/frame: raw / raw copy / raw sum / illan',
-                   'in place / copied down', 'runs: I/O vs raw']
+                   'in place / copied down', 'runs: I/O vs raw',
+                   'runs: I/O vs raw copy', 'runs: I/O vs raw sum']
 
 
 TRACE_HEADER = ['point', 'illan', 'I/O ns/frame (cpu)', 'I/O vs off',
@@ -1687,6 +1721,10 @@ def adjacent_row(r, failed='FAILED'):
     >>> row = adjacent_row(r)
     >>> row[4], row[8], row[11]
     ('-', '-', '500 / 550 / - / 250')
+    >>> r.update(runs_now=[5.0, 4.0], runs_now_copy=[0.75, 0.8],
+    ...          runs_now_sum=[None, None])
+    >>> adjacent_row(r)[-3:]
+    ['5.00 4.00 (median 4.50)', '0.75 0.80 (median 0.78)', '- -']
     """
     head = [r['size'], r.get('umem', 'copy')]
     if 'failed' in r:
@@ -1699,7 +1737,8 @@ def adjacent_row(r, failed='FAILED'):
          fmt(r['io_vs_copy_now']), fmt(r.get('io_vs_sum_now')),
          fmt_cost(c['vcpu']), fmt(r['vcpu_vs_raw_now']),
          ' / '.join(fmt(g['ns'], 0) if g else '-' for g in gens),
-         zero_copy_cell(r), runs_now_cell(r)]
+         zero_copy_cell(r)] + \
+        [runs_now_cell(r, 'runs_' + key) for key in RUN_RATIOS]
 
 
 SENT_NOW_HEADER = ['fwd', 'size', 'umem', 'against', 'its Mpps',
@@ -1735,7 +1774,7 @@ def sent_now_row(r, failed='FAILED'):
                    fmt(r['all_vs_ref_now']), runs_now_cell(r)]
 
 
-def runs_now_cell(r):
+def runs_now_cell(r, key='runs_now'):
     """Each run's ratio to the reference run just before it, and their
     median: on a host that moves within minutes, steadier than the
     median-rate run's.
@@ -1744,8 +1783,10 @@ def runs_now_cell(r):
     '1.02 0.98 0.92 (median 0.98)'
     >>> runs_now_cell({'runs_now': [0.6, None]})
     '0.60 -'
+    >>> runs_now_cell({'runs_now': [3.0]}, 'runs_now_sum')
+    ''
     """
-    runs = r.get('runs_now', ())
+    runs = r.get(key, ())
     cell = ' '.join('-' if x is None else fmt(x) for x in runs)
     known = [x for x in runs if x is not None]
     if len(known) > 1:
