@@ -1852,11 +1852,12 @@ def hold(r, raw, peers, costs):
                                 floor and floor['cost']['rx']['ns'])
     near = r.get('adjacent')
     if near and r['fwd'] == 'rxonly':
-        io, vcpu = r['cost']['io']['ns'], r['cost']['vcpu']['ns']
-        r['io_vs_raw_now'] = ratio(io, ref_ns(near, 'drop'))
-        r['io_vs_copy_now'] = ratio(io, ref_ns(near, 'copy'))
-        r['io_vs_sum_now'] = ratio(io, ref_ns(near, 'sum'))
-        r['vcpu_vs_raw_now'] = ratio(vcpu, ref_ns(near, 'drop'))
+        floors = floor_ratios('rxonly', r, near)
+        r['io_vs_raw_now'] = now_ratio('rxonly', r, near)
+        r['io_vs_copy_now'] = floors['now_copy']
+        r['io_vs_sum_now'] = floors['now_sum']
+        r['vcpu_vs_raw_now'] = ratio(r['cost']['vcpu']['ns'],
+                                     ref_ns(near, 'drop'))
     elif near:
         r['all_vs_ref_now'] = ratio(r['cost']['all']['ns'],
                                     ref_ns(near, ADJACENT_REFS[r['fwd']][0]))
